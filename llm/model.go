@@ -1,0 +1,185 @@
+package llm
+
+import (
+	"context"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/deepgraph/deepgraph/schemas"
+)
+
+// Model is a chat model behind one provider. Implementations are safe for
+// concurrent use.
+//
+// Generate sends the conversation and returns the complete reply. When the
+// request has a Delta callback (see OnDelta) the provider streams and calls it
+// with each piece of content as it arrives; the returned Response is the same
+// as without streaming.
+type Model interface {
+	Generate(ctx context.Context, msgs []schemas.Message, opts ...Option) (*Response, error)
+}
+
+// Request is a Generate call's options, resolved. Providers read it with
+// NewRequest; callers build it with Options.
+type Request struct {
+	Temperature *float64 // nil: the provider's default
+	MaxTokens   int      // 0: the provider's default
+	Stop        []string
+
+	Tools      []schemas.ToolDef
+	ToolChoice ToolChoice
+
+	// Schema asks for a reply that is a JSON document matching it (structured
+	// output). SchemaName names it where the provider wants a name.
+	Schema     *jsonschema.Schema
+	SchemaName string
+
+	// GoogleSearch enables search grounding where the provider has it (Gemini).
+	// Providers without it fail with ErrUnsupported.
+	GoogleSearch bool
+
+	// OnDelta, when set, makes the call stream: it is called, in order and
+	// from one goroutine at a time, with each piece of content.
+	OnDelta func(Delta)
+}
+
+// Option sets a field of a Request.
+type Option func(*Request)
+
+// NewRequest applies opts in order.
+func NewRequest(opts ...Option) Request {
+	var r Request
+	for _, o := range opts {
+		if o != nil {
+			o(&r)
+		}
+	}
+	return r
+}
+
+// Temperature sets the sampling temperature.
+func Temperature(t float64) Option { return func(r *Request) { r.Temperature = &t } }
+
+// MaxTokens caps the reply's length in tokens.
+func MaxTokens(n int) Option { return func(r *Request) { r.MaxTokens = n } }
+
+// Stop sets stop sequences.
+func Stop(s ...string) Option { return func(r *Request) { r.Stop = append(r.Stop, s...) } }
+
+// Tools offers tools to the model.
+func Tools(defs ...schemas.ToolDef) Option {
+	return func(r *Request) { r.Tools = append(r.Tools, defs...) }
+}
+
+// WithToolChoice says whether and which tool the model must call.
+func WithToolChoice(c ToolChoice) Option { return func(r *Request) { r.ToolChoice = c } }
+
+// ResponseSchema asks for a JSON reply that matches s. Most callers want
+// Structured, which derives the schema from a Go type and parses the reply.
+func ResponseSchema(name string, s *jsonschema.Schema) Option {
+	return func(r *Request) { r.SchemaName, r.Schema = name, s }
+}
+
+// GoogleSearch turns on Google Search grounding (Gemini only).
+func GoogleSearch() Option { return func(r *Request) { r.GoogleSearch = true } }
+
+// OnDelta streams the reply's content to f.
+func OnDelta(f func(Delta)) Option { return func(r *Request) { r.OnDelta = f } }
+
+// ToolChoice is "" (provider default, usually auto), ToolAuto, ToolNone,
+// ToolRequired, or the name of one tool the model must call.
+type ToolChoice string
+
+// Tool choices with a fixed meaning. Any other value names a tool.
+const (
+	ToolAuto     ToolChoice = "auto"
+	ToolNone     ToolChoice = "none"
+	ToolRequired ToolChoice = "required"
+)
+
+// Delta is a piece of a streamed reply.
+type Delta struct {
+	Content   string // visible text
+	Reasoning string // thinking text, where the provider streams it separately
+}
+
+// Response is a model's complete reply.
+type Response struct {
+	// Content is the reply's text: the concatenation of Parts.
+	Content string
+	// Parts are the text parts of the reply in order, for providers whose
+	// metadata points into parts (Gemini grounding offsets are relative to the
+	// part named by PartIndex). Single-part providers leave it nil.
+	Parts []string
+	// Reasoning is thinking text the provider returned separately, if any.
+	Reasoning string
+
+	ToolCalls    []schemas.ToolCall
+	FinishReason FinishReason
+	Usage        Usage
+	// Model is the model that answered, as the provider reports it.
+	Model string
+	// Grounding is Gemini's search grounding metadata; nil when absent.
+	Grounding *Grounding
+}
+
+// FinishReason says why the model stopped.
+type FinishReason string
+
+// Finish reasons, normalised across providers.
+const (
+	FinishStop          FinishReason = "stop"
+	FinishLength        FinishReason = "length"
+	FinishToolCalls     FinishReason = "tool_calls"
+	FinishContentFilter FinishReason = "content_filter"
+	FinishOther         FinishReason = "other"
+)
+
+// Usage is the token count of one call. Fields a provider does not report
+// are zero.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+	CachedTokens     int `json:"cached_tokens,omitempty"`
+	ReasoningTokens  int `json:"reasoning_tokens,omitempty"`
+}
+
+// Add returns the sum of u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		PromptTokens:     u.PromptTokens + v.PromptTokens,
+		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
+		TotalTokens:      u.TotalTokens + v.TotalTokens,
+		CachedTokens:     u.CachedTokens + v.CachedTokens,
+		ReasoningTokens:  u.ReasoningTokens + v.ReasoningTokens,
+	}
+}
+
+// Grounding is the search grounding metadata of a Gemini reply.
+type Grounding struct {
+	WebSearchQueries []string           `json:"web_search_queries,omitempty"`
+	Chunks           []GroundingChunk   `json:"chunks,omitempty"`
+	Supports         []GroundingSupport `json:"supports,omitempty"`
+	// SearchEntryPoint is the rendered search-suggestions HTML that Google's
+	// terms ask clients to show.
+	SearchEntryPoint string `json:"search_entry_point,omitempty"`
+}
+
+// GroundingChunk is one web source the model grounded on.
+type GroundingChunk struct {
+	URI   string `json:"uri"`
+	Title string `json:"title"`
+}
+
+// GroundingSupport ties a segment of the reply to the chunks that support it.
+// StartIndex and EndIndex are UTF-8 byte offsets into the part named by
+// PartIndex (start inclusive, end exclusive) — Go string indices.
+type GroundingSupport struct {
+	StartIndex   int       `json:"start_index"`
+	EndIndex     int       `json:"end_index"`
+	PartIndex    int       `json:"part_index"`
+	Text         string    `json:"text,omitempty"`
+	ChunkIndices []int     `json:"chunk_indices"`
+	Confidence   []float64 `json:"confidence,omitempty"`
+}
