@@ -1,0 +1,46 @@
+package graph
+
+import "context"
+
+// Emit sends v to the stream of the run executing the calling node, as an
+// EventCustom event naming the node. LLM tokens travel this way: a node that
+// streams a model reply emits each delta. Emit is a no-op when ctx does not
+// belong to a running node or nobody streams the run (Invoke), so nodes can
+// call it unconditionally. It blocks while the consumer is slow and returns
+// early if ctx is cancelled.
+func Emit(ctx context.Context, v any) {
+	info, _ := ctx.Value(taskKey{}).(*taskInfo)
+	if info == nil || info.sink == nil {
+		return
+	}
+	select {
+	case info.sink <- custom{node: info.path, step: info.step, task: info.index, value: v}:
+	case <-ctx.Done():
+	}
+}
+
+// Streaming reports whether Emit from ctx reaches a stream consumer. Nodes can
+// skip building expensive custom events when it is false.
+func Streaming(ctx context.Context) bool {
+	info, _ := ctx.Value(taskKey{}).(*taskInfo)
+	return info != nil && info.sink != nil
+}
+
+// taskKey is the context key under which a running task's taskInfo is found.
+type taskKey struct{}
+
+// taskInfo identifies a running task to Emit and to nested graphs.
+type taskInfo struct {
+	path  string // node name, prefixed by the parent's path inside a subgraph ("outer/inner")
+	step  int
+	index int
+	sink  chan<- custom // nil when nobody listens
+}
+
+// custom is an Emit value on its way to the stream.
+type custom struct {
+	node  string
+	step  int
+	task  int
+	value any
+}
