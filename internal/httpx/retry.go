@@ -9,11 +9,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -82,10 +85,15 @@ func (t *Transport) Client() *http.Client { return &http.Client{Transport: t} }
 
 // RoundTrip sends req, retrying what is worth retrying. After the last
 // attempt it returns the last response (so the caller sees the provider's
-// status and message) or the last error.
+// status and message) or the last error. The caller's req is never modified:
+// a body that cannot be rewound is buffered into a clone.
+//
+// Bodies are replayed on every retry, so a POST may reach the server more
+// than once when a connection drops after the request was sent; every API
+// this project calls treats such repeats as harmless.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	getBody, err := replayable(req)
+	req, getBody, err := replayable(req)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +102,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if attempt > 1 && getBody != nil {
 			body, err := getBody()
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("httpx: rewinding the request body for a retry: %w", err)
 			}
 			req = req.Clone(ctx)
 			req.Body = body
@@ -110,7 +118,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, err
 			}
 			if serr := p.Sleep(ctx, backoff(p, attempt)); serr != nil {
-				return nil, err
+				return nil, fmt.Errorf("%w (while waiting to retry after: %v)", serr, err)
 			}
 			continue
 		}
@@ -126,10 +134,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			wait = max(wait, ra)
 		}
+		status := resp.Status
 		drain(resp.Body)
 		t.release()
 		if err := p.Sleep(ctx, wait); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w (while waiting to retry after %s)", err, status)
 		}
 	}
 }
@@ -147,13 +156,20 @@ func RetryableStatus(code int) bool {
 }
 
 // ParseRetryAfter reads a Retry-After header: delay-seconds or an HTTP-date.
+// Fractional seconds are accepted (some APIs send them); negative, NaN and
+// infinite values are not. Absurdly large delays saturate instead of
+// overflowing, so callers comparing against a cap still see "too long".
 func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
 	if v == "" {
 		return 0, false
 	}
 	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if secs < 0 {
+		if secs < 0 || math.IsNaN(secs) || math.IsInf(secs, 0) {
 			return 0, false
+		}
+		if secs >= float64(math.MaxInt64)/float64(time.Second) {
+			return time.Duration(math.MaxInt64), true
 		}
 		return time.Duration(secs * float64(time.Second)), true
 	}
@@ -200,22 +216,27 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// replayable returns a function that yields a fresh copy of req's body for
-// retries, buffering the body if the request cannot rewind it itself.
-func replayable(req *http.Request) (func() (io.ReadCloser, error), error) {
+// replayable returns the request to send and a function that yields a fresh
+// copy of its body for retries. A body the request cannot rewind itself is
+// buffered, on a clone so the caller's request stays untouched.
+func replayable(req *http.Request) (*http.Request, func() (io.ReadCloser, error), error) {
 	if req.Body == nil || req.Body == http.NoBody {
-		return nil, nil
+		return req, nil, nil
 	}
 	if req.GetBody != nil {
-		return req.GetBody, nil
+		return req, req.GetBody, nil
 	}
 	data, err := io.ReadAll(req.Body)
 	req.Body.Close()
 	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("httpx: reading the request body: %w", err)
 	}
-	req.Body = io.NopCloser(bytes.NewReader(data))
-	return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }, nil
+	getBody := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+	out := req.Clone(req.Context())
+	out.Body, _ = getBody()
+	out.GetBody = getBody
+	out.ContentLength = int64(len(data))
+	return out, getBody, nil
 }
 
 func drain(body io.ReadCloser) {
