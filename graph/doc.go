@@ -1,0 +1,95 @@
+// Package graph is a typed state-graph engine in the style of LangGraph:
+// nodes read a typed state and return partial updates, edges and routers
+// decide what runs next, Send fans work out to parallel tasks, and the engine
+// runs it all in supersteps with per-field reducers, streaming, checkpoints,
+// retries and timeouts. It imports nothing but the standard library, so it
+// embeds in any Go pipeline.
+//
+// # State and reducers
+//
+// The state is a struct of yours. Each field that nodes write gets a typed
+// handle that says how writes to it merge, declared once next to the type:
+//
+//	type State struct {
+//		Question string
+//		Queries  []string
+//		Notes    []string
+//		Loops    int
+//		Done     bool
+//	}
+//
+//	var (
+//		Queries = graph.Append(func(s *State) *[]string { return &s.Queries }) // appends
+//		Notes   = graph.Append(func(s *State) *[]string { return &s.Notes })
+//		Loops   = graph.Value(func(s *State) *int { return &s.Loops })  // last value wins
+//		Done    = graph.Value(func(s *State) *bool { return &s.Done })
+//	)
+//
+//	g := graph.New[State](Queries, Notes, Loops, Done)
+//
+// Value fields keep the last write, Append fields append, and Reduce fields
+// combine writes with a merge function of yours. A node returns only what it
+// writes — graph.Writes(Done.Set(false), Notes.Add(n)) — so writing a zero
+// value is as explicit as writing any other: there is no "unset" to confuse
+// it with. Set on any handle replaces the value outright, bypassing the
+// reducer (use it to reset a list for a new round). The accessor functions
+// are how the engine reaches fields: no reflection happens per step.
+//
+// # Nodes, edges and routing
+//
+// AddNode adds a function of the state. AddTask adds a task node whose input
+// is the Arg of a Send instead of the state — the map in map-reduce; its
+// payload type is a type parameter, checked by the Go compiler for AddFanOut
+// and by Compile and the run for everything else. AddEdge, AddSequence,
+// AddJoin (run once after all of several nodes), AddConditional (a Router
+// returning node names and/or Sends among declared destinations) and
+// AddFanOut connect them; Start and End are the entry and exit. A node can
+// also route itself by returning a Command: Writes(...).Goto("next") or
+// .Send(...). A compiled graph can be a node of another graph: AddSubgraph
+// for the same state type, AddMappedSubgraph for another.
+//
+// Compile checks the whole graph and reports every problem at once, each
+// naming its offender: unknown nodes in edges, nodes unreachable from Start,
+// nodes with no way out, duplicate or reserved names, Sends to nodes that are
+// not task nodes, fan-out payload types that do not match the task.
+//
+// # Supersteps and determinism
+//
+// A run proceeds in steps. All tasks of a step run concurrently (bounded by
+// WithMaxConcurrency) on the state as it was when the step began; when they
+// have all finished, their updates are merged in task order — the order in
+// which they were scheduled, not the order in which they finished — and the
+// routers of the nodes that ran pick the next step's tasks from the merged
+// state. So a run's result does not depend on timing, and a node reached from
+// several parallel branches in one step runs once. Two tasks of one step
+// setting the same Value field is an error (*ConflictError) naming both.
+//
+// # Limits, failures and policies
+//
+// A run may take at most its recursion limit of steps (DefaultRecursionLimit,
+// WithRecursionLimit, RecursionLimit); beyond it the run fails with a
+// *RecursionError. A failing node cancels the rest of its step and fails the
+// run with a *NodeError naming the node and the step; errors.Is and errors.As
+// see the node's own error through it. A panic in a node becomes a
+// *PanicError with the stack. Cancelling the context stops the run: nodes get
+// the context and should honour it. WithRetry and WithTimeout set policies
+// per node, WithNodeDefaults for the whole graph. Invoke returns, with an
+// error, the state as of the last completed step.
+//
+// # Streaming
+//
+// Stream yields Events as the run goes: task starts and ends (with each
+// task's update), the state after each step, values nodes publish with Emit
+// (LLM tokens travel this way), and the end. It is an iter.Seq2; breaking out
+// of the loop cancels the run and returns once every task has stopped.
+//
+// # Checkpoints
+//
+// With a Checkpointer (WithCheckpointer) and a Thread, the run stores its
+// state after every step and each task's update as the task finishes, as
+// JSON decoded only into your own types. Resume continues a thread after a
+// failure, re-running only the tasks that had not finished; Invoke on a
+// thread whose last run finished continues from that run's state, merging the
+// new input through the reducers. MemorySaver is the in-memory store; the
+// interface is what durable stores implement.
+package graph
