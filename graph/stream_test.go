@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/internal/benchshapes"
 )
 
 // blockingFanOut: "split" sends width tasks that emit a token, then block
@@ -106,7 +107,8 @@ func TestNoGoroutineLeaks(t *testing.T) {
 	before := runtime.NumGoroutine()
 	var n counts
 	c := blockingFanOut(t, 10, &n)
-	fan := fanGraph(t, 50)
+	fan, err := benchshapes.FanOut(50)
+	require.NoError(t, err)
 	for range 50 {
 		for ev := range c.Stream(context.Background(), tState{}) {
 			if ev.Kind == graph.EventCustom {
@@ -116,9 +118,9 @@ func TestNoGoroutineLeaks(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 		_, _ = c.Invoke(ctx, tState{})
 		cancel()
-		_, err := fan.Invoke(context.Background(), fanState{})
+		_, err := fan.Invoke(context.Background(), benchshapes.FanState{})
 		require.NoError(t, err)
-		for _, err := range fan.Stream(context.Background(), fanState{}) {
+		for _, err := range fan.Stream(context.Background(), benchshapes.FanState{}) {
 			require.NoError(t, err)
 		}
 	}
