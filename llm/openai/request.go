@@ -1,0 +1,382 @@
+package openai
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/tmc/langchaingo/llms"
+	lcopenai "github.com/tmc/langchaingo/llms/openai"
+
+	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/schemas"
+)
+
+// prepare converts a neutral call into langchaingo's inputs and the body
+// edits the transport applies.
+func (m *Model) prepare(msgs []schemas.Message, req llm.Request) (prepared, error) {
+	var p prepared
+	if len(msgs) == 0 {
+		return p, fmt.Errorf("%s: %w: no messages to send", m.provider, llm.ErrBadRequest)
+	}
+	var instructions string
+	if req.Schema != nil {
+		switch m.schemaMode {
+		case SchemaNative:
+			format, err := responseFormat(req.SchemaName, req.Schema)
+			if err != nil {
+				return p, fmt.Errorf("%s: %w", m.provider, err)
+			}
+			p.call.responseFormat = format
+		case SchemaJSONObject:
+			instructions = llm.SchemaInstructions(req.SchemaName, req.Schema)
+			p.opts = append(p.opts, llms.WithJSONMode())
+		case SchemaPrompt:
+			instructions = llm.SchemaInstructions(req.SchemaName, req.Schema)
+		}
+	}
+	lcMsgs, err := toMessages(msgs, instructions)
+	if err != nil {
+		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
+	}
+	p.msgs = lcMsgs
+
+	if req.Temperature != nil {
+		p.opts = append(p.opts, llms.WithTemperature(*req.Temperature))
+	} else {
+		// langchaingo always sends a temperature (0 when unset); drop it so
+		// the server's default applies.
+		p.call.dropTemperature = true
+	}
+	if req.MaxTokens > 0 {
+		p.opts = append(p.opts, llms.WithMaxTokens(req.MaxTokens))
+		if m.maxTokens {
+			p.opts = append(p.opts, lcopenai.WithLegacyMaxTokensField())
+		}
+	}
+	if len(req.Stop) > 0 {
+		p.opts = append(p.opts, llms.WithStopWords(req.Stop))
+	}
+	if len(req.Tools) > 0 {
+		tools, names, err := toTools(req.Tools)
+		if err != nil {
+			return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
+		}
+		p.opts = append(p.opts, llms.WithTools(tools))
+		p.names = names
+	}
+	choice, err := toolChoice(req.ToolChoice, p.names)
+	if err != nil {
+		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
+	}
+	if choice != nil {
+		p.opts = append(p.opts, llms.WithToolChoice(choice))
+	}
+	if req.OnDelta != nil {
+		p.call.onDelta = req.OnDelta
+		p.call.stream = true
+		p.call.dropStreamOptions = m.noUsage
+		// Turns streaming on. Deltas come from the transport, which sees
+		// every field of every chunk; langchaingo's callback would pass
+		// tool-call JSON off as content.
+		p.opts = append(p.opts, llms.WithStreamingFunc(func(context.Context, []byte) error { return nil }))
+	}
+	return p, nil
+}
+
+// toMessages converts the conversation. Images attached to tool results go
+// into a user message after the run of tool messages, since the tool role
+// takes text only and tool results must directly follow their call.
+func toMessages(msgs []schemas.Message, instructions string) ([]llms.MessageContent, error) {
+	out := make([]llms.MessageContent, 0, len(msgs)+2)
+	if instructions != "" {
+		if msgs[0].Role == schemas.System {
+			first := msgs[0]
+			first.Content = strings.TrimRight(first.Content, "\n") + "\n\n" + instructions
+			msgs = append([]schemas.Message{first}, msgs[1:]...)
+		} else {
+			out = append(out, llms.TextParts(llms.ChatMessageTypeSystem, instructions))
+		}
+	}
+	var pending []llms.ContentPart // images from tool results
+	flush := func() {
+		if len(pending) > 0 {
+			parts := append([]llms.ContentPart{llms.TextPart("Images returned by the tool calls above:")}, pending...)
+			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeHuman, Parts: parts})
+			pending = nil
+		}
+	}
+	for i, msg := range msgs {
+		if msg.Role != schemas.Tool {
+			flush()
+		}
+		switch msg.Role {
+		case schemas.System:
+			out = append(out, llms.TextParts(llms.ChatMessageTypeSystem, msg.Content))
+		case schemas.User:
+			var parts []llms.ContentPart
+			if msg.Content != "" || len(msg.Images) == 0 {
+				parts = append(parts, llms.TextPart(msg.Content))
+			}
+			parts = append(parts, imageParts(msg.Images)...)
+			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeHuman, Parts: parts})
+		case schemas.Assistant:
+			var parts []llms.ContentPart
+			if msg.Content != "" || len(msg.ToolCalls) == 0 {
+				parts = append(parts, llms.TextPart(msg.Content))
+			}
+			for _, tc := range msg.ToolCalls {
+				if tc.ID == "" || tc.Name == "" {
+					return nil, fmt.Errorf("message %d: a tool call needs an ID and a name", i)
+				}
+				parts = append(parts, llms.ToolCall{
+					ID:           tc.ID,
+					Type:         "function",
+					FunctionCall: &llms.FunctionCall{Name: tc.Name, Arguments: argumentsText(tc.Arguments)},
+				})
+			}
+			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: parts})
+		case schemas.Tool:
+			if msg.ToolCallID == "" {
+				return nil, fmt.Errorf("message %d: a tool result needs the ToolCallID of the call it answers", i)
+			}
+			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
+				llms.ToolCallResponse{ToolCallID: msg.ToolCallID, Name: msg.Name, Content: msg.Content},
+			}})
+			pending = append(pending, imageParts(msg.Images)...)
+		default:
+			return nil, fmt.Errorf("message %d: unknown role %q", i, msg.Role)
+		}
+	}
+	flush()
+	return out, nil
+}
+
+func imageParts(images []schemas.Image) []llms.ContentPart {
+	parts := make([]llms.ContentPart, 0, len(images))
+	for _, img := range images {
+		parts = append(parts, llms.ImageURLContent{
+			URL: "data:" + img.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(img.Data),
+		})
+	}
+	return parts
+}
+
+// argumentsText is a call's arguments as the API wants them back: a JSON
+// text, "{}" when empty. A JSON string holding non-JSON text (how replies with
+// malformed arguments are kept, see toolCallArguments) is sent back as that
+// text.
+func argumentsText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "{}"
+	}
+	var s string
+	if raw[0] == '"' && json.Unmarshal(raw, &s) == nil && !json.Valid([]byte(s)) {
+		return s
+	}
+	return string(raw)
+}
+
+// toolCallArguments makes a model's arguments text safe to keep in a
+// json.RawMessage: valid JSON stays as is, empty becomes {}, anything else
+// becomes a JSON string holding the text, so the call still serialises and
+// the tool sees (and can report) what the model wrote.
+func toolCallArguments(s string) json.RawMessage {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "":
+		return json.RawMessage("{}")
+	case json.Valid([]byte(s)):
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// emptyObject is the parameters schema of a tool that takes no arguments.
+var emptyObject = json.RawMessage(`{"type":"object","properties":{}}`)
+
+func toTools(defs []schemas.ToolDef) ([]llms.Tool, map[string]bool, error) {
+	tools := make([]llms.Tool, 0, len(defs))
+	names := make(map[string]bool, len(defs))
+	for _, d := range defs {
+		if d.Name == "" {
+			return nil, nil, fmt.Errorf("a tool needs a name")
+		}
+		if names[d.Name] {
+			return nil, nil, fmt.Errorf("two tools are named %q", d.Name)
+		}
+		names[d.Name] = true
+		var params any = emptyObject
+		if d.Parameters != nil {
+			params = d.Parameters
+		}
+		tools = append(tools, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+			Name: d.Name, Description: d.Description, Parameters: params,
+		}})
+	}
+	return tools, names, nil
+}
+
+// toolChoice maps the neutral choice to OpenAI's tool_choice: a string, or
+// {"type":"function","function":{"name":…}}. Without tools, auto and none are
+// dropped (OpenAI rejects tool_choice without tools) and the others fail.
+func toolChoice(c llm.ToolChoice, names map[string]bool) (any, error) {
+	switch c {
+	case "":
+		return nil, nil
+	case llm.ToolAuto, llm.ToolNone:
+		if len(names) == 0 {
+			return nil, nil
+		}
+		return string(c), nil
+	case llm.ToolRequired:
+		if len(names) == 0 {
+			return nil, fmt.Errorf("tool choice %q needs tools", c)
+		}
+		return string(c), nil
+	}
+	if !names[string(c)] {
+		return nil, fmt.Errorf("tool choice names %q, which is not among the offered tools", c)
+	}
+	return llms.ToolChoice{Type: "function", Function: &llms.FunctionReference{Name: string(c)}}, nil
+}
+
+// responseFormat builds the json_schema response_format with the full schema
+// (langchaingo's own schema type drops anyOf, min/max, formats, $defs, …).
+func responseFormat(name string, s *jsonschema.Schema) (json.RawMessage, error) {
+	schema, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the response schema: %w", err)
+	}
+	return json.Marshal(struct {
+		Type       string `json:"type"`
+		JSONSchema struct {
+			Name   string          `json:"name"`
+			Strict bool            `json:"strict"`
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	}{
+		Type: "json_schema",
+		JSONSchema: struct {
+			Name   string          `json:"name"`
+			Strict bool            `json:"strict"`
+			Schema json.RawMessage `json:"schema"`
+		}{Name: schemaName(name), Strict: StrictCompatible(s), Schema: schema},
+	})
+}
+
+// schemaName makes name fit OpenAI's rule for schema names (letters, digits,
+// '_' and '-', at most 64): other characters become '_'; "" becomes
+// "response".
+func schemaName(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if b.Len() >= 64 {
+			break
+		}
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	if b.Len() == 0 {
+		return "response"
+	}
+	return b.String()
+}
+
+// StrictCompatible reports whether s meets OpenAI's strict structured-output
+// rules: the root is an object; every object lists all its properties in
+// required and has additionalProperties false; every subschema has a type
+// (or is a $ref, anyOf, enum or const); and only supported keywords appear.
+//
+// Schemas inferred from Go structs by jsonschema-go pass unless a field is
+// optional (omitempty/omitzero: not required), a map (additionalProperties is
+// a schema) or an interface (no type). Such a schema is sent with
+// strict:false rather than rewritten, because rewriting (making optional
+// fields required and nullable) would change what the reply is validated
+// against.
+func StrictCompatible(s *jsonschema.Schema) bool {
+	if s == nil || !hasType(s, "object") || len(s.AnyOf) > 0 {
+		return false
+	}
+	return strictNode(s, 0)
+}
+
+func strictNode(s *jsonschema.Schema, depth int) bool {
+	if s == nil {
+		return true
+	}
+	if depth > 64 {
+		return false
+	}
+	if len(s.AllOf) > 0 || len(s.OneOf) > 0 || s.Not != nil || s.If != nil || s.Then != nil || s.Else != nil ||
+		len(s.DependentSchemas) > 0 || len(s.DependentRequired) > 0 || len(s.DependencySchemas) > 0 || len(s.DependencyStrings) > 0 ||
+		len(s.PatternProperties) > 0 || s.PropertyNames != nil || s.UnevaluatedProperties != nil || s.UnevaluatedItems != nil ||
+		s.MinProperties != nil || s.MaxProperties != nil || s.Contains != nil || s.MinContains != nil || s.MaxContains != nil ||
+		s.UniqueItems || len(s.PrefixItems) > 0 || len(s.ItemsArray) > 0 || s.AdditionalItems != nil ||
+		s.MinLength != nil || s.MaxLength != nil || s.DynamicRef != "" || len(s.Extra) > 0 {
+		return false
+	}
+	if s.Type == "" && len(s.Types) == 0 && s.Ref == "" && len(s.AnyOf) == 0 && s.Enum == nil && s.Const == nil {
+		return false
+	}
+	if hasType(s, "object") {
+		if !isFalseSchema(s.AdditionalProperties) {
+			return false
+		}
+		required := make(map[string]bool, len(s.Required))
+		for _, r := range s.Required {
+			required[r] = true
+		}
+		for name, p := range s.Properties {
+			if !required[name] || !strictNode(p, depth+1) {
+				return false
+			}
+		}
+	} else if s.AdditionalProperties != nil || len(s.Properties) > 0 {
+		return false
+	}
+	if !strictNode(s.Items, depth+1) {
+		return false
+	}
+	for _, sub := range s.AnyOf {
+		if !strictNode(sub, depth+1) {
+			return false
+		}
+	}
+	for _, defs := range []map[string]*jsonschema.Schema{s.Defs, s.Definitions} {
+		for _, sub := range defs {
+			if !strictNode(sub, depth+1) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func hasType(s *jsonschema.Schema, t string) bool {
+	if s.Type == t {
+		return true
+	}
+	for _, x := range s.Types {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+func isFalseSchema(s *jsonschema.Schema) bool {
+	if s == nil {
+		return false
+	}
+	b, err := json.Marshal(s)
+	return err == nil && string(b) == "false"
+}

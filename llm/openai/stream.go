@@ -1,0 +1,260 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/schemas"
+)
+
+// sseTap sits between an event-stream body and langchaingo's line scanner.
+// It passes whole lines on only after line has inspected them (line may drop
+// a line, or stop the stream with an error), and at the end of the body asks
+// end which error the reader should see: io.EOF for a complete stream, a
+// descriptive error for one cut short.
+type sseTap struct {
+	src  io.ReadCloser
+	line func([]byte) (keep bool, err error)
+	end  func(readErr error) error
+
+	buf []byte // read, not yet split into lines
+	out []byte // inspected, not yet returned
+	err error  // returned once out is drained
+}
+
+func newSSETap(src io.ReadCloser, line func([]byte) (bool, error), end func(error) error) *sseTap {
+	return &sseTap{src: src, line: line, end: end}
+}
+
+func (t *sseTap) Read(p []byte) (int, error) {
+	for len(t.out) == 0 {
+		if t.err != nil {
+			return 0, t.err
+		}
+		t.fill()
+	}
+	n := copy(p, t.out)
+	t.out = t.out[n:]
+	return n, nil
+}
+
+func (t *sseTap) Close() error { return t.src.Close() }
+
+func (t *sseTap) fill() {
+	var chunk [32 << 10]byte
+	n, rerr := t.src.Read(chunk[:])
+	t.buf = append(t.buf, chunk[:n]...)
+	for {
+		i := bytes.IndexByte(t.buf, '\n')
+		if i < 0 {
+			break
+		}
+		line := t.buf[:i]
+		t.buf = t.buf[i+1:]
+		if !t.emit(line) {
+			return
+		}
+	}
+	if len(t.buf) > maxSSELine {
+		t.err = t.end(fmt.Errorf("an event-stream line is longer than %d MiB", maxSSELine>>20))
+		return
+	}
+	switch {
+	case rerr == io.EOF:
+		if len(t.buf) > 0 {
+			last := t.buf
+			t.buf = nil
+			if !t.emit(last) {
+				return
+			}
+		}
+		t.err = t.end(nil)
+	case rerr != nil:
+		t.err = t.end(rerr)
+	}
+}
+
+// emit inspects one line and queues it; false means the stream is over.
+func (t *sseTap) emit(line []byte) bool {
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	keep, err := t.line(line)
+	if keep {
+		t.out = append(t.out, line...)
+		t.out = append(t.out, '\n')
+	}
+	if err != nil {
+		t.err = err
+		return false
+	}
+	return true
+}
+
+// sseData returns the payload of a "data:" line.
+func sseData(line []byte) ([]byte, bool) {
+	rest, ok := bytes.CutPrefix(line, []byte("data:"))
+	if !ok {
+		return nil, false
+	}
+	return bytes.TrimSpace(rest), true
+}
+
+// streamState is what the transport assembles from a streamed reply.
+type streamState struct {
+	done      bool // saw data: [DONE]
+	finish    string
+	reasoning strings.Builder
+	calls     []*toolCallBuilder
+	byIndex   map[int]*toolCallBuilder
+}
+
+type toolCallBuilder struct {
+	id, name string
+	args     strings.Builder
+}
+
+// chunk is one streamed chat.completion.chunk, with the fields langchaingo
+// drops: tool-call indexes, "reasoning", the model, an error object.
+type chunk struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content          string          `json:"content"`
+			ReasoningContent string          `json:"reasoning_content"`
+			Reasoning        string          `json:"reasoning"`
+			ToolCalls        []toolCallDelta `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Error json.RawMessage `json:"error"`
+}
+
+type toolCallDelta struct {
+	Index    *int   `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+}
+
+// streamLine inspects one event-stream line (on the reader's goroutine).
+func (c *call) streamLine(line []byte) (bool, error) {
+	data, ok := sseData(line)
+	if !ok {
+		return true, nil
+	}
+	if string(data) == "[DONE]" {
+		c.mu.Lock()
+		c.stream.done = true
+		c.mu.Unlock()
+		return true, nil
+	}
+	var ch chunk
+	if json.Unmarshal(data, &ch) != nil {
+		return true, nil // like langchaingo: ignore data that is not JSON
+	}
+	c.mu.Lock()
+	if e := errorObject(ch.Error); e != nil {
+		c.replyErr = e
+		c.mu.Unlock()
+		return false, e
+	}
+	if ch.Model != "" {
+		c.model = ch.Model
+	}
+	var d llm.Delta
+	for _, choice := range ch.Choices {
+		if choice.Index != 0 {
+			continue
+		}
+		d.Content += choice.Delta.Content
+		r := choice.Delta.ReasoningContent
+		if r == "" {
+			r = choice.Delta.Reasoning
+		}
+		d.Reasoning += r
+		c.stream.reasoning.WriteString(r)
+		for _, tc := range choice.Delta.ToolCalls {
+			c.stream.addToolCall(tc)
+		}
+		if choice.FinishReason != nil && *choice.FinishReason != "" {
+			c.stream.finish = *choice.FinishReason
+		}
+	}
+	c.mu.Unlock()
+	if c.spec.onDelta != nil && (d.Content != "" || d.Reasoning != "") {
+		c.spec.onDelta(d)
+	}
+	return true, nil
+}
+
+// streamEnd decides how the stream ended. A stream is complete when it sent
+// [DONE], or a finish_reason (some servers close without [DONE]).
+func (c *call) streamEnd(readErr error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case readErr != nil:
+		c.replyErr = &replyError{msg: "the event stream broke off: " + readErr.Error(), err: readErr}
+	case c.stream.done || c.stream.finish != "":
+		return io.EOF
+	default:
+		c.replyErr = &replyError{msg: "the event stream ended before [DONE] or a finish_reason; the reply is incomplete", err: errTruncated}
+	}
+	return c.replyErr
+}
+
+// addToolCall merges a streamed tool-call fragment, by index when the server
+// sends one (OpenAI does; fragments of parallel calls may interleave), else
+// by ID, else into the latest call.
+func (s *streamState) addToolCall(tc toolCallDelta) {
+	var b *toolCallBuilder
+	switch {
+	case tc.Index != nil:
+		b = s.byIndex[*tc.Index]
+		if b == nil {
+			b = &toolCallBuilder{}
+			s.byIndex[*tc.Index] = b
+			s.calls = append(s.calls, b)
+		}
+	case len(s.calls) > 0 && (tc.ID == "" || tc.ID == s.calls[len(s.calls)-1].id):
+		b = s.calls[len(s.calls)-1]
+	default:
+		b = &toolCallBuilder{}
+		s.calls = append(s.calls, b)
+	}
+	if b.id == "" {
+		b.id = tc.ID
+	}
+	if b.name == "" {
+		b.name = tc.Function.Name
+	}
+	args := tc.Function.Arguments
+	var text string
+	switch {
+	case len(args) == 0 || string(args) == "null":
+	case args[0] == '"':
+		if json.Unmarshal(args, &text) == nil {
+			b.args.WriteString(text)
+		}
+	default:
+		// Some servers send the arguments as a JSON object, not a string.
+		b.args.Write(args)
+	}
+}
+
+func (s *streamState) toolCalls() []schemas.ToolCall {
+	if len(s.calls) == 0 {
+		return nil
+	}
+	out := make([]schemas.ToolCall, 0, len(s.calls))
+	for _, b := range s.calls {
+		out = append(out, schemas.ToolCall{ID: b.id, Name: b.name, Arguments: toolCallArguments(b.args.String())})
+	}
+	return out
+}
