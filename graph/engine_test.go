@@ -283,7 +283,9 @@ func TestDeterministicMergeOrder(t *testing.T) {
 
 func TestRecursionLimit(t *testing.T) {
 	g := newT()
-	g.AddNode("loop", func(_ context.Context, s tState) (graph.Update[tState], error) { return graph.Writes(tN.Set(s.N + 1)), nil })
+	g.AddNode("loop", func(_ context.Context, s tState) (graph.Update[tState], error) {
+		return graph.Writes(tN.Set(s.N + 1)), nil
+	})
 	g.AddEdge(graph.Start, "loop")
 	g.AddConditional("loop", func(tState) graph.Route { return graph.Goto("loop") }, "loop")
 	c := compile(t, g, graph.WithRecursionLimit(7))

@@ -48,7 +48,7 @@ type Field[S any] interface {
 	key() string    // JSON name
 	goName() string // Go field name, for messages
 	decode(op writeOp, data []byte) (Write[S], error)
-	afterMerge(s *S)                    // normalise after a step's writes (clip slices)
+	afterMerge(s *S)        // normalise after a step's writes (clip slices)
 	mergeInput(dst, src *S) // apply a continuing run's input
 }
 
@@ -269,9 +269,9 @@ type setWrite[S, T any] struct {
 }
 
 func (w setWrite[S, T]) field() Field[S] { return w.f }
-func (w setWrite[S, T]) op() writeOp         { return opSet }
-func (w setWrite[S, T]) apply(s *S)          { *w.get(s) = w.v }
-func (w setWrite[S, T]) value() any          { return w.v }
+func (w setWrite[S, T]) op() writeOp     { return opSet }
+func (w setWrite[S, T]) apply(s *S)      { *w.get(s) = w.v }
+func (w setWrite[S, T]) value() any      { return w.v }
 
 type addWrite[S, E any] struct {
 	f     *AppendField[S, E]
@@ -279,7 +279,7 @@ type addWrite[S, E any] struct {
 }
 
 func (w addWrite[S, E]) field() Field[S] { return w.f }
-func (w addWrite[S, E]) op() writeOp         { return opAdd }
+func (w addWrite[S, E]) op() writeOp     { return opAdd }
 func (w addWrite[S, E]) apply(s *S) {
 	p := w.f.get(s)
 	*p = append(*p, w.elems...)
@@ -292,7 +292,7 @@ type mergeWrite[S, T any] struct {
 }
 
 func (w mergeWrite[S, T]) field() Field[S] { return w.f }
-func (w mergeWrite[S, T]) op() writeOp         { return opMerge }
+func (w mergeWrite[S, T]) op() writeOp     { return opMerge }
 func (w mergeWrite[S, T]) apply(s *S) {
 	p := w.f.get(s)
 	*p = w.f.merge(*p, w.v)
