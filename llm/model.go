@@ -41,6 +41,11 @@ type Request struct {
 	// OnDelta, when set, makes the call stream: it is called, in order and
 	// from one goroutine at a time, with each piece of content.
 	OnDelta func(Delta)
+
+	// Reasks is how many times Structured asks again after a reply that does
+	// not parse or match the schema; nil means DefaultReasks. It is read by
+	// Structured only: providers ignore it.
+	Reasks *int
 }
 
 // Option sets a field of a Request.
