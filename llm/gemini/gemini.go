@@ -200,3 +200,11 @@ func (t recordingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return resp, err
 }
+
+// CloseIdleConnections passes the call on, so http.Client's method of the
+// same name keeps working through the wrapper.
+func (t recordingTransport) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -675,4 +677,53 @@ func TestGenerateCancel(t *testing.T) {
 			assert.Less(t, time.Since(start), 5*time.Second)
 		})
 	}
+}
+
+func TestGenerateConcurrent(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, ":streamGenerateContent") {
+			sse(okReply)(w, r)
+			return
+		}
+		reply(http.StatusOK, okReply)(w, r)
+	})
+	cc := fastClient()
+	cc.MaxConcurrency = 2
+	m := f.model(t, Config{Client: cc})
+	const n = 16
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			var opts []llm.Option
+			if i%2 == 0 {
+				opts = append(opts, llm.OnDelta(func(llm.Delta) {}))
+			}
+			resp, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("q")}, opts...)
+			if err == nil && resp.Content != "ok" {
+				err = fmt.Errorf("content %q", resp.Content)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		assert.NoError(t, <-errs)
+	}
+	assert.Len(t, f.requests(), n)
+}
+
+func TestSchemaFallbackIsLogged(t *testing.T) {
+	var buf strings.Builder
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	f := newFake(t, reply(http.StatusOK, okReply))
+	m := f.model(t, Config{Model: "gemini-2.5-pro", Logger: logger})
+	schema := &jsonschema.Schema{Type: "object"}
+	_, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("q")}, llm.GoogleSearch(), llm.ResponseSchema("Answer", schema))
+	require.NoError(t, err)
+	assert.Contains(t, buf.String(), "response schema sent as instructions")
+	assert.Contains(t, buf.String(), "model=gemini-2.5-pro")
+
+	buf.Reset()
+	_, err = m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("q")}, llm.ResponseSchema("Answer", schema))
+	require.NoError(t, err)
+	assert.Empty(t, buf.String(), "a schema without tools is native")
 }

@@ -103,8 +103,11 @@ func TestGenerateGroundingPartIndex(t *testing.T) {
 		// partIndex as the API sends it, and the Response.Parts index it is
 		// expected to become.
 		apiPart, wantPart int
-		wantParts         []string
-		wantReasoning     string
+		// segText sends the segment's text along; without it only the
+		// offsets and partIndex locate the segment.
+		segText       bool
+		wantParts     []string
+		wantReasoning string
 	}{
 		{
 			name:      "second of two text parts",
@@ -121,15 +124,28 @@ func TestGenerateGroundingPartIndex(t *testing.T) {
 			wantParts:     []string{"First part. ", "Zweite Straße ist grün."},
 			wantReasoning: "Let me think…",
 		},
+		{
+			name:          "index naming a thought part, segment found by its text",
+			parts:         `[{"text":"Let me think…","thought":true},{"text":"First part. "},{"text":"Zweite Straße ist grün."}]`,
+			apiPart:       0,
+			segText:       true,
+			wantPart:      1,
+			wantParts:     []string{"First part. ", "Zweite Straße ist grün."},
+			wantReasoning: "Let me think…",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			const cited = "Straße ist grün"
 			start := strings.Index(tt.wantParts[tt.wantPart], cited)
+			text := ""
+			if tt.segText {
+				text = fmt.Sprintf(`,"text":%q`, cited)
+			}
 			body := fmt.Sprintf(`{"candidates":[{"content":{"role":"model","parts":%s},"finishReason":"STOP",
 			  "groundingMetadata":{"groundingChunks":[{"web":{"uri":"https://example.de/","title":"example.de"}}],
-			  "groundingSupports":[{"segment":{"partIndex":%d,"startIndex":%d,"endIndex":%d,"text":%q},"groundingChunkIndices":[0]}]}}]}`,
-				tt.parts, tt.apiPart, start, start+len(cited), cited)
+			  "groundingSupports":[{"segment":{"partIndex":%d,"startIndex":%d,"endIndex":%d%s},"groundingChunkIndices":[0]}]}}]}`,
+				tt.parts, tt.apiPart, start, start+len(cited), text)
 			f := newFake(t, reply(http.StatusOK, body))
 			resp, err := f.model(t, Config{}).Generate(context.Background(), []schemas.Message{schemas.UserMessage("q")}, llm.GoogleSearch())
 			require.NoError(t, err)

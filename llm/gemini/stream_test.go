@@ -154,6 +154,7 @@ func TestGenerateStreamFailures(t *testing.T) {
 			assert.Equal(t, tt.wantStatus, ae.Status)
 			assert.Contains(t, err.Error(), tt.wantIn)
 			noKey(t, err.Error())
+			assert.Len(t, f.requests(), 1, "no hidden reconnects or retries")
 		})
 	}
 }
