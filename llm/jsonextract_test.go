@@ -223,3 +223,22 @@ func FuzzExtractJSON(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkExtractJSON(b *testing.B) {
+	replies := map[string]string{
+		"strict": `{"is_sufficient": false, "knowledge_gap": "The summaries lack benchmarks.", "follow_up_queries": ["go iterator benchmark 2025", "range-over-func overhead"]}`,
+		"messy": "<think>\nThe summaries cover syntax {yield} but not cost.\n</think>\nHere is my reflection:\n```json\n{\n  \"is_sufficient\": false, // not yet\n" +
+			"  \"knowledge_gap\": \"The summaries lack benchmarks.\",\n  \"follow_up_queries\": [\"go iterator benchmark 2025\", \"range-over-func overhead\",],\n}\n```\nLet me know!",
+	}
+	for name, reply := range replies {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(reply)))
+			for b.Loop() {
+				if _, err := ExtractJSON(reply); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

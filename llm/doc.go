@@ -1,0 +1,88 @@
+// Package llm is deepgraph's provider-neutral layer over chat models: one
+// small interface, neutral types for messages and tools, and the helpers
+// every graph node needs on top — structured output, usage accounting per
+// role, streaming into graph streams, and resilient HTTP.
+//
+// # The model
+//
+// A Model has one method:
+//
+//	Generate(ctx, msgs []schemas.Message, opts ...Option) (*Response, error)
+//
+// Messages, tool definitions and tool calls are the plain types of package
+// schemas, so graph states hold them and checkpoint them as JSON. Options
+// (Temperature, MaxTokens, Stop, Tools, WithToolChoice, ResponseSchema,
+// GoogleSearch, OnDelta, Reasks) are functional options resolved into a
+// Request with NewRequest; a provider reads the fields it supports and
+// fails with ErrUnsupported on what it cannot do (GoogleSearch outside
+// Gemini). A Response carries the text (and its Parts), separate reasoning
+// text, tool calls, a normalised FinishReason, Usage and, for Gemini,
+// search Grounding with UTF-8 byte offsets.
+//
+// # Structured output
+//
+// Structured[T] derives a JSON Schema from T (jsonschema-go: JSON names,
+// `jsonschema:"…"` tags as descriptions, every non-omitempty field
+// required), asks the provider for it natively (Request.Schema and
+// SchemaName = the Go type's name, e.g. "SearchQueryList"; providers
+// without a native mode add SchemaInstructions), reads the reply leniently
+// (ExtractJSON: code fences, <think> blocks, prose, trailing commas,
+// comments, smart quotes, …), validates it against the schema, and decodes
+// it into T. An unusable reply is re-asked once by default, quoting the
+// problem to the model (Reasks(n) to change; 0 to never); the final failure
+// is a *StructuredError that keeps the raw replies and matches
+// ErrInvalidReply. Unknown keys are ignored rather than rejected.
+//
+//	q, err := llm.Structured[schemas.SearchQueryList](ctx, model, msgs, llm.Temperature(1))
+//
+// # Tools
+//
+// Tools(defs...) offers schemas.ToolDef values (JSON Schema parameters);
+// WithToolChoice forces auto, none, required or one named tool. The model's
+// calls come back as schemas.ToolCall with raw JSON arguments — untrusted
+// input: validate before use (ExtractJSON repairs what models commonly get
+// wrong). Answer each call with schemas.ToolResultMessage.
+//
+// # Usage per role
+//
+// Each Response reports its Usage. Roles (RoleQuery, RoleResearch,
+// RoleReflection, RoleAnswer, RoleAgent, or your own strings) say what a
+// call was for. Metered(model, meter, role) records every call — count,
+// failures, tokens — in a Meter, which is safe for concurrent use and
+// whose Snapshot is a UsageByRole. UsageByRole.Merge never mutates its
+// inputs, so it serves as a graph state reducer
+// (graph.Reduce(get, llm.UsageByRole.Merge)) and the CLI can print totals
+// per role and per run.
+//
+// # Streaming
+//
+// OnDelta makes a call stream: the callback receives each Delta (content
+// and reasoning) in order while Generate still returns the complete
+// Response. Inside a graph node, EmitDeltas(ctx, role) forwards each delta
+// to the run's stream as an llm.Token custom event (graph.Emit) — the path
+// tokens take to the CLI and, later, SSE clients — and costs nothing when
+// nobody streams the run. Stream(ctx, model, msgs) is the same as an
+// iterator; breaking out of the loop cancels the call and waits for it.
+//
+// # Resilience
+//
+// Providers take a ClientConfig: retries with exponential backoff and
+// jitter on 429, 5xx and dropped connections (honouring Retry-After), a
+// bound on requests in flight per provider so a wide fan-out queues instead
+// of tripping rate limits, and a per-call timeout that surfaces as an
+// *APIError matching ErrTimeout. Errors name the provider and, for a
+// rejected key, the environment variable it came from — never the key.
+// Callers branch with errors.Is on ErrRateLimited, ErrAuth, ErrBadRequest,
+// ErrUnavailable, ErrTimeout, ErrUnsupported.
+//
+// # Providers and model specs
+//
+// Providers live in sub-packages so a program compiles only those it uses:
+// llm/gemini (google.golang.org/genai; Google Search grounding), llm/openai
+// (OpenAI and OpenAI-compatible servers: Ollama's /v1, vLLM, llama.cpp, LM
+// Studio, OpenRouter, DeepSeek) and llm/anthropic. Configuration names a
+// model as "provider:model" — "gemini:gemini-2.5-flash",
+// "ollama:qwen3:8b" — and ParseSpec splits it at the first colon; the
+// mapping to constructors lives with the configuration, since providers
+// import this package. llm/fake is a scripted Model for tests.
+package llm
