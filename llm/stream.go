@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"fmt"
 	"iter"
 
 	"github.com/deepgraph/deepgraph/graph"
@@ -77,6 +78,14 @@ func Stream(ctx context.Context, m Model, msgs []schemas.Message, opts ...Option
 		go func() {
 			defer close(done)
 			defer close(deltas)
+			// A panicking provider must not take the program down from a
+			// goroutine the caller cannot recover in: it ends the stream
+			// with an error instead.
+			defer func() {
+				if r := recover(); r != nil {
+					resp, err = nil, fmt.Errorf("llm: the model panicked while streaming: %v", r)
+				}
+			}()
 			send := chainDelta(func(d Delta) {
 				select {
 				case deltas <- d:

@@ -189,3 +189,17 @@ func TestStreamParentCancellation(t *testing.T) {
 	assert.ErrorIs(t, errs[0], context.Canceled)
 	assert.True(t, m.returned.Load())
 }
+
+type panicking struct{}
+
+func (panicking) Generate(_ context.Context, _ []schemas.Message, opts ...llm.Option) (*llm.Response, error) {
+	llm.NewRequest(opts...).OnDelta(llm.Delta{Content: "before"})
+	panic("provider bug")
+}
+
+func TestStreamProviderPanicBecomesAnError(t *testing.T) {
+	got, errs := collect(t, llm.Stream(context.Background(), panicking{}, question))
+	assert.Equal(t, "before", got)
+	require.Len(t, errs, 1)
+	assert.Contains(t, errs[0].Error(), "panicked while streaming: provider bug")
+}

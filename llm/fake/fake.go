@@ -271,6 +271,7 @@ func (m *Model) Generate(ctx context.Context, msgs []schemas.Message, opts ...ll
 		return nil, reply.err
 	}
 	resp := reply.resp
+	resp.Parts = slices.Clone(resp.Parts)
 	resp.ToolCalls = slices.Clone(resp.ToolCalls)
 	for i := range resp.ToolCalls {
 		if resp.ToolCalls[i].ID == "" {

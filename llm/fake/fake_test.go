@@ -295,3 +295,16 @@ func TestZeroModel(t *testing.T) {
 	assert.Contains(t, err.Error(), "last message none")
 	assert.True(t, errors.Is(err, fake.ErrExhausted))
 }
+
+func TestRepeatedRepliesAreIndependentCopies(t *testing.T) {
+	m := fake.New(fake.Respond(llm.Response{Content: "ab", Parts: []string{"a", "b"}, ToolCalls: []schemas.ToolCall{{Name: "t"}}}).Repeat())
+	r1, err := m.Generate(context.Background(), hello)
+	require.NoError(t, err)
+	r1.Parts[0] = "changed"
+	r1.ToolCalls[0].Name = "changed"
+	r2, err := m.Generate(context.Background(), hello)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b"}, r2.Parts)
+	assert.Equal(t, "t", r2.ToolCalls[0].Name)
+	assert.Equal(t, "call_1_0", r2.ToolCalls[0].ID)
+}
