@@ -56,7 +56,7 @@ func (e *APIError) Is(target error) bool {
 	case ErrBadRequest:
 		return e.Status == http.StatusBadRequest || e.Status == http.StatusNotFound || e.Status == http.StatusUnprocessableEntity
 	case ErrUnavailable:
-		return e.Status >= 500 || e.Status == 0 && e.Err != nil && !errors.Is(e.Err, ErrTimeout)
+		return e.Status >= 500 || e.Status == 0 && e.Err != nil && !errors.Is(e.Err, ErrTimeout) && !errors.Is(e.Err, ErrUnsupported)
 	}
 	return false
 }

@@ -76,7 +76,7 @@ func TestAPIErrorIs(t *testing.T) {
 		{"connection failure", &APIError{Err: syscall.ECONNRESET}, []error{ErrUnavailable}},
 		{"timeout", &APIError{Err: ErrTimeout}, []error{ErrTimeout}},
 		{"wrapped timeout", &APIError{Err: fmt.Errorf("after 3 attempts: %w", ErrTimeout)}, []error{ErrTimeout}},
-		{"unsupported", &APIError{Err: ErrUnsupported}, []error{ErrUnsupported, ErrUnavailable}},
+		{"unsupported", &APIError{Err: ErrUnsupported}, []error{ErrUnsupported}},
 		{"409 matches nothing", &APIError{Status: 409}, nil},
 		{"empty matches nothing", &APIError{}, nil},
 	}
