@@ -1,0 +1,444 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// ErrExecDisabled is returned by NewPythonExecute and NewBash when
+// ExecOptions.AllowExec is false.
+var ErrExecDisabled = errors.New("tools: code execution is disabled; set AllowExec to enable python_execute and bash (they run code as this user: see the package documentation)")
+
+// ExecOptions configure python_execute and bash. Zero values take the
+// defaults named on each field.
+type ExecOptions struct {
+	// AllowExec must be true: the tools run arbitrary code the model writes,
+	// as the user running this program. Leaving it false makes the
+	// constructors fail with ErrExecDisabled, so a configuration that never
+	// asked for code execution cannot get it by accident.
+	AllowExec bool
+	// Workspace is the working directory of every command, and its HOME.
+	// Required; it must exist.
+	Workspace string
+	// Timeout bounds one call (default 2 minutes). When it passes, the whole
+	// process group gets SIGTERM, then SIGKILL after KillGrace.
+	Timeout time.Duration
+	// KillGrace is how long a cancelled or timed-out command has between
+	// SIGTERM and SIGKILL (default 2 s). It also bounds the wait for output
+	// held open by a process that left the process group.
+	KillGrace time.Duration
+	// MaxOutputBytes caps the combined stdout and stderr returned (default
+	// 16000). Longer output keeps its first and last halves, with a note
+	// saying how much was cut.
+	MaxOutputBytes int
+	// CommandPrefix is prepended to every command line, to run it inside a
+	// container or another runtime. "{workspace}" in an element is replaced
+	// by the absolute workspace path. Example:
+	//
+	//	[]string{"docker", "run", "--rm", "--network=none", "-v", "{workspace}:/w", "-w", "/w",
+	//		"python:3.12", "timeout", "120"}
+	//
+	// (A container keeps running if only its client is killed; putting
+	// timeout(1) inside the container bounds it too.)
+	CommandPrefix []string
+	// Env adds KEY=VALUE entries to the scrubbed environment (see the package
+	// documentation); they override the defaults. The parent's environment
+	// is never passed on as a whole, so API keys stay out of reach unless
+	// listed here.
+	Env []string
+	// Python is the interpreter python_execute runs (default "python3").
+	Python string
+	// Shell is the shell bash runs (default "bash").
+	Shell string
+	// Logger receives a debug record per call (tool, duration, outcome; not
+	// the code). Nil disables logging.
+	Logger *slog.Logger
+}
+
+// Exec defaults.
+const (
+	DefaultExecTimeout    = 2 * time.Minute
+	DefaultKillGrace      = 2 * time.Second
+	DefaultMaxOutputBytes = 16000
+	// MaxCodeBytes is the largest code or command accepted: it is passed as
+	// one argument, and Linux limits one argument to 128 KiB.
+	MaxCodeBytes = 100 << 10
+)
+
+type execArgs struct {
+	Code string `json:"code" jsonschema:"The Python code to run. Use print() to show results."`
+}
+
+type bashArgs struct {
+	Command string `json:"command" jsonschema:"The bash command(s) to run."`
+}
+
+// execTool runs one interpreter invocation per call.
+type execTool struct {
+	name    string
+	tool    Tool
+	ws      *workspace
+	opts    ExecOptions
+	argv    func(code string) []string
+	pathEnv string
+}
+
+func newExecTool(name string, opts ExecOptions) (*execTool, error) {
+	if !opts.AllowExec {
+		return nil, ErrExecDisabled
+	}
+	if err := execSupported(); err != nil {
+		return nil, err
+	}
+	ws, err := newWorkspace(opts.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultExecTimeout
+	}
+	if opts.KillGrace <= 0 {
+		opts.KillGrace = DefaultKillGrace
+	}
+	if opts.MaxOutputBytes <= 0 {
+		opts.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if opts.Python == "" {
+		opts.Python = "python3"
+	}
+	if opts.Shell == "" {
+		opts.Shell = "bash"
+	}
+	for _, kv := range opts.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return nil, fmt.Errorf("tools: ExecOptions.Env entry %q is not KEY=VALUE", kv)
+		}
+	}
+	opts.CommandPrefix = append([]string(nil), opts.CommandPrefix...)
+	for i, p := range opts.CommandPrefix {
+		opts.CommandPrefix[i] = strings.ReplaceAll(p, "{workspace}", ws.dir)
+	}
+	return &execTool{name: name, ws: ws, opts: opts}, nil
+}
+
+// NewPythonExecute returns the python_execute tool: each call runs
+// `python3 -c <code>` in the workspace, in its own process group, with a
+// timeout, an output cap and a scrubbed environment. It fails with
+// ErrExecDisabled unless opts.AllowExec is true. It is not a sandbox: see
+// the package documentation.
+func NewPythonExecute(opts ExecOptions) (Tool, error) {
+	t, err := newExecTool(PythonExecuteName, opts)
+	if err != nil {
+		return nil, err
+	}
+	t.argv = func(code string) []string { return []string{t.opts.Python, "-c", code} }
+	desc := fmt.Sprintf(`Run Python 3 code in the workspace directory and return what it prints (stdout and stderr combined). Each call starts a fresh interpreter: variables and imports do not persist between calls, so use print() for every value you need and write files to keep data. Standard input is empty. A call is stopped after %s; output beyond %d bytes is cut.`,
+		t.opts.Timeout, t.opts.MaxOutputBytes)
+	t.tool, err = Func(PythonExecuteName, desc, func(ctx context.Context, a execArgs) (Result, error) {
+		return t.run(ctx, a.Code)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// NewBash returns the bash tool: each call runs `bash -c <command>` in the
+// workspace, in its own process group, with a timeout, an output cap and a
+// scrubbed environment. Every call is a fresh shell (no persistent session):
+// cd, variables and background jobs do not carry over, and background
+// processes are killed when the command returns. It fails with
+// ErrExecDisabled unless opts.AllowExec is true. It is not a sandbox: see
+// the package documentation.
+func NewBash(opts ExecOptions) (Tool, error) {
+	t, err := newExecTool(BashName, opts)
+	if err != nil {
+		return nil, err
+	}
+	t.argv = func(cmd string) []string { return []string{t.opts.Shell, "-c", cmd} }
+	desc := fmt.Sprintf(`Run a bash command in the workspace directory and return its combined stdout and stderr. Each call starts a fresh shell: cd, variables and background jobs do not carry over (chain steps with && in one call), and background processes are killed when the command returns. Standard input is empty, so interactive programs get EOF. A call is stopped after %s; output beyond %d bytes is cut (keeping the start and the end).`,
+		t.opts.Timeout, t.opts.MaxOutputBytes)
+	t.tool, err = Func(BashName, desc, func(ctx context.Context, a bashArgs) (Result, error) {
+		return t.run(ctx, a.Command)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *execTool) Name() string                   { return t.tool.Name() }
+func (t *execTool) Description() string            { return t.tool.Description() }
+func (t *execTool) Parameters() *jsonschema.Schema { return t.tool.Parameters() }
+func (t *execTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
+	return t.tool.Run(ctx, args)
+}
+
+// env is the scrubbed environment of a command.
+func (t *execTool) env() []string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	lang := os.Getenv("LANG")
+	if lang == "" {
+		lang = "C.UTF-8"
+	}
+	env := []string{
+		"PATH=" + path,
+		"HOME=" + t.ws.dir,
+		"PWD=" + t.ws.dir,
+		"LANG=" + lang,
+		"TMPDIR=" + os.TempDir(),
+		"TERM=dumb",
+		"NO_COLOR=1",
+		"PYTHONUNBUFFERED=1",
+	}
+	for _, kv := range t.opts.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		env = slicesDeleteKey(env, k)
+		env = append(env, kv)
+	}
+	return env
+}
+
+func slicesDeleteKey(env []string, key string) []string {
+	out := env[:0]
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k != key {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func (t *execTool) run(ctx context.Context, code string) (Result, error) {
+	if strings.TrimSpace(code) == "" {
+		return Failf("nothing to run: the %s is empty", t.inputWord()), nil
+	}
+	if len(code) > MaxCodeBytes {
+		return Failf("the %s is %d bytes, more than the %d accepted; write it to a file (str_replace_editor create) and run the file", t.inputWord(), len(code), MaxCodeBytes), nil
+	}
+	if strings.ContainsRune(code, 0) {
+		return Failf("the %s contains a NUL byte", t.inputWord()), nil
+	}
+	argv := append(append([]string(nil), t.opts.CommandPrefix...), t.argv(code)...)
+	start := time.Now()
+	out, err := runGroup(ctx, runSpec{
+		argv: argv, dir: t.ws.dir, env: t.env(),
+		timeout: t.opts.Timeout, grace: t.opts.KillGrace, maxOutput: t.opts.MaxOutputBytes,
+	})
+	if t.opts.Logger != nil {
+		t.opts.Logger.LogAttrs(ctx, slog.LevelDebug, "tool exec",
+			slog.String("tool", t.name), slog.Duration("duration", time.Since(start)),
+			slog.Int("exit_code", out.exitCode), slog.Bool("timed_out", out.timedOut), slog.Any("error", err))
+	}
+	if err != nil {
+		return Result{Output: out.text}, err
+	}
+	res := Result{Output: out.text}
+	switch {
+	case out.timedOut:
+		res.Error = fmt.Sprintf("timed out after %s; the command and its child processes were killed", t.opts.Timeout)
+	case out.exitCode != 0:
+		res.Error = out.status
+	}
+	return res, nil
+}
+
+func (t *execTool) inputWord() string {
+	if t.name == BashName {
+		return "command"
+	}
+	return "code"
+}
+
+// runSpec is one command to run in its own process group.
+type runSpec struct {
+	argv      []string
+	dir       string
+	env       []string
+	timeout   time.Duration
+	grace     time.Duration
+	maxOutput int
+}
+
+// runOutput is what a command did.
+type runOutput struct {
+	text     string // combined output, cleaned and capped, with notes
+	exitCode int    // 0 on success, -1 when killed by a signal
+	status   string // "exit status 2", "killed by signal: terminated"
+	timedOut bool
+}
+
+// runGroup starts spec in a new process group and waits for it. The whole
+// group is killed when the leader exits (so background children do not
+// outlive the call), when spec.timeout passes, and when ctx is done. The
+// error is non-nil only if the command could not start or ctx was done.
+func runGroup(ctx context.Context, spec runSpec) (runOutput, error) {
+	var out runOutput
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return out, fmt.Errorf("creating an output pipe: %w", err)
+	}
+	cmd := exec.Command(spec.argv[0], spec.argv[1:]...)
+	cmd.Dir = spec.dir
+	cmd.Env = spec.env
+	cmd.Stdin = nil // /dev/null
+	cmd.Stdout, cmd.Stderr = pw, pw
+	configureGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		pr.Close()
+		return out, fmt.Errorf("starting %s: %w", spec.argv[0], err)
+	}
+	pw.Close()
+	pid := cmd.Process.Pid
+
+	buf := &headTail{max: spec.maxOutput}
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		_, _ = io.Copy(buf, pr)
+	}()
+
+	// Signals go to the group only while the leader is not reaped, so its
+	// id cannot have been reused.
+	var mu sync.Mutex
+	reaped := false
+	signal := func(sig killSignal) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !reaped {
+			_ = signalGroup(pid, sig)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		if waitExited(pid) {
+			mu.Lock()
+			_ = signalGroup(pid, sigKill) // background children die with the command
+			reaped = true
+			mu.Unlock()
+			done <- cmd.Wait()
+			return
+		}
+		err := cmd.Wait()
+		mu.Lock()
+		_ = signalGroup(pid, sigKill) // best effort where exit cannot be awaited without reaping
+		reaped = true
+		mu.Unlock()
+		done <- err
+	}()
+
+	runCtx, cancel := context.WithTimeout(ctx, spec.timeout)
+	defer cancel()
+	var waitErr error
+	select {
+	case waitErr = <-done:
+	case <-runCtx.Done():
+		signal(sigTerm)
+		grace := time.NewTimer(spec.grace)
+		select {
+		case waitErr = <-done:
+		case <-grace.C:
+			signal(sigKill)
+			waitErr = <-done
+		}
+		grace.Stop()
+	}
+
+	escaped := false
+	grace := time.NewTimer(spec.grace)
+	select {
+	case <-readDone:
+	case <-grace.C:
+		escaped = true
+		pr.Close() // unblocks the reader
+		<-readDone
+	}
+	grace.Stop()
+	pr.Close()
+
+	out.text = buf.String()
+	if escaped {
+		out.text += "\n[a process that left the command's process group kept the output open; it may still be running]"
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case waitErr == nil:
+	case errors.As(waitErr, &exitErr):
+		out.exitCode = exitErr.ExitCode()
+		out.status = exitErr.String()
+		if out.exitCode < 0 {
+			out.status = "killed by " + out.status
+		}
+	default:
+		out.exitCode = -1
+		out.status = waitErr.Error()
+	}
+	if err := ctx.Err(); err != nil {
+		return out, err
+	}
+	out.timedOut = runCtx.Err() != nil
+	return out, nil
+}
+
+// headTail keeps the first and last max/2 bytes written to it and counts
+// the rest.
+type headTail struct {
+	max   int
+	head  []byte
+	tail  []byte
+	total int64
+}
+
+func (h *headTail) Write(p []byte) (int, error) {
+	n := len(p)
+	h.total += int64(n)
+	headMax := h.max / 2
+	if room := headMax - len(h.head); room > 0 {
+		k := min(room, len(p))
+		h.head = append(h.head, p[:k]...)
+		p = p[k:]
+	}
+	tailMax := h.max - headMax
+	h.tail = append(h.tail, p...)
+	if len(h.tail) > 2*tailMax+4096 {
+		h.tail = append(h.tail[:0:0], h.tail[len(h.tail)-tailMax:]...)
+	}
+	return n, nil
+}
+
+var ansiEscape = regexp.MustCompile(`\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])`)
+
+func cleanOutput(b []byte) string {
+	s := ansiEscape.ReplaceAllString(string(b), "")
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = strings.ReplaceAll(s, "\r", "\n")
+	return cleanText(s)
+}
+
+// String returns the kept output, with a note when some was cut.
+func (h *headTail) String() string {
+	tailMax := h.max - h.max/2
+	if h.total <= int64(h.max) {
+		return cleanOutput(append(append([]byte(nil), h.head...), h.tail...))
+	}
+	tail := h.tail[len(h.tail)-tailMax:]
+	cut := h.total - int64(len(h.head)) - int64(len(tail))
+	return fmt.Sprintf("%s\n… [output cut: %d of %d bytes omitted; showing the first %d and the last %d] …\n%s",
+		cleanOutput(h.head), cut, h.total, len(h.head), len(tail), cleanOutput(tail))
+}
