@@ -321,6 +321,9 @@ func (m *Model) send(ctx context.Context, p prepared) (resp *llm.Response, err e
 	c := newCall(p.call)
 	ctx = withCall(ctx, c)
 	lcResp, err := m.generateContent(ctx, p)
+	if err == nil {
+		err = c.check(ctx)
+	}
 	if err != nil {
 		return nil, m.fail(ctx, c, err)
 	}

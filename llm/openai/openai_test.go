@@ -814,3 +814,44 @@ func mustSchema[T any](t *testing.T) *jsonschema.Schema {
 	require.NoError(t, err)
 	return s
 }
+
+func TestCheckCatchesPartialSuccess(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(*call)
+		ctx   func() context.Context
+		want  error
+	}{
+		{"unfinished stream", func(*call) {}, context.Background, errTruncated},
+		{"finished stream", func(c *call) { c.stream.finish = "stop" }, context.Background, nil},
+		{"recorded error", func(c *call) { c.stream.done = true; c.replyErr = errStreamError }, context.Background, errStreamError},
+		{"cancelled", func(c *call) { c.stream.done = true }, func() context.Context {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx
+		}, context.Canceled},
+	}
+	for _, tt := range tests {
+		c := newCall(callSpec{stream: true})
+		tt.setup(c)
+		err := c.check(tt.ctx())
+		if tt.want == nil {
+			assert.NoError(t, err, tt.name)
+		} else {
+			assert.ErrorIs(t, err, tt.want, tt.name)
+		}
+	}
+}
+
+func TestReasoningFields(t *testing.T) {
+	for _, field := range []string{"reasoning_content", "reasoning"} {
+		f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+			writeJSON(w, http.StatusOK, completion("answer", map[string]any{field: "because"}))
+		})
+		m := newTestModel(t, f, nil)
+		resp, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("?")})
+		require.NoError(t, err)
+		assert.Equal(t, "because", resp.Reasoning, field)
+		assert.Equal(t, "answer", resp.Content, field)
+	}
+}

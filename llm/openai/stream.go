@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -207,6 +208,26 @@ func (c *call) streamEnd(readErr error) error {
 		c.replyErr = &replyError{msg: "the event stream ended before [DONE] or a finish_reason; the reply is incomplete", err: errTruncated}
 	}
 	return c.replyErr
+}
+
+// check catches what langchaingo reports as success although the reply is
+// not whole: when the context ends mid-stream its reader goroutine may quit
+// without passing the read error on, and the partial reply comes back
+// without an error.
+func (c *call) check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.replyErr != nil {
+		return c.replyErr
+	}
+	if c.spec.stream && !c.stream.done && c.stream.finish == "" {
+		c.replyErr = &replyError{msg: "the event stream ended before [DONE] or a finish_reason; the reply is incomplete", err: errTruncated}
+		return c.replyErr
+	}
+	return nil
 }
 
 // addToolCall merges a streamed tool-call fragment, by index when the server
