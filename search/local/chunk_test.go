@@ -133,3 +133,37 @@ func TestSectionTitle(t *testing.T) {
 	long := sectionTitle(strings.Repeat("t", 500), [6]string{})
 	assert.LessOrEqual(t, len(long), maxTitleBytes+len("…"))
 }
+
+// FuzzParseAndChunk feeds arbitrary text to every parser and the chunker:
+// no panic, and every passage cites lines that exist, in order, with a
+// non-empty body of valid UTF-8 no larger than 1.25 × the target.
+func FuzzParseAndChunk(f *testing.F) {
+	for _, s := range []string{
+		"# T\n\npara\n\n## S\ntext\n", "---\ntitle: x\n---\nbody", "```\n# c\n", "a\n===\n\nb\n---\n",
+		"<html><title>t</title><h1>H</h1><p>x &amp; y</p><pre>\n a\n</pre>", "<nav><p>x</body><p>y",
+		"<p>" + strings.Repeat("word ", 300) + "</p>", strings.Repeat("long line ", 200), "\r\n\r\n x \r\n",
+	} {
+		f.Add(s)
+	}
+	const target = 200
+	f.Fuzz(func(t *testing.T, src string) {
+		if !utf8.ValidString(src) {
+			return // the indexer skips files that are not UTF-8
+		}
+		lines := len(splitLines(src))
+		if strings.Count(src, "\n")+1 > lines {
+			lines = strings.Count(src, "\n") + 1
+		}
+		for _, kind := range []fileKind{kindMarkdown, kindText, kindHTML} {
+			doc := parse(kind, src, "f")
+			assert.NotEmpty(t, doc.title)
+			for _, p := range chunk(doc, target) {
+				assert.True(t, p.start >= 1 && p.start <= p.end && p.end <= lines,
+					"kind %d: lines %d-%d of %d", kind, p.start, p.end, lines)
+				assert.NotEmpty(t, p.body)
+				assert.True(t, utf8.ValidString(p.body))
+				assert.LessOrEqual(t, len(p.body), target+target/4+8, "kind %d", kind)
+			}
+		}
+	})
+}

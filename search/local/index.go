@@ -109,6 +109,13 @@ func corpusRoot(dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("local: corpus directory %q: %w", dir, err)
 	}
+	// The walk does not follow symbolic links, so resolve the root itself
+	// when it is one (a linked notes folder is common).
+	if li, err := os.Lstat(root); err == nil && li.Mode()&fs.ModeSymlink != 0 {
+		if resolved, err := filepath.EvalSymlinks(root); err == nil {
+			root = resolved
+		}
+	}
 	fi, err := os.Stat(root)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -184,7 +184,7 @@ func (ix *Index) refresh(ctx context.Context) (RefreshStats, error) {
 			w.rollback()
 			return err
 		}
-		return w.commit()
+		return w.commit(gctx)
 	})
 	if err := g.Wait(); err != nil {
 		return mergeStats(walkStats, writeStats), err
@@ -201,7 +201,7 @@ func (ix *Index) refresh(ctx context.Context) (RefreshStats, error) {
 		}
 		stats.Removed++
 	}
-	if err := w.commit(); err != nil {
+	if err := w.commit(ctx); err != nil {
 		return stats, fmt.Errorf("remove files from the index: %w", err)
 	}
 

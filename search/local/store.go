@@ -206,13 +206,28 @@ func loadFiles(ctx context.Context, db *sql.DB) (map[string]fileRow, error) {
 }
 
 // writer applies refresh results to the database in batched transactions.
+//
+// Within a transaction it writes the files and passages tables at once but
+// queues the FTS5 changes and applies them just before the commit. FTS5
+// keeps inserted text in an in-memory hash and flushes it as a new segment
+// whenever a statement that needs a statement journal begins (an upsert, a
+// multi-row delete); interleaving those with FTS5 inserts would flush one
+// tiny segment per file and spend most of the refresh merging them.
 type writer struct {
 	db    *sql.DB
 	tx    *sql.Tx
 	n     int // files written in the open transaction
 	batch int
 
-	upsert, touch, delFTS, delPassages, delFile, insPassage, insFTS *sql.Stmt
+	ftsDel []int64  // passage ids to delete from passages_fts
+	ftsIns []ftsRow // rows to insert into passages_fts
+
+	upsert, touch, oldPassages, delPassages, delFile, insPassage, delFTS, insFTS *sql.Stmt
+}
+
+type ftsRow struct {
+	id                int64
+	title, body, path string
 }
 
 func (w *writer) begin(ctx context.Context) error {
@@ -235,10 +250,11 @@ func (w *writer) begin(ctx context.Context) error {
 		ON CONFLICT(path) DO UPDATE SET size = excluded.size, mtime_ns = excluded.mtime_ns, hash = excluded.hash
 		RETURNING id`)
 	w.touch = prep(`UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?`)
-	w.delFTS = prep(`DELETE FROM passages_fts WHERE rowid IN (SELECT id FROM passages WHERE file_id = ?)`)
+	w.oldPassages = prep(`SELECT id FROM passages WHERE file_id = ?`)
 	w.delPassages = prep(`DELETE FROM passages WHERE file_id = ?`)
 	w.delFile = prep(`DELETE FROM files WHERE id = ?`)
 	w.insPassage = prep(`INSERT INTO passages(file_id, start_line, end_line) VALUES(?, ?, ?)`)
+	w.delFTS = prep(`DELETE FROM passages_fts WHERE rowid = ?`)
 	w.insFTS = prep(`INSERT INTO passages_fts(rowid, title, body, path) VALUES(?, ?, ?, ?)`)
 	if err != nil {
 		_ = tx.Rollback()
@@ -249,28 +265,46 @@ func (w *writer) begin(ctx context.Context) error {
 }
 
 // done counts one file written and commits when the batch is full.
-func (w *writer) done() error {
+func (w *writer) done(ctx context.Context) error {
 	w.n++
 	if w.n >= w.batch {
-		return w.commit()
+		return w.commit(ctx)
 	}
 	return nil
 }
 
-func (w *writer) commit() error {
+// commit applies the queued FTS5 changes and commits the transaction.
+func (w *writer) commit(ctx context.Context) error {
 	if w.tx == nil {
 		return nil
 	}
+	for _, id := range w.ftsDel {
+		if _, err := w.delFTS.ExecContext(ctx, id); err != nil {
+			w.rollback()
+			return err
+		}
+	}
+	for _, r := range w.ftsIns {
+		if _, err := w.insFTS.ExecContext(ctx, r.id, r.title, r.body, r.path); err != nil {
+			w.rollback()
+			return err
+		}
+	}
 	err := w.tx.Commit() // also closes the statements prepared on it
-	w.tx, w.n = nil, 0
+	w.reset()
 	return err
 }
 
 func (w *writer) rollback() {
 	if w.tx != nil {
 		_ = w.tx.Rollback()
-		w.tx, w.n = nil, 0
 	}
+	w.reset()
+}
+
+func (w *writer) reset() {
+	w.tx, w.n = nil, 0
+	w.ftsDel, w.ftsIns = w.ftsDel[:0], w.ftsIns[:0]
 }
 
 // index stores a file's passages, replacing any it had.
@@ -294,11 +328,9 @@ func (w *writer) index(ctx context.Context, rel string, size, mtime int64, hash 
 		if err != nil {
 			return err
 		}
-		if _, err := w.insFTS.ExecContext(ctx, pid, p.title, p.body, rel); err != nil {
-			return err
-		}
+		w.ftsIns = append(w.ftsIns, ftsRow{id: pid, title: p.title, body: p.body, path: rel})
 	}
-	return w.done()
+	return w.done(ctx)
 }
 
 // touchFile records a new size and mtime for a file whose content did not
@@ -310,7 +342,7 @@ func (w *writer) touchFile(ctx context.Context, id, size, mtime int64) error {
 	if _, err := w.touch.ExecContext(ctx, size, mtime, id); err != nil {
 		return err
 	}
-	return w.done()
+	return w.done(ctx)
 }
 
 // remove drops a file and its passages.
@@ -324,13 +356,31 @@ func (w *writer) remove(ctx context.Context, id int64) error {
 	if _, err := w.delFile.ExecContext(ctx, id); err != nil {
 		return err
 	}
-	return w.done()
+	return w.done(ctx)
 }
 
+// clear deletes a file's passages (queueing their FTS5 rows for deletion).
+// A new file has none; the lookup is one index probe.
 func (w *writer) clear(ctx context.Context, id int64) error {
-	if _, err := w.delFTS.ExecContext(ctx, id); err != nil {
+	rows, err := w.oldPassages.QueryContext(ctx, id)
+	if err != nil {
 		return err
 	}
-	_, err := w.delPassages.ExecContext(ctx, id)
+	n := len(w.ftsDel)
+	for rows.Next() {
+		var pid int64
+		if err := rows.Scan(&pid); err != nil {
+			_ = rows.Close()
+			return err
+		}
+		w.ftsDel = append(w.ftsDel, pid)
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	if len(w.ftsDel) == n {
+		return nil
+	}
+	_, err = w.delPassages.ExecContext(ctx, id)
 	return err
 }
