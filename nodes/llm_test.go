@@ -34,9 +34,11 @@ func TestStructuredAndGenerateNodes(t *testing.T) {
 	)
 	g := graph.New[planState](pQueries, pAnswer, pUsage)
 	g.AddNode("plan", nodes.Structured[planState, schemas.SearchQueryList]{
-		Model:  m,
-		Role:   llm.RoleQuery,
-		Prompt: func(s planState) []schemas.Message { return []schemas.Message{schemas.UserMessage("queries for " + s.Topic)} },
+		Model: m,
+		Role:  llm.RoleQuery,
+		Prompt: func(s planState) []schemas.Message {
+			return []schemas.Message{schemas.UserMessage("queries for " + s.Topic)}
+		},
 		Write: func(_ planState, out schemas.SearchQueryList) graph.Update[planState] {
 			return graph.Writes(pQueries.Add(out.Query...))
 		},
