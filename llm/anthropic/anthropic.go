@@ -189,21 +189,25 @@ func (m *Model) send(ctx context.Context, p prepared) (*llm.Response, error) {
 	c := newCall(p.call)
 	ctx = withCall(ctx, c)
 	lcResp, err := m.generateContent(ctx, p)
-	if err == nil {
-		err = c.check(ctx)
-	}
-	if err != nil {
-		if errors.Is(err, lcanthropic.ErrEmptyResponse) && ctx.Err() == nil {
-			// langchaingo rejects a reply without content blocks, which
-			// Anthropic legitimately sends (e.g. nothing to add after tool
-			// results). The transport saw whether it was complete.
-			if resp, ok := m.emptyResponse(c); ok {
-				return resp, nil
+	switch {
+	case err == nil:
+		if err = c.check(ctx); err == nil {
+			if c.spec.stream {
+				return m.build(c, c.fromStream()), nil
 			}
+			return m.build(c, c.fromChoices(lcResp)), nil
 		}
-		return nil, m.fail(ctx, c, err)
+	case errors.Is(err, lcanthropic.ErrEmptyResponse):
+		// langchaingo rejects a reply without content blocks, which
+		// Anthropic legitimately sends (e.g. nothing to add after tool
+		// results); the transport knows whether the reply was whole.
+		if cerr := c.check(ctx); cerr != nil {
+			err = cerr
+		} else if c.whole() {
+			return m.build(c, c.fromStream()), nil
+		}
 	}
-	return m.response(c, lcResp)
+	return nil, m.fail(ctx, c, err)
 }
 
 // generateContent runs langchaingo, turning a panic in its reply handling

@@ -628,3 +628,25 @@ func TestFinishReason(t *testing.T) {
 		assert.Equal(t, tt.want, finishReason(tt.in, tt.calls), tt.in)
 	}
 }
+
+// A delta longer than langchaingo's 64 KiB scanner limit still arrives.
+func TestGenerateStreamLongLines(t *testing.T) {
+	big := strings.Repeat("y", 200<<10)
+	f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		writeEvents(w,
+			messageStart(3),
+			blockStart(0, map[string]any{"type": "text", "text": ""}),
+			textDelta(0, big),
+			textDelta(0, "!"),
+			blockStop(0),
+			messageDelta("max_tokens", 60000),
+			messageStop(),
+		)
+	})
+	m := newTestModel(t, f, nil)
+	resp, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("long")}, llm.OnDelta(func(llm.Delta) {}))
+	require.NoError(t, err)
+	assert.Equal(t, big+"!", resp.Content)
+	assert.Equal(t, llm.FinishLength, resp.FinishReason)
+	assert.Equal(t, 60000, resp.Usage.CompletionTokens)
+}

@@ -50,16 +50,20 @@
 // precision), folds HTTP errors into strings, treats a stream cut before
 // message_stop as an empty reply, logs unknown stream events with the
 // standard logger, keeps reading after an error event (its goroutine then
-// blocks forever), and rejects a complete reply that has no content blocks.
+// blocks forever), fails on event lines over 64 KiB, and rejects a complete
+// reply that has no content blocks.
 // The package therefore splits each assistant message into one message per
 // part and puts a small http.RoundTripper between langchaingo and the
 // retrying transport. Each Generate call stores its needs in the request
 // context; the transport merges consecutive messages of a role back into one
 // turn, restores exact tool input, sets tool_choice, drops the temperature
 // when none was asked for, records status, Retry-After and error body, reads
-// model, stop reason, usage and exact tool input from the reply, drops event
-// types langchaingo does not know, and turns an error event or a premature
-// end into a read error, so langchaingo stops cleanly and Generate reports it.
+// model, stop reason, usage and exact tool input from the reply, assembles
+// streamed replies itself (keeping over-long lines and unknown event types
+// from langchaingo), and turns an error event or a premature end into a read
+// error, so langchaingo stops cleanly and Generate reports it. langchaingo
+// still builds every request, runs every exchange and parses non-streamed
+// replies.
 //
 // # Errors
 //

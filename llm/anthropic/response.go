@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -18,17 +20,26 @@ import (
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
-// response builds the neutral reply from langchaingo's choices (one per
-// content block) and the transport's view of the reply.
-func (m *Model) response(c *call, r *llms.ContentResponse) (*llm.Response, error) {
+// assembled is a reply in the package's terms, from langchaingo's choices
+// (non-streamed) or from the transport's view of the stream.
+type assembled struct {
+	text, reasoning string
+	calls           []rawCall
+	stop            string
+	usage           llm.Usage
+}
+
+type rawCall struct{ id, name, args string }
+
+// fromChoices reads langchaingo's choices (one per content block), taking
+// each tool call's exact input from the transport (langchaingo re-encodes it
+// through a map).
+func (c *call) fromChoices(r *llms.ContentResponse) assembled {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := &llm.Response{Model: c.reply.model}
+	var a assembled
 	var text, reasoning strings.Builder
-	var stop string
 	var info map[string]any
-	var calls []schemas.ToolCall
-	var structured *string
 	for _, ch := range r.Choices {
 		if ch == nil {
 			continue
@@ -37,7 +48,7 @@ func (m *Model) response(c *call, r *llms.ContentResponse) (*llm.Response, error
 			info = ch.GenerationInfo
 		}
 		if ch.StopReason != "" {
-			stop = ch.StopReason
+			a.stop = ch.StopReason
 		}
 		if _, thinking := ch.GenerationInfo["ThinkingSignature"]; thinking {
 			t, _ := ch.GenerationInfo["ThinkingContent"].(string)
@@ -51,62 +62,85 @@ func (m *Model) response(c *call, r *llms.ContentResponse) (*llm.Response, error
 			}
 			args := tc.FunctionCall.Arguments
 			if raw := c.reply.inputs[tc.ID]; raw != nil && raw.Len() > 0 {
-				args = raw.String() // exact, where langchaingo re-encodes a map
+				args = raw.String()
 			}
-			if c.spec.schemaTool != "" && tc.FunctionCall.Name == c.spec.schemaTool && structured == nil {
-				structured = &args
-				continue
-			}
-			id := tc.ID
-			if id == "" {
-				id = newCallID()
-			}
-			calls = append(calls, schemas.ToolCall{ID: id, Name: tc.FunctionCall.Name, Arguments: toolCallArguments(args)})
+			a.calls = append(a.calls, rawCall{id: tc.ID, name: tc.FunctionCall.Name, args: args})
 		}
 	}
-	out.Content = text.String()
-	out.Reasoning = reasoning.String()
-	out.ToolCalls = calls
-	if structured != nil {
-		out.Content = *structured
-		if c.spec.schemaWrapped {
-			var v struct {
-				Value json.RawMessage `json:"value"`
-			}
-			if json.Unmarshal([]byte(*structured), &v) == nil && len(v.Value) > 0 {
-				out.Content = string(v.Value)
-			}
-		}
-	}
-	out.FinishReason = finishReason(stop, len(calls) > 0)
-	out.Usage = usage(info)
-	return out, nil
+	a.text, a.reasoning = text.String(), reasoning.String()
+	a.usage = usage(intKey(info, "InputTokens"), intKey(info, "OutputTokens"),
+		intKey(info, "CacheCreationInputTokens"), intKey(info, "CacheReadInputTokens"))
+	return a
 }
 
-// emptyResponse is the reply for a complete message without content blocks.
-func (m *Model) emptyResponse(c *call) (*llm.Response, bool) {
+// fromStream reads the reply the transport assembled from the event stream
+// (or, for a non-streamed reply without content, from the body). Streams are
+// assembled here rather than by langchaingo: its line scanner stops at 64
+// KiB, so the transport keeps longer lines from it.
+func (c *call) fromStream() assembled {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.reply.complete || c.replyErr != nil || c.status != http.StatusOK {
-		return nil, false
+	r := &c.reply
+	var a assembled
+	var text, reasoning strings.Builder
+	for _, i := range slices.Sorted(maps.Keys(r.blocks)) {
+		b := r.blocks[i]
+		switch b.typ {
+		case "text":
+			text.WriteString(b.text.String())
+		case "thinking":
+			reasoning.WriteString(b.text.String())
+		case "tool_use":
+			var args string
+			if buf := r.inputs[b.id]; buf != nil {
+				args = buf.String()
+			}
+			a.calls = append(a.calls, rawCall{id: b.id, name: b.name, args: args})
+		}
 	}
-	u := c.reply.usage
+	a.text, a.reasoning, a.stop = text.String(), reasoning.String(), r.stopReason
 	deref := func(p *int) int {
 		if p == nil {
 			return 0
 		}
 		return *p
 	}
-	return &llm.Response{
-		Model:        c.reply.model,
-		FinishReason: finishReason(c.reply.stopReason, false),
-		Usage: usage(map[string]any{
-			"InputTokens":              deref(u.InputTokens),
-			"OutputTokens":             deref(u.OutputTokens),
-			"CacheCreationInputTokens": deref(u.CacheCreationInputTokens),
-			"CacheReadInputTokens":     deref(u.CacheReadInputTokens),
-		}),
-	}, true
+	u := r.usage
+	a.usage = usage(deref(u.InputTokens), deref(u.OutputTokens), deref(u.CacheCreationInputTokens), deref(u.CacheReadInputTokens))
+	return a
+}
+
+// build turns an assembled reply into the neutral one: the structured-output
+// tool's input becomes the content, other tool calls get IDs and safe
+// arguments.
+func (m *Model) build(c *call, a assembled) *llm.Response {
+	c.mu.Lock()
+	model := c.reply.model
+	c.mu.Unlock()
+	out := &llm.Response{Content: a.text, Reasoning: a.reasoning, Model: model, Usage: a.usage}
+	structured := false
+	for _, rc := range a.calls {
+		if c.spec.schemaTool != "" && rc.name == c.spec.schemaTool && !structured {
+			structured = true
+			out.Content = rc.args
+			if c.spec.schemaWrapped {
+				var v struct {
+					Value json.RawMessage `json:"value"`
+				}
+				if json.Unmarshal([]byte(rc.args), &v) == nil && len(v.Value) > 0 {
+					out.Content = string(v.Value)
+				}
+			}
+			continue
+		}
+		id := rc.id
+		if id == "" {
+			id = newCallID()
+		}
+		out.ToolCalls = append(out.ToolCalls, schemas.ToolCall{ID: id, Name: rc.name, Arguments: toolCallArguments(rc.args)})
+	}
+	out.FinishReason = finishReason(a.stop, len(out.ToolCalls) > 0)
+	return out
 }
 
 // finishReason normalises Anthropic's stop_reason. A tool_use stop caused only
@@ -131,17 +165,14 @@ func finishReason(s string, toolCalls bool) llm.FinishReason {
 	return llm.FinishOther
 }
 
-// usage reads langchaingo's GenerationInfo counters. Anthropic's input_tokens
-// excludes cache reads and writes; PromptTokens counts all three, like
-// OpenAI's prompt_tokens, and CachedTokens the cache reads.
-func usage(info map[string]any) llm.Usage {
-	in := intKey(info, "InputTokens")
-	created := intKey(info, "CacheCreationInputTokens")
-	read := intKey(info, "CacheReadInputTokens")
+// usage converts Anthropic's counters. Its input_tokens excludes cache reads
+// and writes; PromptTokens counts all three, like OpenAI's prompt_tokens, and
+// CachedTokens the cache reads.
+func usage(input, output, cacheCreated, cacheRead int) llm.Usage {
 	u := llm.Usage{
-		PromptTokens:     in + created + read,
-		CompletionTokens: intKey(info, "OutputTokens"),
-		CachedTokens:     read,
+		PromptTokens:     input + cacheCreated + cacheRead,
+		CompletionTokens: output,
+		CachedTokens:     cacheRead,
 	}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	return u

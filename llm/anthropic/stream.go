@@ -78,10 +78,13 @@ func (t *sseTap) fill() {
 }
 
 // emit inspects one line and queues it; false means the stream is over.
+// Lines too long for langchaingo's scanner (bufio.MaxScanTokenSize, which
+// would end the stream with "token too long") are inspected but not passed
+// on: the reply is assembled from what the transport saw.
 func (t *sseTap) emit(line []byte) bool {
 	line = bytes.TrimSuffix(line, []byte("\r"))
 	keep, err := t.line(line)
-	if keep {
+	if keep && len(line) < maxPassLine {
 		t.out = append(t.out, line...)
 		t.out = append(t.out, '\n')
 	}
@@ -150,8 +153,14 @@ func (c *call) streamLine(line []byte) (bool, error) {
 		switch ev.Delta.Type {
 		case "text_delta":
 			d.Content = ev.Delta.Text
+			if b := r.blocks[ev.Index]; b != nil {
+				b.text.WriteString(ev.Delta.Text)
+			}
 		case "thinking_delta":
 			d.Reasoning = ev.Delta.Thinking
+			if b := r.blocks[ev.Index]; b != nil {
+				b.text.WriteString(ev.Delta.Thinking)
+			}
 		case "input_json_delta":
 			if b := r.blocks[ev.Index]; b != nil && b.typ == "tool_use" {
 				if buf := r.inputs[b.id]; buf != nil {

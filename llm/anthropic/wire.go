@@ -21,6 +21,7 @@ const (
 	maxErrorBody = 1 << 20  // an error reply's body
 	maxReplyBody = 64 << 20 // a non-streamed reply
 	maxSSELine   = 8 << 20  // one line of an event stream
+	maxPassLine  = 32 << 10 // longest line handed to langchaingo's scanner
 )
 
 // wire is the package's http.RoundTripper, between langchaingo and the
@@ -105,6 +106,14 @@ type call struct {
 	reply        replyState
 }
 
+// whole reports whether the reply arrived complete (message_stop, or a whole
+// non-streamed message).
+func (c *call) whole() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reply.complete && c.replyErr == nil && c.status == http.StatusOK
+}
+
 // replyState is what the transport reads from a reply, streamed or not.
 type replyState struct {
 	complete   bool // message_stop seen, or a whole non-streamed reply
@@ -117,6 +126,7 @@ type replyState struct {
 
 type block struct {
 	typ, id, name string
+	text          strings.Builder // text or thinking
 }
 
 type wireUsage struct {

@@ -50,15 +50,19 @@
 // type that cannot express anyOf, minimum/maximum, formats or $defs; it always
 // sends a temperature; it reduces HTTP errors to strings and hides network
 // errors; its streamed tool calls ignore the index and its stream callback
-// passes tool-call JSON off as content; and it accepts a stream that stops
-// early as a complete reply. The package therefore puts a small
+// passes tool-call JSON off as content; its line scanner fails on event
+// lines over 64 KiB (Ollama sends a whole tool call in one chunk); and it
+// accepts a stream that stops early, or whose context ends, as a complete
+// reply. The package therefore puts a small
 // http.RoundTripper between langchaingo and the retrying transport. Each
 // Generate call stores its needs in the request context; the transport edits
 // the JSON body (the full json_schema response_format, dropping temperature
 // or stream_options), records status, Retry-After and error body, reads the
-// fields langchaingo drops (model, "reasoning"), and watches event streams:
-// deltas, tool calls by index, error objects, and a stream that ends before
-// [DONE] or a finish_reason becomes an error instead of a partial reply.
+// fields langchaingo drops (model, "reasoning"), and assembles event streams
+// itself: deltas, content, tool calls by index, usage, error objects; lines
+// too long for langchaingo's scanner are kept from it, and a stream that ends
+// before [DONE] or a finish_reason becomes an error instead of a partial
+// reply. langchaingo still builds every request and runs every exchange.
 //
 // A transport keyed by the context was chosen over a bounded cache of
 // langchaingo clients per schema: one client serves every schema, large or

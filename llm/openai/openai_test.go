@@ -855,3 +855,29 @@ func TestReasoningFields(t *testing.T) {
 		assert.Equal(t, "answer", resp.Content, field)
 	}
 }
+
+// Ollama streams a tool call whole, in one chunk; a large argument makes an
+// event-stream line longer than langchaingo's 64 KiB scanner limit.
+func TestGenerateStreamLongLines(t *testing.T) {
+	big := strings.Repeat("x", 200<<10)
+	args := `{"path":"a.txt","content":"` + big + `"}`
+	f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		writeSSE(w,
+			delta(map[string]any{"role": "assistant", "content": big}, nil),
+			delta(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": "call_w", "type": "function",
+				"function": map[string]any{"name": "write_file", "arguments": args}}}}, "tool_calls"),
+			usageChunk(5, 70000),
+			"data: [DONE]\n\n",
+		)
+	})
+	m := newTestModel(t, f, nil)
+	var n int
+	resp, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("write")},
+		llm.Tools(schemas.ToolDef{Name: "write_file"}), llm.OnDelta(func(d llm.Delta) { n += len(d.Content) }))
+	require.NoError(t, err)
+	assert.Equal(t, len(big), n)
+	assert.Equal(t, big, resp.Content)
+	require.Len(t, resp.ToolCalls, 1)
+	assert.Equal(t, args, string(resp.ToolCalls[0].Arguments))
+	assert.Equal(t, 70005, resp.Usage.TotalTokens)
+}

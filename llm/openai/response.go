@@ -37,8 +37,12 @@ func (m *Model) response(c *call, r *llms.ContentResponse) (*llm.Response, error
 	finish := ch.StopReason
 	var calls []schemas.ToolCall
 	if c.spec.stream {
-		// langchaingo's streamed tool calls ignore the index, and its finish
-		// reason is the last chunk's, which may be empty.
+		// Streams are assembled by the transport: langchaingo's streamed
+		// tool calls ignore the index, its finish reason is the last
+		// chunk's (which may be empty), and its scanner never sees lines
+		// over maxPassLine.
+		out.Content = c.stream.content.String()
+		out.Usage = c.stream.usage
 		out.Reasoning = c.stream.reasoning.String()
 		finish = c.stream.finish
 		calls = c.stream.toolCalls()

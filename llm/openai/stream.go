@@ -80,10 +80,13 @@ func (t *sseTap) fill() {
 }
 
 // emit inspects one line and queues it; false means the stream is over.
+// Lines too long for langchaingo's scanner (bufio.MaxScanTokenSize, which
+// would end the stream with "token too long") are inspected but not passed
+// on: the reply is assembled from what the transport saw.
 func (t *sseTap) emit(line []byte) bool {
 	line = bytes.TrimSuffix(line, []byte("\r"))
 	keep, err := t.line(line)
-	if keep {
+	if keep && len(line) < maxPassLine {
 		t.out = append(t.out, line...)
 		t.out = append(t.out, '\n')
 	}
@@ -107,7 +110,9 @@ func sseData(line []byte) ([]byte, bool) {
 type streamState struct {
 	done      bool // saw data: [DONE]
 	finish    string
+	content   strings.Builder
 	reasoning strings.Builder
+	usage     llm.Usage
 	calls     []*toolCallBuilder
 	byIndex   map[int]*toolCallBuilder
 }
@@ -131,7 +136,35 @@ type chunk struct {
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
+	Usage *wireUsage      `json:"usage"`
 	Error json.RawMessage `json:"error"`
+}
+
+// wireUsage is the usage object of a reply or of the last stream chunk.
+type wireUsage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+func (u wireUsage) usage() llm.Usage {
+	out := llm.Usage{
+		PromptTokens:     u.PromptTokens,
+		CompletionTokens: u.CompletionTokens,
+		TotalTokens:      u.TotalTokens,
+		CachedTokens:     u.PromptTokensDetails.CachedTokens,
+		ReasoningTokens:  u.CompletionTokensDetails.ReasoningTokens,
+	}
+	if out.TotalTokens == 0 {
+		out.TotalTokens = out.PromptTokens + out.CompletionTokens
+	}
+	return out
 }
 
 type toolCallDelta struct {
@@ -168,6 +201,9 @@ func (c *call) streamLine(line []byte) (bool, error) {
 	if ch.Model != "" {
 		c.model = ch.Model
 	}
+	if ch.Usage != nil {
+		c.stream.usage = ch.Usage.usage()
+	}
 	var d llm.Delta
 	for _, choice := range ch.Choices {
 		if choice.Index != 0 {
@@ -179,6 +215,7 @@ func (c *call) streamLine(line []byte) (bool, error) {
 			r = choice.Delta.Reasoning
 		}
 		d.Reasoning += r
+		c.stream.content.WriteString(choice.Delta.Content)
 		c.stream.reasoning.WriteString(r)
 		for _, tc := range choice.Delta.ToolCalls {
 			c.stream.addToolCall(tc)

@@ -21,6 +21,7 @@ const (
 	maxErrorBody = 1 << 20  // an error reply's body
 	maxReplyBody = 64 << 20 // a non-streamed reply
 	maxSSELine   = 8 << 20  // one line of an event stream
+	maxPassLine  = 32 << 10 // longest line handed to langchaingo's scanner
 )
 
 // wire is the package's http.RoundTripper, between langchaingo and the
