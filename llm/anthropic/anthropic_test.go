@@ -650,3 +650,41 @@ func TestGenerateStreamLongLines(t *testing.T) {
 	assert.Equal(t, llm.FinishLength, resp.FinishReason)
 	assert.Equal(t, 60000, resp.Usage.CompletionTokens)
 }
+
+func TestGenerateStreamThinkingAndEmpty(t *testing.T) {
+	t.Run("thinking streams as reasoning", func(t *testing.T) {
+		f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+			writeEvents(w,
+				messageStart(3),
+				blockStart(0, map[string]any{"type": "thinking", "thinking": ""}),
+				map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "thinking_delta", "thinking": "Hmm."}},
+				map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "signature_delta", "signature": "sig"}},
+				blockStop(0),
+				blockStart(1, map[string]any{"type": "text", "text": ""}),
+				textDelta(1, "Yes."),
+				blockStop(1),
+				messageDelta("end_turn", 9),
+				messageStop(),
+			)
+		})
+		m := newTestModel(t, f, nil)
+		var deltas []llm.Delta
+		resp, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("?")},
+			llm.OnDelta(func(d llm.Delta) { deltas = append(deltas, d) }))
+		require.NoError(t, err)
+		assert.Equal(t, []llm.Delta{{Reasoning: "Hmm."}, {Content: "Yes."}}, deltas)
+		assert.Equal(t, "Hmm.", resp.Reasoning)
+		assert.Equal(t, "Yes.", resp.Content)
+	})
+	t.Run("a complete stream without content blocks", func(t *testing.T) {
+		f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+			writeEvents(w, messageStart(3), messageDelta("end_turn", 1), messageStop())
+		})
+		m := newTestModel(t, f, nil)
+		resp, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("?")}, llm.OnDelta(func(llm.Delta) {}))
+		require.NoError(t, err)
+		assert.Empty(t, resp.Content)
+		assert.Equal(t, llm.FinishStop, resp.FinishReason)
+		assert.Equal(t, llm.Usage{PromptTokens: 7, CompletionTokens: 1, TotalTokens: 8, CachedTokens: 4}, resp.Usage)
+	})
+}
