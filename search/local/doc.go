@@ -27,10 +27,11 @@
 // Hidden files and directories (.git, .obsidian, …) are not visited,
 // symbolic links are not followed, and files over WithMaxFileSize, with NUL
 // bytes (binary) or not valid UTF-8 are skipped; RefreshStats.Skipped and
-// the logger say which and why. PDF is not supported (no pinned pure-Go
-// PDF text extractor handles real-world PDFs well enough: layout, fonts
-// without ToUnicode maps, and scanned pages need more than a parser); PDFs
-// are listed as skipped with advice to convert them to text first.
+// the logger say which and why. PDF is not supported: the project pins no
+// PDF library, and getting reading-order text out of real-world PDFs
+// (multi-column layouts, fonts without ToUnicode maps, scanned pages) takes
+// more than a pure-Go parser reliably gives. PDFs are listed as skipped
+// with advice to convert them to text (pdftotext) first.
 //
 // A Result points into the file: URL is a file:// URL with a line fragment,
 // file:///home/me/notes/guide.md#L10-L24, and ParseLocation turns it back
