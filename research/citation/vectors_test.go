@@ -30,11 +30,11 @@ type vector struct {
 }
 
 type vectorInput struct {
-	QueryID  int      `json:"query_id"`
-	Text     string   `json:"text"`
-	Parts    []string `json:"text_parts"`
-	ByteLen  int      `json:"text_utf8_byte_length"`
-	Chunks   []struct {
+	QueryID int      `json:"query_id"`
+	Text    string   `json:"text"`
+	Parts   []string `json:"text_parts"`
+	ByteLen int      `json:"text_utf8_byte_length"`
+	Chunks  []struct {
 		Web struct {
 			URI   string  `json:"uri"`
 			Title *string `json:"title"`

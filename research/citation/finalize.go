@@ -1,0 +1,793 @@
+package citation
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Result is a final answer with its citations restored.
+type Result struct {
+	// Text is the answer with every kept citation written as [n](url).
+	Text string `json:"text"`
+	// Sources are the cited sources in number order: Sources[i] is
+	// citation number i+1. Each page appears once.
+	Sources []Source `json:"sources"`
+	// Dropped counts the citations removed because they pointed to nothing
+	// gathered: invented short URLs, or links to pages not found in this run.
+	Dropped int `json:"dropped"`
+}
+
+// maxPasses bounds the passes of Finalize; see finalizeStable.
+const maxPasses = 8
+
+// Finalize restores the real URLs in a final answer and numbers its
+// citations.
+//
+// It recognises, anywhere in the answer:
+//   - inline links and images, [label](target) and ![alt](target), also
+//     with a <target> or a "title", and with several targets separated by
+//     commas, semicolons or spaces: [a](short1, short2);
+//   - reference-style links [label][ref], [ref][] and [ref], and footnotes
+//     [^ref], whose definition lines ([ref]: target, [^ref]: target or
+//     [^ref]: [label](target)) are removed from the text;
+//   - autolinks <scheme:…>;
+//   - bare short-URL tokens (any run of non-space text containing
+//     vertexaisearch.cloud.google.com/id/), also several in one bracket:
+//     [short1, short2] or (short1; short2).
+//
+// A target that is exactly a gathered source's short URL (compared as a
+// whole token, so …/id/1-1 never matches inside …/id/1-10) or exactly its
+// real URL maps to that source. Every other link or token is removed with
+// the whitespace and separators it leaves behind, and counted in Dropped.
+// Kept citations are numbered by first appearance, one number per real URL
+// (the same page under two short URLs is one source, the first gathered),
+// written as [n](url); consecutive identical citations collapse into one.
+//
+// Gathered sources whose URL is not an absolute http, https or file URL,
+// or is itself a short URL, cannot be restored: citations of them are
+// dropped. When two sources share a short URL, the first gathered wins.
+// Bare URLs outside links, e-mail autolinks and raw HTML are left as they
+// are.
+func Finalize(answer string, gathered []Source) Result {
+	if answer == "" {
+		return Result{}
+	}
+	ix := newIndex(gathered)
+	text, dropped := answer, 0
+	for range maxPasses {
+		// Removing a link can join the text around it into a new link or
+		// token ("[a" + "](b)"), so passes repeat until nothing changes;
+		// a pass over its own output changes nothing.
+		r := finalizePass(text, ix)
+		dropped += r.Dropped
+		if r.Text == text {
+			r.Dropped = dropped
+			return r
+		}
+		text = r.Text
+	}
+	// Only adversarial input gets here: strip what could still be a link
+	// or a short URL.
+	text, n := defang(text)
+	r := finalizePass(text, ix)
+	r.Dropped += dropped + n
+	return r
+}
+
+// defang removes every bracket, angle bracket and short-URL host path,
+// repeating until none is left (removal can join new ones). It returns the
+// text and how many host paths went.
+func defang(s string) (string, int) {
+	n := 0
+	for {
+		t := strings.Map(func(r rune) rune {
+			switch r {
+			case '[', ']', '<', '>':
+				return -1
+			}
+			return r
+		}, s)
+		for {
+			i := indexFold(t, shortHostPath)
+			if i < 0 {
+				break
+			}
+			t = t[:i] + t[i+len(shortHostPath):]
+			n++
+		}
+		if t == s {
+			return t, n
+		}
+		s = t
+	}
+}
+
+// index finds gathered sources by short URL and by real URL.
+type index struct {
+	sources []Source       // one per distinct real URL, first gathered
+	byShort map[string]int // canonical short URL → sources index
+	byURL   map[string]int // real URL, and its rendered form → sources index
+}
+
+func newIndex(gathered []Source) *index {
+	ix := &index{byShort: map[string]int{}, byURL: map[string]int{}}
+	for _, s := range gathered {
+		if !restorable(s.URL) {
+			continue
+		}
+		id, ok := ix.byURL[s.URL]
+		if !ok {
+			id = len(ix.sources)
+			ix.sources = append(ix.sources, s)
+			ix.byURL[s.URL] = id
+			if r := renderURL(s.URL); r != s.URL {
+				if _, taken := ix.byURL[r]; !taken {
+					ix.byURL[r] = id
+				}
+			}
+		}
+		if s.ShortURL == "" {
+			continue
+		}
+		key := s.ShortURL
+		if c, ok := canonicalShort(s.ShortURL); ok {
+			key = c
+		}
+		if _, taken := ix.byShort[key]; !taken {
+			ix.byShort[key] = id
+		}
+	}
+	return ix
+}
+
+// lookup maps a link target to a source index.
+func (ix *index) lookup(target string) (int, bool) {
+	target = strings.TrimSpace(target)
+	if c, ok := canonicalShort(target); ok {
+		id, found := ix.byShort[c]
+		return id, found
+	}
+	if indexFold(target, shortHostPath) >= 0 {
+		return 0, false // a malformed short URL is never a real one
+	}
+	if id, ok := ix.byURL[target]; ok {
+		return id, true
+	}
+	id, ok := ix.byShort[target] // a gathered short URL of another form
+	return id, ok
+}
+
+// restorable reports whether a gathered URL may appear in the answer.
+func restorable(raw string) bool {
+	if raw == "" || indexFold(raw, shortHostPath) >= 0 {
+		return false
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http", "https":
+		return u.Host != ""
+	case "file":
+		return true
+	}
+	return false
+}
+
+// canonicalShort returns ShortURLPrefix + id when s is exactly a short URL:
+// an optional http:// or https:// scheme, the host path (ASCII case
+// ignored), and an id of letters, digits, '-' and '_'.
+func canonicalShort(s string) (string, bool) {
+	rest := s
+	for _, scheme := range []string{"https://", "http://"} {
+		if hasPrefixFold(rest, scheme) {
+			rest = rest[len(scheme):]
+			break
+		}
+	}
+	if !hasPrefixFold(rest, shortHostPath) {
+		return "", false
+	}
+	id := rest[len(shortHostPath):]
+	if id == "" {
+		return "", false
+	}
+	for i := 0; i < len(id); i++ {
+		if !isIDByte(id[i]) {
+			return "", false
+		}
+	}
+	return ShortURLPrefix + id, true
+}
+
+func isIDByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '-' || c == '_'
+}
+
+// renderURL writes a URL so it can be a Markdown link destination: spaces,
+// control characters and angle brackets are percent-encoded, and so are
+// parentheses unless they are balanced.
+func renderURL(u string) string {
+	balanced, depth := true, 0
+	for i := 0; i < len(u) && balanced; i++ {
+		switch u[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			balanced = depth >= 0
+		}
+	}
+	balanced = balanced && depth == 0
+	var b strings.Builder
+	for i := 0; i < len(u); i++ {
+		c := u[i]
+		switch {
+		case c <= ' ' || c == 0x7f || c == '<' || c == '>' || (!balanced && (c == '(' || c == ')')):
+			b.WriteByte('%')
+			b.WriteByte("0123456789ABCDEF"[c>>4])
+			b.WriteByte("0123456789ABCDEF"[c&15])
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// pass is the state of one pass of Finalize over a text.
+type pass struct {
+	ix      *index
+	src     string
+	closeOf map[int]int // '[' position → matching ']' position
+	defs    map[string]*definition
+	out     []byte
+	number  map[int]int // source index → citation number
+	cited   []Source
+	dropped int
+	// lastID and lastEnd are the source and out length of the last citation
+	// written, to collapse repeats.
+	lastID, lastEnd int
+}
+
+// definition is a reference or footnote definition line.
+type definition struct {
+	targets []string
+	used    bool
+}
+
+func finalizePass(text string, ix *index) Result {
+	p := &pass{ix: ix, number: map[int]int{}, lastID: -1}
+	p.src = p.takeDefinitions(text)
+	p.closeOf = matchBrackets(p.src)
+	p.out = make([]byte, 0, len(p.src))
+	p.scan()
+	for _, d := range p.defs {
+		if d.used {
+			continue
+		}
+		for _, t := range d.targets {
+			if _, ok := ix.lookup(t); !ok {
+				p.dropped++
+			}
+		}
+	}
+	return Result{Text: string(p.out), Sources: p.cited, Dropped: p.dropped}
+}
+
+// takeDefinitions removes reference and footnote definition lines that
+// name at least one URL, and records them.
+func (p *pass) takeDefinitions(text string) string {
+	if !strings.Contains(text, "]:") {
+		return text
+	}
+	var b strings.Builder
+	for line := range strings.SplitAfterSeq(text, "\n") {
+		label, targets, ok := parseDefinition(line)
+		if !ok {
+			b.WriteString(line)
+			continue
+		}
+		if p.defs == nil {
+			p.defs = map[string]*definition{}
+		}
+		key := refKey(label)
+		if d, dup := p.defs[key]; dup {
+			d.targets = append(d.targets, targets...)
+		} else {
+			p.defs[key] = &definition{targets: targets}
+		}
+	}
+	return b.String()
+}
+
+// parseDefinition parses "[label]: rest" (up to three leading spaces) and
+// returns the URL-like targets of rest.
+func parseDefinition(line string) (string, []string, bool) {
+	s := strings.TrimRight(line, "\r\n")
+	indent := len(s) - len(strings.TrimLeft(s, " "))
+	s = s[indent:]
+	if indent > 3 || !strings.HasPrefix(s, "[") {
+		return "", nil, false
+	}
+	end := strings.Index(s, "]:")
+	if end < 2 {
+		return "", nil, false
+	}
+	label := s[1:end]
+	if strings.ContainsAny(label, "[]") {
+		return "", nil, false
+	}
+	var targets []string
+	for _, f := range strings.FieldsFunc(s[end+2:], isListSep) {
+		if i := strings.Index(f, "]("); i >= 0 {
+			f = strings.TrimSuffix(f[i+2:], ")")
+		}
+		f = strings.TrimRight(strings.Trim(f, "<>()"), ".!?")
+		if urlLike(f) {
+			targets = append(targets, f)
+		}
+	}
+	return label, targets, len(targets) > 0
+}
+
+func refKey(label string) string {
+	return strings.ToLower(strings.Join(strings.Fields(label), " "))
+}
+
+// matchBrackets pairs square brackets, paragraph by paragraph.
+func matchBrackets(s string) map[int]int {
+	m := map[int]int{}
+	var stack []int
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '[':
+			stack = append(stack, i)
+		case ']':
+			if n := len(stack); n > 0 {
+				m[stack[n-1]] = i
+				stack = stack[:n-1]
+			}
+		case '\n':
+			if blankLineFollows(s, i) {
+				stack = stack[:0]
+			}
+		}
+	}
+	return m
+}
+
+func blankLineFollows(s string, i int) bool {
+	for j := i + 1; j < len(s); j++ {
+		switch s[j] {
+		case ' ', '\t', '\r':
+		case '\n':
+			return true
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+func (p *pass) scan() {
+	s := p.src
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '!' && i+1 < len(s) && s[i+1] == '[':
+			if j, ok := p.bracket(i, i+1); ok {
+				i = j
+				continue
+			}
+			p.out = append(p.out, c)
+			i++
+		case c == '[':
+			if j, ok := p.bracket(i, i); ok {
+				i = j
+				continue
+			}
+			p.out = append(p.out, c)
+			i++
+		case c == '(':
+			if j, ok := p.parenGroup(i); ok {
+				i = j
+				continue
+			}
+			p.out = append(p.out, c)
+			i++
+		case c == '<':
+			if j, ok := p.autolink(i); ok {
+				i = j
+				continue
+			}
+			p.out = append(p.out, c)
+			i++
+		case isDelim(c):
+			p.out = append(p.out, c)
+			i++
+		default:
+			i = p.word(i)
+		}
+	}
+}
+
+// isDelim reports whether c ends a word (a possible bare URL).
+func isDelim(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', '\f', '\v', '[', ']', '(', ')', '<', '>', '"', '\'', '`', '!':
+		return true
+	}
+	return false
+}
+
+// word handles the run of non-delimiters at i: a short-URL token if it
+// contains the host path, else plain text.
+func (p *pass) word(i int) int {
+	s := p.src
+	j := i
+	for j < len(s) && !isDelim(s[j]) {
+		j++
+	}
+	w := s[i:j]
+	if indexFold(w, shortHostPath) < 0 {
+		p.out = append(p.out, w...)
+		return j
+	}
+	// Trailing sentence punctuation is not part of the token.
+	tok := strings.TrimRight(w, ".,;:?*_~")
+	if indexFold(tok, shortHostPath) < 0 {
+		tok = w
+	}
+	end := i + len(tok)
+	return p.cite(end, []string{tok})
+}
+
+// bracket handles a '[' at open (start is open, or the '!' of an image):
+// an inline link, a reference, a footnote, or a bracketed group of short
+// URLs. It reports false when it is none of them.
+func (p *pass) bracket(start, open int) (int, bool) {
+	s := p.src
+	close, ok := p.closeOf[open]
+	if !ok {
+		return 0, false
+	}
+	label := s[open+1 : close]
+	after := close + 1
+	if after < len(s) && s[after] == '(' {
+		if targets, end, ok := inlineTargets(s, after); ok {
+			return p.cite(end, targets), true
+		}
+	}
+	if p.defs != nil {
+		ref, end := "", after
+		if after < len(s) && s[after] == '[' {
+			if c2, ok := p.closeOf[after]; ok {
+				ref, end = s[after+1:c2], c2+1
+				if strings.TrimSpace(ref) == "" {
+					ref = label
+				}
+			}
+		} else {
+			ref = label
+		}
+		if d, ok := p.defs[refKey(ref)]; ok && ref != "" {
+			d.used = true
+			return p.cite(end, d.targets), true
+		}
+	}
+	if start == open {
+		if targets, ok := groupTargets(label); ok {
+			return p.cite(after, targets), true
+		}
+	}
+	return 0, false
+}
+
+// inlineTargets parses the "(destination "title")" of an inline link at
+// s[open] == '(' and returns its targets and the end of the link. Several
+// URL-like destinations separated by commas, semicolons or spaces are
+// several targets.
+func inlineTargets(s string, open int) ([]string, int, bool) {
+	i := skipSpace(s, open+1)
+	var dest string
+	switch {
+	case i < len(s) && s[i] == '<':
+		j := strings.IndexAny(s[i+1:], "<>\n")
+		if j < 0 || s[i+1+j] != '>' {
+			return nil, 0, false
+		}
+		dest, i = s[i+1:i+1+j], i+j+2
+	default:
+		depth, j := 0, i
+	loop:
+		for ; j < len(s); j++ {
+			switch c := s[j]; {
+			case c == '(':
+				depth++
+			case c == ')':
+				if depth == 0 {
+					break loop
+				}
+				depth--
+			case c <= ' ':
+				break loop
+			}
+		}
+		dest, i = s[i:j], j
+	}
+	i = skipSpace(s, i)
+	if i < len(s) && s[i] == ')' {
+		return []string{dest}, i + 1, true
+	}
+	if i < len(s) && (s[i] == '"' || s[i] == '\'' || s[i] == '(') {
+		closer := s[i]
+		if closer == '(' {
+			closer = ')'
+		}
+		if j := strings.IndexByte(s[i+1:], closer); j >= 0 {
+			k := skipSpace(s, i+1+j+1)
+			if k < len(s) && s[k] == ')' {
+				return []string{dest}, k + 1, true
+			}
+		}
+	}
+	// Several destinations: "(short1, short2)".
+	j := strings.IndexByte(s[open:], ')')
+	if j < 0 {
+		return nil, 0, false
+	}
+	if targets, ok := groupTargets(s[open+1 : open+j]); ok {
+		return targets, open + j + 1, true
+	}
+	return nil, 0, false
+}
+
+// groupTargets splits a bracket's content into targets when every item is
+// URL-like and at least one is a short URL.
+func groupTargets(content string) ([]string, bool) {
+	items := strings.FieldsFunc(content, isListSep)
+	short := false
+	for k, it := range items {
+		it = strings.Trim(it, "<>")
+		if !urlLike(it) {
+			return nil, false
+		}
+		short = short || indexFold(it, shortHostPath) >= 0
+		items[k] = it
+	}
+	return items, short
+}
+
+// parenGroup handles "(short1, short2)" at s[open] == '('.
+func (p *pass) parenGroup(open int) (int, bool) {
+	s := p.src
+	j := strings.IndexAny(s[open+1:], "()\n")
+	if j < 0 || s[open+1+j] != ')' {
+		return 0, false
+	}
+	targets, ok := groupTargets(s[open+1 : open+1+j])
+	if !ok {
+		return 0, false
+	}
+	return p.cite(open+1+j+1, targets), true
+}
+
+// autolink handles "<scheme:…>" at s[open] == '<'.
+func (p *pass) autolink(open int) (int, bool) {
+	s := p.src
+	j := strings.IndexAny(s[open+1:], "<> \t\r\n")
+	if j < 0 || s[open+1+j] != '>' {
+		return 0, false
+	}
+	target := s[open+1 : open+1+j]
+	colon := strings.IndexByte(target, ':')
+	if colon < 2 || colon > 32 || !isScheme(target[:colon]) {
+		return 0, false
+	}
+	return p.cite(open+1+j+1, []string{target}), true
+}
+
+func isScheme(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (i == 0 || !(c >= '0' && c <= '9' || c == '+' || c == '.' || c == '-')) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func isListSep(r rune) bool {
+	return r == ',' || r == ';' || r == ' ' || r == '\t' || r == '\n' || r == '\r'
+}
+
+// urlLike reports whether s looks like a URL rather than words.
+func urlLike(s string) bool {
+	return strings.Contains(s, "://") || indexFold(s, shortHostPath) >= 0
+}
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// cite replaces the link that ends at end with the citations of its known
+// targets, or removes it when none is known.
+func (p *pass) cite(end int, targets []string) int {
+	wrote := false
+	for _, t := range targets {
+		id, ok := p.ix.lookup(t)
+		if !ok {
+			p.dropped++
+			continue
+		}
+		n, seen := p.number[id]
+		if !seen {
+			n = len(p.cited) + 1
+			p.number[id] = n
+			p.cited = append(p.cited, p.ix.sources[id])
+		}
+		if id == p.lastID && onlySeparators(p.out[p.lastEnd:]) {
+			p.out = p.out[:p.lastEnd]
+			wrote = true
+			continue
+		}
+		if wrote {
+			p.out = append(p.out, ' ')
+		}
+		p.out = append(p.out, '[')
+		p.out = strconv.AppendInt(p.out, int64(n), 10)
+		p.out = append(p.out, "]("...)
+		p.out = append(p.out, renderURL(p.ix.sources[id].URL)...)
+		p.out = append(p.out, ')')
+		p.lastID, p.lastEnd = id, len(p.out)
+		wrote = true
+	}
+	if wrote {
+		return end
+	}
+	return p.tidy(end)
+}
+
+func onlySeparators(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != ',' && c != ';' {
+			return false
+		}
+	}
+	return true
+}
+
+// tidy cleans up after a removal that ended at src[end]: spaces before
+// punctuation or other spaces, separators left dangling, brackets left
+// empty. It returns where scanning goes on.
+func (p *pass) tidy(end int) int {
+	s := p.src
+	for {
+		next := byte(0)
+		if end < len(s) {
+			next = s[end]
+		}
+		switch {
+		case next == 0 || next == '\n' || next == '\r' || closingAt(s, end):
+			p.trimSpaces()
+			if next != ',' && next != ';' {
+				p.trimSeparator()
+			}
+		case next == ' ' || next == '\t':
+			p.trimSpaces()
+			if n := len(p.out); n == 0 || p.out[n-1] == '\n' || p.out[n-1] == '(' || p.out[n-1] == '[' {
+				end = skipHSpace(s, end)
+			}
+		}
+		// A separator right after an opening bracket or a line start.
+		if n := len(p.out); n == 0 || p.out[n-1] == '\n' || p.out[n-1] == '(' || p.out[n-1] == '[' {
+			if k := skipHSpace(s, end); k < len(s) && (s[k] == ',' || s[k] == ';') {
+				end = skipHSpace(s, k+1)
+				continue
+			}
+		}
+		// Brackets left empty.
+		if n := len(p.out); n > p.lastEndFloor() && (p.out[n-1] == '(' || p.out[n-1] == '[') {
+			closer := byte(')')
+			if p.out[n-1] == '[' {
+				closer = ']'
+			}
+			if k := skipHSpace(s, end); k < len(s) && s[k] == closer {
+				p.out = p.out[:n-1]
+				end = k + 1
+				continue
+			}
+		}
+		return end
+	}
+}
+
+// lastEndFloor is the length of out that tidying must not cut into.
+func (p *pass) lastEndFloor() int {
+	if p.lastID < 0 {
+		return 0
+	}
+	return p.lastEnd
+}
+
+func (p *pass) trimSpaces() {
+	for n := len(p.out); n > p.lastEndFloor() && (p.out[n-1] == ' ' || p.out[n-1] == '\t'); n = len(p.out) {
+		p.out = p.out[:n-1]
+	}
+}
+
+// trimSeparator drops a ',' or ';' (and the spaces before it) left at the
+// end of out.
+func (p *pass) trimSeparator() {
+	if n := len(p.out); n > p.lastEndFloor() && (p.out[n-1] == ',' || p.out[n-1] == ';') {
+		p.out = p.out[:n-1]
+		p.trimSpaces()
+	}
+}
+
+// closingAt reports whether s[i:] starts with closing punctuation: one of
+// .,;:!?)]} or a non-ASCII closing, final-quote or other punctuation mark
+// ("。", "」", "…").
+func closingAt(s string, i int) bool {
+	if i >= len(s) {
+		return false
+	}
+	if s[i] < utf8.RuneSelf {
+		return isClosing(s[i])
+	}
+	r, _ := utf8.DecodeRuneInString(s[i:])
+	return unicode.In(r, unicode.Pe, unicode.Pf, unicode.Po)
+}
+
+func isClosing(c byte) bool {
+	switch c {
+	case '.', ',', ';', ':', '!', '?', ')', ']', '}':
+		return true
+	}
+	return false
+}
+
+func skipHSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// indexFold is strings.Index ignoring ASCII case only (so that the match
+// has the byte length of sub).
+func indexFold(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if hasPrefixFold(s[i:], sub) {
+			return i
+		}
+	}
+	return -1
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		if lower(s[i]) != lower(prefix[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lower(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
