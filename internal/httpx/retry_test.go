@@ -294,6 +294,8 @@ func TestTransportConcurrencyBound(t *testing.T) {
 		_, _ = io.WriteString(w, "done")
 	}))
 	defer srv.Close()
+	unblock := sync.OnceFunc(func() { close(release) })
+	defer unblock() // before srv.Close, even when an assertion stops the test
 	tr := NewTransport(srv.Client().Transport, Policy{Concurrency: limit})
 	client := tr.Client()
 
@@ -320,7 +322,7 @@ func TestTransportConcurrencyBound(t *testing.T) {
 		t.Fatalf("a request beyond the bound of %d reached the server", limit)
 	case <-time.After(50 * time.Millisecond):
 	}
-	close(release)
+	unblock()
 	wg.Wait()
 	close(errs)
 	for err := range errs {

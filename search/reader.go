@@ -1,0 +1,353 @@
+package search
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/deepgraph/deepgraph/internal/httpx"
+	"github.com/deepgraph/deepgraph/search/netguard"
+)
+
+// Defaults of ReaderConfig.
+const (
+	DefaultReaderTimeout       = 20 * time.Second
+	DefaultReaderMaxBytes      = 5 << 20
+	DefaultMaxCompressionRatio = 100
+	DefaultReaderConcurrency   = 4
+	DefaultReaderCacheSize     = 256
+	DefaultUserAgent           = "Mozilla/5.0 (compatible; deepgraph-reader/1.0; +https://github.com/deepgraph/deepgraph)"
+	// maxElemsToParse bounds the documents handed to readability, whose
+	// cost grows faster than linearly; bigger ones are converted whole.
+	maxElemsToParse = 60000
+)
+
+// ReaderConfig configures a Reader. The zero value is a safe default:
+// public http(s) destinations only, 20s per page, 5 MiB per body.
+type ReaderConfig struct {
+	// Guard is the SSRF policy of the Reader's own HTTP client. The zero
+	// value admits public addresses only; set Guard.AllowPrivate or
+	// Guard.Allow for self-hosted targets (tests against an
+	// httptest.Server allow "127.0.0.1").
+	Guard netguard.Config
+	// HTTPClient replaces the Reader's own guarded client. The Reader then
+	// trusts it entirely: SSRF protection and redirect limits are the
+	// caller's (build it with netguard unless fetching only trusted URLs).
+	HTTPClient *http.Client
+	// Timeout bounds one page: connect, redirects, body and conversion.
+	// 0 means DefaultReaderTimeout.
+	Timeout time.Duration
+	// MaxBytes caps the decompressed body read per page; a longer body is
+	// cut and the Page marked Truncated. 0 means DefaultReaderMaxBytes.
+	MaxBytes int64
+	// MaxCompressionRatio fails a compressed body that expands more than
+	// this many times (past its first MiB) with ErrCompressionBomb. 0 means
+	// DefaultMaxCompressionRatio.
+	MaxCompressionRatio float64
+	// MaxConcurrency bounds pages fetched and converted at once; 0 means
+	// DefaultReaderConcurrency.
+	MaxConcurrency int
+	// CacheSize is how many pages (and permanent failures) are remembered
+	// by URL; 0 means DefaultReaderCacheSize, negative disables the cache.
+	// Concurrent reads of one URL share one fetch either way.
+	CacheSize int
+	// MaxRetries is the retries after the first attempt on 429/5xx and
+	// dropped connections (with Retry-After up to 5s); 0 means 1,
+	// negative means none.
+	MaxRetries int
+	// RetryBackoff is the first wait between attempts; 0 means 500ms.
+	RetryBackoff time.Duration
+	// UserAgent is sent with every request; "" means DefaultUserAgent.
+	UserAgent string
+	// Logger receives debug records; nil discards them.
+	Logger *slog.Logger
+}
+
+// Page is a fetched page's main content.
+type Page struct {
+	// URL is the page's final address, after redirects.
+	URL string `json:"url"`
+	// RequestedURL is the address Read was given.
+	RequestedURL string `json:"requested_url,omitempty"`
+	Title        string `json:"title,omitempty"`
+	// Content is the main content as Markdown (HTML pages, with navigation,
+	// scripts and styles dropped and links absolute), the text itself
+	// (plain text, Markdown) or a fenced JSON block. It is untrusted.
+	Content string `json:"content"`
+	// ContentType is the media type the content was read as, e.g. "text/html".
+	ContentType string `json:"content_type"`
+	// Truncated reports that the body exceeded MaxBytes and was cut.
+	Truncated bool      `json:"truncated,omitempty"`
+	Byline    string    `json:"byline,omitempty"`
+	SiteName  string    `json:"site_name,omitempty"`
+	Language  string    `json:"language,omitempty"`
+	Excerpt   string    `json:"excerpt,omitempty"`
+	Published time.Time `json:"published,omitzero"`
+}
+
+// Reader fetches pages and extracts their main content as Markdown. It is
+// safe for concurrent use; concurrent reads of the same URL share one
+// fetch, and results are cached by normalised URL for the Reader's life.
+type Reader struct {
+	client    *http.Client
+	ownClient bool
+	timeout   time.Duration
+	maxBytes  int64
+	maxRatio  float64
+	userAgent string
+	logger    *slog.Logger
+	extractor extractor
+	slots     chan struct{}
+
+	mu       sync.Mutex
+	inflight map[string]*flight
+	cache    *lru // nil when disabled
+}
+
+// flight is one fetch that concurrent readers of a URL wait on.
+type flight struct {
+	done chan struct{}
+	page *Page
+	err  error
+	// abandoned: the fetch was stopped by its starter's context, so the
+	// outcome says nothing about the URL and waiters try again.
+	abandoned bool
+}
+
+// NewReader returns a Reader.
+func NewReader(cfg ReaderConfig) (*Reader, error) {
+	r := &Reader{
+		timeout:   orDefault(cfg.Timeout, DefaultReaderTimeout),
+		maxBytes:  orDefault(cfg.MaxBytes, DefaultReaderMaxBytes),
+		maxRatio:  orDefault(cfg.MaxCompressionRatio, DefaultMaxCompressionRatio),
+		userAgent: cfg.UserAgent,
+		logger:    cfg.Logger,
+		extractor: readabilityExtractor{maxElems: maxElemsToParse},
+		slots:     make(chan struct{}, orDefault(cfg.MaxConcurrency, DefaultReaderConcurrency)),
+		inflight:  map[string]*flight{},
+	}
+	if r.userAgent == "" {
+		r.userAgent = DefaultUserAgent
+	}
+	if r.logger == nil {
+		r.logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.CacheSize >= 0 {
+		r.cache = newLRU(orDefault(cfg.CacheSize, DefaultReaderCacheSize))
+	}
+	if cfg.HTTPClient != nil {
+		r.client = cfg.HTTPClient
+		return r, nil
+	}
+	g, err := netguard.New(cfg.Guard)
+	if err != nil {
+		return nil, fmt.Errorf("search: reader: %w", err)
+	}
+	attempts := 2
+	if cfg.MaxRetries > 0 {
+		attempts = cfg.MaxRetries + 1
+	} else if cfg.MaxRetries < 0 {
+		attempts = 1
+	}
+	retrying := httpx.NewTransport(g.Transport(), httpx.Policy{MaxAttempts: attempts, InitialBackoff: cfg.RetryBackoff, MaxRetryAfter: 5 * time.Second})
+	r.client = &http.Client{Transport: g.Wrap(retrying), CheckRedirect: g.CheckRedirect}
+	r.ownClient = true
+	return r, nil
+}
+
+func orDefault[T int | int64 | float64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// Close releases the idle connections of the Reader's own client. A
+// Reader that was given an HTTPClient leaves it alone.
+func (r *Reader) Close() {
+	if r.ownClient {
+		r.client.CloseIdleConnections()
+	}
+}
+
+// Read fetches rawURL and returns its main content. Only http and https
+// URLs are read; by default only public addresses (see ReaderConfig.Guard).
+// Failures name the URL: refusals match netguard.ErrBlocked, non-2xx
+// answers are *StatusError, unreadable types match ErrUnsupportedContent.
+// A page without extractable text is returned with empty Content, not an
+// error. The returned Page is the caller's to modify.
+func (r *Reader) Read(ctx context.Context, rawURL string) (*Page, error) {
+	u, err := parsePageURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	key := NormalizeURL(u.String())
+	for {
+		r.mu.Lock()
+		if r.cache != nil {
+			if e, ok := r.cache.get(key); ok {
+				r.mu.Unlock()
+				return e.result(rawURL)
+			}
+		}
+		if f, ok := r.inflight[key]; ok {
+			r.mu.Unlock()
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("search: reading %s: %w", u.Redacted(), ctx.Err())
+			}
+			if f.abandoned && ctx.Err() == nil {
+				continue // its starter gave up; this caller has not
+			}
+			return cacheEntry{page: f.page, err: f.err}.result(rawURL)
+		}
+		f := &flight{done: make(chan struct{})}
+		r.inflight[key] = f
+		r.mu.Unlock()
+		r.lead(ctx, key, u, f)
+		return cacheEntry{page: f.page, err: f.err}.result(rawURL)
+	}
+}
+
+// lead performs the fetch that f's waiters share, and always releases them.
+func (r *Reader) lead(ctx context.Context, key string, u *url.URL, f *flight) {
+	defer func() {
+		r.mu.Lock()
+		delete(r.inflight, key)
+		if r.cache != nil && !f.abandoned && cacheable(f.err) {
+			r.cache.add(key, cacheEntry{page: f.page, err: f.err})
+		}
+		r.mu.Unlock()
+		close(f.done)
+	}()
+	f.abandoned = true // until read returns: a panic must not leave a result behind
+	f.page, f.err = r.read(ctx, u)
+	f.abandoned = f.err != nil && ctx.Err() != nil
+}
+
+// parsePageURL checks that raw is an absolute http(s) URL and drops its
+// fragment, which is never sent.
+func parsePageURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return nil, fmt.Errorf("search: %q is not a URL: %w", raw, err)
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "http" && scheme != "https" {
+		return nil, fmt.Errorf("search: %q: only http and https URLs can be read: %w", u.Redacted(), netguard.ErrBlocked)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("search: %q has no host: %w", u.Redacted(), ErrBadRequest)
+	}
+	u.Fragment, u.RawFragment = "", ""
+	return u, nil
+}
+
+// read does one fetch under the concurrency bound and the timeout.
+func (r *Reader) read(ctx context.Context, u *url.URL) (*Page, error) {
+	select {
+	case r.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("search: reading %s: %w", u.Redacted(), ctx.Err())
+	}
+	defer func() { <-r.slots }()
+	callCtx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	start := time.Now()
+	f, err := r.fetch(callCtx, u)
+	if err == nil {
+		var p *Page
+		p, err = r.toPage(callCtx, f)
+		if err == nil {
+			p.URL = f.url.String()
+			p.Truncated = f.truncated
+			r.logger.Debug("search: read page", "url", p.URL, "type", p.ContentType,
+				"bytes", len(f.body), "truncated", f.truncated, "took", time.Since(start))
+			return p, nil
+		}
+	}
+	if ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+		return nil, fmt.Errorf("search: reading %s: no complete page within %s (raise the reader timeout): %w", u.Redacted(), r.timeout, err)
+	}
+	return nil, err
+}
+
+// cacheable reports outcomes worth remembering: pages, and failures that a
+// second try would repeat (refusals, unreadable types, 4xx answers).
+// Timeouts, network errors and 5xx answers may pass and are not kept.
+func cacheable(err error) bool {
+	if err == nil {
+		return true
+	}
+	if errors.Is(err, netguard.ErrBlocked) || errors.Is(err, ErrUnsupportedContent) || errors.Is(err, ErrCompressionBomb) {
+		return true
+	}
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Status >= 400 && se.Status < 500 && se.Status != http.StatusRequestTimeout && se.Status != http.StatusTooManyRequests
+	}
+	return false
+}
+
+// cacheEntry is a remembered outcome.
+type cacheEntry struct {
+	page *Page
+	err  error
+}
+
+// result hands out a copy, so callers may modify their Page.
+func (e cacheEntry) result(requested string) (*Page, error) {
+	if e.err != nil {
+		return nil, e.err
+	}
+	p := *e.page
+	p.RequestedURL = requested
+	return &p, nil
+}
+
+// lru is a small least-recently-used map; the Reader's mutex guards it.
+type lru struct {
+	max   int
+	order *list.List // front: most recent; values are *lruItem
+	items map[string]*list.Element
+}
+
+type lruItem struct {
+	key   string
+	entry cacheEntry
+}
+
+func newLRU(max int) *lru {
+	return &lru{max: max, order: list.New(), items: map[string]*list.Element{}}
+}
+
+func (c *lru) get(key string) (cacheEntry, bool) {
+	el, ok := c.items[key]
+	if !ok {
+		return cacheEntry{}, false
+	}
+	c.order.MoveToFront(el)
+	return el.Value.(*lruItem).entry, true
+}
+
+func (c *lru) add(key string, e cacheEntry) {
+	if el, ok := c.items[key]; ok {
+		el.Value.(*lruItem).entry = e
+		c.order.MoveToFront(el)
+		return
+	}
+	c.items[key] = c.order.PushFront(&lruItem{key: key, entry: e})
+	for c.order.Len() > c.max {
+		oldest := c.order.Back()
+		c.order.Remove(oldest)
+		delete(c.items, oldest.Value.(*lruItem).key)
+	}
+}
