@@ -65,6 +65,7 @@ const minArticleText = 140
 // htmlToMarkdown turns an HTML document into the page's title, metadata and
 // main content as Markdown.
 func (r *Reader) htmlToMarkdown(ctx context.Context, text string, pageURL *url.URL) (*Page, error) {
+	text = strings.ToValidUTF8(text, "\uFFFD")
 	doc, err := html.Parse(strings.NewReader(text))
 	if err != nil {
 		return nil, err

@@ -67,30 +67,42 @@ func NormalizeURL(raw string) string {
 	return u.String()
 }
 
-// cleanQuery drops tracking and empty parameters and sorts the rest by
-// name, keeping each pair's original encoding.
+// cleanQuery drops tracking and empty parameters, writes the rest in
+// canonical query encoding and sorts them by name (stable, so repeated
+// names keep their order).
 func cleanQuery(q string) string {
 	if q == "" {
 		return ""
 	}
-	pairs := strings.Split(q, "&")
-	kept := pairs[:0]
-	for _, p := range pairs {
-		name, _, _ := strings.Cut(p, "=")
-		if dec, err := url.QueryUnescape(name); err == nil {
-			name = dec
-		}
+	type pair struct{ name, value string }
+	var kept []pair
+	for _, p := range strings.Split(q, "&") {
+		rawName, rawValue, hasValue := strings.Cut(p, "=")
+		name := unescapeQuery(rawName)
 		if name == "" || isTrackingParam(name) {
 			continue
 		}
-		kept = append(kept, p)
+		enc := url.QueryEscape(name)
+		if hasValue {
+			enc += "=" + url.QueryEscape(unescapeQuery(rawValue))
+		}
+		kept = append(kept, pair{name: url.QueryEscape(name), value: enc})
 	}
-	slices.SortStableFunc(kept, func(a, b string) int {
-		ka, _, _ := strings.Cut(a, "=")
-		kb, _, _ := strings.Cut(b, "=")
-		return strings.Compare(ka, kb)
-	})
-	return strings.Join(kept, "&")
+	slices.SortStableFunc(kept, func(a, b pair) int { return strings.Compare(a.name, b.name) })
+	parts := make([]string, len(kept))
+	for i, p := range kept {
+		parts[i] = p.value
+	}
+	return strings.Join(parts, "&")
+}
+
+// unescapeQuery decodes a query component, keeping it as is when it is not
+// valid percent-encoding.
+func unescapeQuery(s string) string {
+	if dec, err := url.QueryUnescape(s); err == nil {
+		return dec
+	}
+	return s
 }
 
 // Dedup returns results without repeats of the same normalised URL,
