@@ -20,7 +20,9 @@ type Result struct {
 	Dropped int `json:"dropped"`
 }
 
-// maxPasses bounds the passes of Finalize; see finalizeStable.
+// maxPasses bounds the passes of Finalize. Inputs built to need more than
+// two or three do not turn up even under fuzzing; past the bound, defang
+// makes the text safe anyway.
 const maxPasses = 8
 
 // Finalize restores the real URLs in a final answer and numbers its
@@ -52,12 +54,16 @@ const maxPasses = 8
 // Bare URLs outside links, e-mail autolinks and raw HTML are left as they
 // are.
 func Finalize(answer string, gathered []Source) Result {
+	return finalize(answer, gathered, maxPasses)
+}
+
+func finalize(answer string, gathered []Source, passes int) Result {
 	if answer == "" {
 		return Result{}
 	}
 	ix := newIndex(gathered)
 	text, dropped := answer, 0
-	for range maxPasses {
+	for range passes {
 		// Removing a link can join the text around it into a new link or
 		// token ("[a" + "](b)"), so passes repeat until nothing changes;
 		// a pass over its own output changes nothing.
@@ -70,39 +76,68 @@ func Finalize(answer string, gathered []Source) Result {
 		text = r.Text
 	}
 	// Only adversarial input gets here: strip what could still be a link
-	// or a short URL.
-	text, n := defang(text)
+	// or a short URL around the citations already written.
+	text, n := defang(text, ix)
 	r := finalizePass(text, ix)
 	r.Dropped += dropped + n
 	return r
 }
 
-// defang removes every bracket, angle bracket and short-URL host path,
-// repeating until none is left (removal can join new ones). It returns the
-// text and how many host paths went.
-func defang(s string) (string, int) {
-	n := 0
-	for {
-		t := strings.Map(func(r rune) rune {
+// defang keeps the citations Finalize wrote, [n](url), and removes from the
+// text between them every bracket, angle bracket and short-URL host path.
+// That text can then hold no link and no short URL, and it cannot join a
+// citation into one. It returns the text and how many host paths went.
+func defang(s string, ix *index) (string, int) {
+	var b strings.Builder
+	n, from := 0, 0
+	clean := func(seg string) {
+		seg = strings.Map(func(r rune) rune {
 			switch r {
 			case '[', ']', '<', '>':
 				return -1
 			}
 			return r
-		}, s)
+		}, seg)
 		for {
-			i := indexFold(t, shortHostPath)
+			i := indexFold(seg, shortHostPath)
 			if i < 0 {
 				break
 			}
-			t = t[:i] + t[i+len(shortHostPath):]
+			seg = seg[:i] + seg[i+len(shortHostPath):]
 			n++
 		}
-		if t == s {
-			return t, n
-		}
-		s = t
+		b.WriteString(seg)
 	}
+	for i := 0; i < len(s); i++ {
+		if s[i] != '[' {
+			continue
+		}
+		if end, ok := ix.citationAt(s, i); ok {
+			clean(s[from:i])
+			b.WriteString(s[i:end])
+			from, i = end, end-1
+		}
+	}
+	clean(s[from:])
+	return b.String(), n
+}
+
+// citationAt reports whether s[i:] starts with a citation as Finalize
+// writes it, [n](rendered URL of a gathered source), and where it ends.
+func (ix *index) citationAt(s string, i int) (int, bool) {
+	j := i + 1
+	for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+		j++
+	}
+	if j == i+1 || !strings.HasPrefix(s[j:], "](") {
+		return 0, false
+	}
+	targets, end, ok := inlineTargets(s, j+1)
+	if !ok || len(targets) != 1 || end != j+2+len(targets[0])+1 {
+		return 0, false
+	}
+	id, ok := ix.byURL[targets[0]]
+	return end, ok && renderURL(ix.sources[id].URL) == targets[0]
 }
 
 // index finds gathered sources by short URL and by real URL.
@@ -490,38 +525,51 @@ func (p *pass) bracket(start, open int) (int, bool) {
 // inlineTargets parses the "(destination "title")" of an inline link at
 // s[open] == '(' and returns its targets and the end of the link. Several
 // URL-like destinations separated by commas, semicolons or spaces are
-// several targets.
+// several targets. It errs on the side of seeing a link: a '<' that does
+// not make a <destination> is tried as a plain one.
 func inlineTargets(s string, open int) ([]string, int, bool) {
 	i := skipSpace(s, open+1)
-	var dest string
-	switch {
-	case i < len(s) && s[i] == '<':
-		j := strings.IndexAny(s[i+1:], "<>\n")
-		if j < 0 || s[i+1+j] != '>' {
-			return nil, 0, false
+	if j := angleDest(s, i); j > i {
+		if end, ok := linkEnd(s, j); ok {
+			return []string{s[i+1 : j-1]}, end, true
 		}
-		dest, i = s[i+1:i+1+j], i+j+2
-	default:
-		depth, j := 0, i
-	loop:
-		for ; j < len(s); j++ {
-			switch c := s[j]; {
-			case c == '(':
-				depth++
-			case c == ')':
-				if depth == 0 {
-					break loop
-				}
-				depth--
-			case c <= ' ':
+	}
+	depth, j := 0, i
+loop:
+	for ; j < len(s); j++ {
+		switch c := s[j]; {
+		case c == '(':
+			depth++
+		case c == ')':
+			if depth == 0 {
 				break loop
 			}
+			depth--
+		case isSpace(c):
+			break loop
 		}
-		dest, i = s[i:j], j
 	}
+	if end, ok := linkEnd(s, j); ok {
+		return []string{s[i:j]}, end, true
+	}
+	// Several destinations: "(short1, short2)".
+	k := strings.IndexByte(s[open:], ')')
+	if k < 0 {
+		return nil, 0, false
+	}
+	if targets, ok := groupTargets(s[open+1 : open+k]); ok {
+		return targets, open + k + 1, true
+	}
+	return nil, 0, false
+}
+
+// linkEnd parses what may follow a link destination at s[i] — spaces, an
+// optional "title", 'title' or (title), spaces — up to the closing ')', and
+// returns the end of the link.
+func linkEnd(s string, i int) (int, bool) {
 	i = skipSpace(s, i)
 	if i < len(s) && s[i] == ')' {
-		return []string{dest}, i + 1, true
+		return i + 1, true
 	}
 	if i < len(s) && (s[i] == '"' || s[i] == '\'' || s[i] == '(') {
 		closer := s[i]
@@ -529,21 +577,24 @@ func inlineTargets(s string, open int) ([]string, int, bool) {
 			closer = ')'
 		}
 		if j := strings.IndexByte(s[i+1:], closer); j >= 0 {
-			k := skipSpace(s, i+1+j+1)
-			if k < len(s) && s[k] == ')' {
-				return []string{dest}, k + 1, true
+			if k := skipSpace(s, i+1+j+1); k < len(s) && s[k] == ')' {
+				return k + 1, true
 			}
 		}
 	}
-	// Several destinations: "(short1, short2)".
-	j := strings.IndexByte(s[open:], ')')
-	if j < 0 {
-		return nil, 0, false
+	return 0, false
+}
+
+// angleDest returns the end of a "<destination>" at s[i], or i.
+func angleDest(s string, i int) int {
+	if i >= len(s) || s[i] != '<' {
+		return i
 	}
-	if targets, ok := groupTargets(s[open+1 : open+j]); ok {
-		return targets, open + j + 1, true
+	j := strings.IndexAny(s[i+1:], "<>\n")
+	if j < 0 || s[i+1+j] != '>' {
+		return i
 	}
-	return nil, 0, false
+	return i + j + 2
 }
 
 // groupTargets splits a bracket's content into targets when every item is
@@ -612,10 +663,17 @@ func urlLike(s string) bool {
 }
 
 func skipSpace(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+	for i < len(s) && isSpace(s[i]) {
 		i++
 	}
 	return i
+}
+
+// isSpace reports whether c is Markdown whitespace. Other control
+// characters are kept in link destinations, so that a lax renderer's link
+// is still checked.
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'
 }
 
 // cite replaces the link that ends at end with the citations of its known

@@ -315,8 +315,25 @@ func TestFinalizeAdversarialJoins(t *testing.T) {
 	}
 }
 
+// TestFinalizeFallback forces the fallback by allowing a single pass on an
+// input that needs two.
+func TestFinalizeFallback(t *testing.T) {
+	gathered := []Source{src("a", 1, 1, urlA)}
+	in := "[a[x](y])](https://evil.example/) https://vertexaisearch.cloud.google.com/id/1-1 done"
+	require.NotEqual(t, finalizePass(in, newIndex(gathered)).Text, finalizePass(finalizePass(in, newIndex(gathered)).Text, newIndex(gathered)).Text,
+		"the input must need more than one pass")
+	got := finalize(in, gathered, 1)
+	assert.Equal(t, "a(https://evil.example/) [1]("+urlA+") done", got.Text)
+	assert.Equal(t, []Source{src("a", 1, 1, urlA)}, got.Sources)
+	assert.Equal(t, 1, got.Dropped)
+	again := Finalize(got.Text, gathered)
+	assert.Equal(t, got.Text, again.Text)
+	assert.Zero(t, again.Dropped)
+}
+
 func TestDefang(t *testing.T) {
-	out, n := defang("a [b](c) <d> vertexaisearch.cloud.google.com/id/ vertexaisearch.cloud.go[ogle.com/id/")
-	assert.Equal(t, "a b(c) d  ", out)
+	ix := newIndex([]Source{src("a", 1, 1, urlA)})
+	out, n := defang("a [b](c) <d> [1]("+urlA+") vertexaisearch.cloud.google.com/id/ [2](https://x.example/) vertexaisearch.cloud.go[ogle.com/id/", ix)
+	assert.Equal(t, "a b(c) d [1]("+urlA+")  2(https://x.example/) ", out)
 	assert.Equal(t, 2, n)
 }
