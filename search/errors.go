@@ -40,6 +40,8 @@ type APIError struct {
 	Err        error         // the underlying error, if any
 }
 
+// Error names the provider, the status and the provider's message; for
+// rejected keys it names the variable the key comes from.
 func (e *APIError) Error() string {
 	msg := e.Message
 	if msg == "" && e.Err != nil {
@@ -59,6 +61,7 @@ func (e *APIError) Error() string {
 	}
 }
 
+// Unwrap returns the underlying error.
 func (e *APIError) Unwrap() error { return e.Err }
 
 // Is matches the sentinel errors by status.
@@ -83,6 +86,7 @@ type StatusError struct {
 	Status int
 }
 
+// Error names the URL and the status.
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("search: fetching %s: %d %s", e.URL, e.Status, http.StatusText(e.Status))
 }
@@ -93,6 +97,7 @@ type ChainError struct {
 	Errors []error
 }
 
+// Error lists every provider's failure in order.
 func (e *ChainError) Error() string {
 	parts := make([]string, len(e.Errors))
 	for i, err := range e.Errors {

@@ -177,6 +177,8 @@ type BlockedError struct {
 	Reason string
 }
 
+// Error names the URL or host and the address, says what the address is,
+// and how to allow it if that is really intended.
 func (e *BlockedError) Error() string {
 	var b strings.Builder
 	b.WriteString("netguard: refusing ")

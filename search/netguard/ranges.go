@@ -31,6 +31,7 @@ const (
 	KindInvalid
 )
 
+// String returns the kind's short name ("private", "metadata", …).
 func (k Kind) String() string {
 	switch k {
 	case KindScheme:
