@@ -1,0 +1,178 @@
+package research
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/research/citation"
+	"github.com/deepgraph/deepgraph/schemas"
+	"github.com/deepgraph/deepgraph/search"
+)
+
+// GeminiBackend researches with Gemini's Google Search grounding: the
+// research model (a Gemini model) searches and summarises in one call, and
+// the citations come from the reply's grounding metadata — UTF-8 byte
+// offsets per part, markers inserted from the end backwards, short-URL tokens
+// for the long redirect URLs (see package citation).
+type GeminiBackend struct {
+	// ReferenceLabels reproduces the reference's source labels exactly
+	// (dropping sources whose title has no '.'); off by default.
+	ReferenceLabels bool
+}
+
+// Name implements Backend.
+func (GeminiBackend) Name() string { return "gemini-grounding" }
+
+// Research implements Backend.
+func (b GeminiBackend) Research(ctx context.Context, model llm.Model, q Query) (Finding, error) {
+	prompt := fmt.Sprintf(webSearcherPrompt, q.Text, q.Date, q.Text)
+	resp, err := model.Generate(ctx, []schemas.Message{schemas.UserMessage(prompt)}, llm.GoogleSearch(), llm.Temperature(0))
+	if err != nil {
+		return Finding{}, err
+	}
+	text, sources := citation.Ground(resp, q.ID, citation.Options{ReferenceLabels: b.ReferenceLabels})
+	return Finding{Summary: text, Sources: sources}, nil
+}
+
+// PageReader reads a web page; *search.Reader is one.
+type PageReader interface {
+	Read(ctx context.Context, url string) (*search.Page, error)
+}
+
+// Defaults of SearchBackend.
+const (
+	DefaultMaxResults     = 5
+	DefaultReadPages      = 3
+	DefaultMaxSourceChars = 6000
+)
+
+// SearchBackend researches with any model and any Searcher — a web search
+// API or a local corpus: search, read the top pages when the provider gave
+// only snippets, and have the model summarise the sources, citing them by
+// label ([S1], [S2] …); the labels become citation markers.
+type SearchBackend struct {
+	Searcher search.Searcher
+	// Reader reads pages the Searcher returned only snippets for; nil means
+	// snippets only.
+	Reader PageReader
+	// MaxResults is the number of results asked for (default 5).
+	MaxResults int
+	// ReadPages is how many of the top snippet-only results are read in full
+	// (default 3; negative: none).
+	ReadPages int
+	// MaxSourceChars caps the text of one source in the prompt (default 6000).
+	MaxSourceChars int
+	// Logger receives page-read failures (the snippet is used instead).
+	Logger *slog.Logger
+}
+
+// Name implements Backend.
+func (b *SearchBackend) Name() string {
+	if b.Searcher == nil {
+		return "search"
+	}
+	return "search:" + b.Searcher.Name()
+}
+
+// Research implements Backend.
+func (b *SearchBackend) Research(ctx context.Context, model llm.Model, q Query) (Finding, error) {
+	if b.Searcher == nil {
+		return Finding{}, fmt.Errorf("SearchBackend has no Searcher")
+	}
+	results, err := b.Searcher.Search(ctx, q.Text, search.Options{MaxResults: orDefault(b.MaxResults, DefaultMaxResults)})
+	if err != nil {
+		return Finding{}, err
+	}
+	if len(results) == 0 {
+		return Finding{Summary: fmt.Sprintf("The search for %q found no results.", q.Text)}, nil
+	}
+	b.readPages(ctx, results)
+
+	sources := make([]citation.Source, len(results))
+	var listing strings.Builder
+	limit := orDefault(b.MaxSourceChars, DefaultMaxSourceChars)
+	for i, res := range results {
+		sources[i] = citation.ForResult(res.Title, res.URL, q.ID, i)
+		text := res.Content
+		if text == "" {
+			text = res.Snippet
+		}
+		fmt.Fprintf(&listing, "<source label=\"S%d\" title=%q url=%q>\n%s\n</source>\n\n", i+1, oneLine(res.Title), res.URL, fence(clip(text, limit)))
+	}
+	prompt := fmt.Sprintf(summarizerPrompt, q.Text, oneLine(q.Topic), q.Date, listing.String())
+	resp, err := model.Generate(ctx, []schemas.Message{schemas.UserMessage(prompt)}, llm.Temperature(0))
+	if err != nil {
+		return Finding{}, err
+	}
+	text, _ := citation.FromLabels(resp.Content, sources)
+	return Finding{Summary: text, Sources: sources}, nil
+}
+
+// readPages fills in the Content of the top results that have only a
+// snippet, a few at a time. A page that cannot be read keeps its snippet.
+func (b *SearchBackend) readPages(ctx context.Context, results []search.Result) {
+	n := b.ReadPages
+	if n == 0 {
+		n = DefaultReadPages
+	}
+	if b.Reader == nil || n < 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range results {
+		if n == 0 {
+			break
+		}
+		if results[i].Content != "" {
+			continue
+		}
+		n--
+		wg.Add(1)
+		go func(r *search.Result) {
+			defer wg.Done()
+			page, err := b.Reader.Read(ctx, r.URL)
+			if err != nil {
+				if b.Logger != nil {
+					b.Logger.Debug("reading a search result failed; using its snippet", "url", r.URL, "err", err)
+				}
+				return
+			}
+			r.Content = page.Content
+			if r.Title == "" {
+				r.Title = page.Title
+			}
+		}(&results[i])
+	}
+	wg.Wait()
+}
+
+func orDefault(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && cut < len(s) && !isRuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + " …[truncated]"
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// fence keeps untrusted text from closing its <source> element.
+func fence(s string) string {
+	return strings.NewReplacer("</source>", "&lt;/source&gt;", "<source", "&lt;source").Replace(s)
+}

@@ -1,0 +1,43 @@
+// Package research is Google's Gemini deep-search pattern built on package
+// graph: generate search queries → research each in parallel → reflect on
+// what is missing → loop with follow-up queries or write the final answer
+// with citations that are checked against the sources actually gathered.
+//
+//	START → generate_query ─(one Send per query)→ web_research ×N → reflection
+//	reflection ─(follow-ups)→ web_research ×M → reflection …
+//	reflection ─(sufficient, out of loops, or nothing new to search)→ finalize_answer → END
+//
+// Two back ends do the web research of one query:
+//
+//   - GeminiBackend: a Gemini model with Google Search grounding. Citations
+//     come from the grounding metadata: UTF-8 byte offsets relative to their
+//     part, markers inserted from the end backwards, short-URL tokens instead
+//     of the long redirect URLs (package citation).
+//   - SearchBackend: any model plus any search.Searcher — SearXNG, Tavily,
+//     Brave, a fallback chain of them, or a local corpus (search/local). It
+//     searches, reads the top pages when the provider returns only snippets,
+//     and has the model summarise the sources by label; the labels become
+//     the same citation markers.
+//
+// In both, every source gets a stable per-run token, and the final answer
+// keeps only citations that map to a source gathered in this run: anything
+// else — a hallucinated token, a URL the run never retrieved — is removed
+// and counted (Report.Dropped). The report ends with a numbered, deduplicated
+// Sources list, and the answer is written in the language of the question.
+//
+// Differences from the reference implementation, each a bug fixed:
+// the run's loop limit is honoured; follow-up queries are not re-run in
+// later rounds, and a query already searched in the turn is not searched
+// again; "not sufficient" without any new follow-up query finalises instead
+// of ending without an answer; each query is counted once; a follow-up
+// question on the same thread starts a fresh round with fresh citation ids;
+// citation offsets are bytes, per part; short-URL replacement matches whole
+// tokens (no 1-1 / 1-10 collision); missing grounding metadata never
+// crashes a run.
+//
+// A Researcher is built from a Config with models per role and a back end;
+// Run returns a Report, Stream the graph's events (Describe turns them into
+// timeline activities), Graph the compiled graph (Mermaid). Package config
+// builds a Config from files, environment and flags, and cmd/research is the
+// command line tool around it all.
+package research

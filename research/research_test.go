@@ -1,0 +1,372 @@
+package research_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/llm/fake"
+	"github.com/deepgraph/deepgraph/research"
+	"github.com/deepgraph/deepgraph/schemas"
+	"github.com/deepgraph/deepgraph/search"
+)
+
+var fixedNow = func() time.Time { return time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC) }
+
+func queries(q ...string) fake.Reply {
+	return fake.JSON(schemas.SearchQueryList{Query: q, Rationale: "because"}).When(fake.Schema("SearchQueryList")).WithTokens(100, 20)
+}
+
+func reflection(sufficient bool, gap string, follow ...string) fake.Reply {
+	if follow == nil {
+		follow = []string{}
+	}
+	return fake.JSON(schemas.Reflection{IsSufficient: sufficient, KnowledgeGap: gap, FollowUpQueries: follow}).When(fake.Schema("Reflection")).WithTokens(200, 30)
+}
+
+// grounded is a Gemini reply for query q whose one sentence is supported by
+// a chunk at uri.
+func grounded(q, sentence, uri, title string) fake.Reply {
+	return fake.Text(sentence).When(fake.All(fake.Contains(q), fake.Contains("Google Search"))).WithTokens(300, 50).WithGrounding(&llm.Grounding{
+		WebSearchQueries: []string{q},
+		Chunks:           []llm.GroundingChunk{{URI: uri, Title: title}},
+		Supports:         []llm.GroundingSupport{{StartIndex: 0, EndIndex: len(sentence), ChunkIndices: []int{0}}},
+	})
+}
+
+var markerRe = regexp.MustCompile(`\[[^\]]+\]\(https://vertexaisearch\.cloud\.google\.com/id/[0-9]+-[0-9]+\)`)
+
+// echoModel answers the final-answer prompt by citing every marker of the
+// summaries (and one hallucinated link); everything else goes to next.
+type echoModel struct {
+	next  llm.Model
+	calls atomic.Int32
+}
+
+func (m *echoModel) Generate(ctx context.Context, msgs []schemas.Message, opts ...llm.Option) (*llm.Response, error) {
+	prompt := msgs[len(msgs)-1].Content
+	if !strings.Contains(prompt, "well-researched answer") {
+		return m.next.Generate(ctx, msgs, opts...)
+	}
+	m.calls.Add(1)
+	marks := markerRe.FindAllString(prompt, -1)
+	text := "Answer: " + strings.Join(marks, " ") + " and [made up](https://vertexaisearch.cloud.google.com/id/9-9)."
+	req := llm.NewRequest(opts...)
+	if req.OnDelta != nil {
+		for _, w := range strings.SplitAfter(text, " ") {
+			req.OnDelta(llm.Delta{Content: w})
+		}
+	}
+	return &llm.Response{Content: text, Usage: llm.Usage{PromptTokens: 400, CompletionTokens: 80, TotalTokens: 480}}, nil
+}
+
+func TestGeminiGroundingEndToEnd(t *testing.T) {
+	m := fake.New(
+		queries("euro 2024 winner", "euro 2024 top scorer"),
+		grounded("euro 2024 winner", "Spain won Euro 2024 — en Berlín, ¡olé!", "https://vertexaisearch.cloud.google.com/grounding-api-redirect/AAA", "uefa.com"),
+		grounded("euro 2024 top scorer", "Harry Kane shared the Golden Boot with five others.", "https://vertexaisearch.cloud.google.com/grounding-api-redirect/BBB", "espn.com"),
+		reflection(true, ""),
+	)
+	echo := &echoModel{next: m}
+	r, err := research.New(research.Config{QueryModel: echo, Backend: research.GeminiBackend{}, Now: fixedNow})
+	require.NoError(t, err)
+
+	var acts []research.ActivityKind
+	var tokens strings.Builder
+	rep, err := r.Run(context.Background(), "Who won Euro 2024 and who scored most?", research.Observe(func(a research.Activity) {
+		acts = append(acts, a.Kind)
+		if a.Kind == research.ActivityToken {
+			tokens.WriteString(a.Token)
+		}
+	}))
+	require.NoError(t, err)
+	assert.False(t, rep.Incomplete)
+	assert.Equal(t, []string{"euro 2024 winner", "euro 2024 top scorer"}, rep.Queries)
+	assert.Equal(t, 1, rep.Loops)
+	assert.Equal(t, "gemini-grounding", rep.Backend)
+	require.Len(t, rep.Sources, 2)
+	assert.Equal(t, "https://vertexaisearch.cloud.google.com/grounding-api-redirect/AAA", rep.Sources[0].URL)
+	assert.Equal(t, "https://vertexaisearch.cloud.google.com/grounding-api-redirect/BBB", rep.Sources[1].URL)
+	assert.Equal(t, 1, rep.Dropped, "the made-up citation was removed")
+	assert.Contains(t, rep.Answer, "[1](https://vertexaisearch.cloud.google.com/grounding-api-redirect/AAA)")
+	assert.NotContains(t, rep.Answer, "/id/")
+	assert.NotContains(t, rep.Answer, "made up")
+	assert.Equal(t, 2, rep.Gathered)
+
+	md := rep.Markdown()
+	assert.Contains(t, md, "## Sources\n\n1. [uefa.com](https://vertexaisearch.cloud.google.com/grounding-api-redirect/AAA)\n2. [espn.com]")
+
+	// The summaries the answer model saw carried markers at byte offsets:
+	// after the non-ASCII sentence, not inside it.
+	assert.Contains(t, m.Calls()[0].Request.Schema.Properties, "query")
+	for _, c := range m.Calls() {
+		if c.Request.GoogleSearch {
+			assert.NotNil(t, c.Request.Temperature)
+		}
+	}
+	assert.Equal(t, []research.ActivityKind{"generating_queries", "queries", "searching", "searching", "searched", "searched",
+		"reflecting", "reflected", "finalizing"}, acts[:9])
+	assert.Equal(t, research.ActivityAnswered, acts[len(acts)-1])
+	assert.Contains(t, tokens.String(), "Answer:")
+
+	// Usage per role.
+	assert.Equal(t, 1, rep.Usage[llm.RoleQuery].Calls)
+	assert.Equal(t, 2, rep.Usage[llm.RoleResearch].Calls)
+	assert.Equal(t, 1, rep.Usage[llm.RoleReflection].Calls)
+	assert.Equal(t, 1, rep.Usage[llm.RoleAnswer].Calls)
+	assert.Equal(t, 480, rep.Usage[llm.RoleAnswer].Usage.TotalTokens)
+	assert.Equal(t, 700, rep.Usage[llm.RoleResearch].Usage.TotalTokens)
+	require.NotEmpty(t, rep.Timings.Steps)
+	assert.Equal(t, research.NodeGenerateQuery, rep.Timings.Steps[0].Node)
+	assert.Equal(t, 2, rep.Timings.Steps[1].Tasks)
+}
+
+func TestGeminiBackendSurvivesMissingMetadata(t *testing.T) {
+	m := fake.New(
+		queries("q"),
+		fake.Text("An answer without any grounding.").When(fake.Contains("Google Search")),
+		reflection(true, ""),
+	)
+	echo := &echoModel{next: m}
+	r, err := research.New(research.Config{QueryModel: echo, Backend: research.GeminiBackend{}, Now: fixedNow})
+	require.NoError(t, err)
+	rep, err := r.Run(context.Background(), "q?")
+	require.NoError(t, err)
+	assert.Empty(t, rep.Sources)
+	assert.Equal(t, 0, rep.Gathered)
+	assert.Equal(t, 1, rep.Dropped)
+}
+
+// scripted is a Backend that records the queries it researched, and can
+// block each call until a number of calls are in flight at once.
+type scripted struct {
+	mu       sync.Mutex
+	seen     []string
+	inFlight atomic.Int32
+	peak     atomic.Int32
+	wait     int // block until this many calls are in flight (0: don't)
+	delay    time.Duration
+	release  chan struct{}
+}
+
+func (b *scripted) Name() string { return "scripted" }
+
+func (b *scripted) Research(ctx context.Context, model llm.Model, q research.Query) (research.Finding, error) {
+	b.mu.Lock()
+	b.seen = append(b.seen, q.Text)
+	b.mu.Unlock()
+	n := b.inFlight.Add(1)
+	defer b.inFlight.Add(-1)
+	for {
+		p := b.peak.Load()
+		if n <= p || b.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	if b.wait > 0 && int(n) == b.wait {
+		close(b.release)
+	}
+	if b.wait > 0 {
+		select {
+		case <-b.release:
+		case <-time.After(2 * time.Second):
+			return research.Finding{}, fmt.Errorf("only %d of %d searches were in flight at once", b.peak.Load(), b.wait)
+		case <-ctx.Done():
+			return research.Finding{}, ctx.Err()
+		}
+	}
+	if b.delay > 0 {
+		select {
+		case <-time.After(b.delay):
+		case <-ctx.Done():
+			return research.Finding{}, ctx.Err()
+		}
+	}
+	return research.Finding{Summary: "facts about " + q.Text}, nil
+}
+
+func (b *scripted) queries() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.seen...)
+}
+
+func newResearcher(t *testing.T, m llm.Model, b research.Backend, cfg research.Config) *research.Researcher {
+	t.Helper()
+	cfg.QueryModel, cfg.Backend, cfg.Now = m, b, fixedNow
+	r, err := research.New(cfg)
+	require.NoError(t, err)
+	return r
+}
+
+func TestLoopFixes(t *testing.T) {
+	t.Run("max loops is honoured and earlier follow-ups are not re-run", func(t *testing.T) {
+		m := fake.New(
+			queries("a", "b"),
+			reflection(false, "gap 1", "c", "d"),
+			reflection(false, "gap 2", "c", "e", "A"), // c and a were searched already
+			reflection(false, "gap 3", "f"),           // loop 3 = MaxLoops: finalize
+			fake.Text("final").When(fake.Contains("well-researched answer")),
+		)
+		b := &scripted{}
+		r := newResearcher(t, m, b, research.Config{MaxLoops: 3})
+		rep, err := r.Run(context.Background(), "question")
+		require.NoError(t, err)
+		assert.ElementsMatch(t, []string{"a", "b", "c", "d", "e"}, b.queries())
+		assert.Len(t, b.queries(), 5, "each query searched once")
+		assert.Equal(t, []string{"a", "b", "c", "d", "e"}, rep.Queries)
+		assert.Equal(t, 3, rep.Loops)
+		assert.Equal(t, "final", rep.Answer)
+	})
+	t.Run("a per-run loop limit", func(t *testing.T) {
+		m := fake.New(queries("a"), reflection(false, "gap", "b"), fake.Text("final").When(fake.Contains("well-researched answer")))
+		b := &scripted{}
+		r := newResearcher(t, m, b, research.Config{MaxLoops: 5})
+		rep, err := r.Run(context.Background(), "question", research.MaxLoops(1))
+		require.NoError(t, err)
+		assert.Equal(t, []string{"a"}, b.queries())
+		assert.Equal(t, 1, rep.Loops)
+	})
+	t.Run("not sufficient without follow-ups finalises", func(t *testing.T) {
+		m := fake.New(queries("a"), reflection(false, "missing things"), fake.Text("final").When(fake.Contains("well-researched answer")))
+		r := newResearcher(t, m, &scripted{}, research.Config{MaxLoops: 5})
+		rep, err := r.Run(context.Background(), "question")
+		require.NoError(t, err)
+		assert.Equal(t, "final", rep.Answer)
+		assert.Equal(t, 1, rep.Loops)
+	})
+	t.Run("follow-ups that were all searched already finalise", func(t *testing.T) {
+		m := fake.New(queries("a", "b"), reflection(false, "gap", "B ", "a."), fake.Text("final").When(fake.Contains("well-researched answer")))
+		b := &scripted{}
+		r := newResearcher(t, m, b, research.Config{MaxLoops: 5})
+		_, err := r.Run(context.Background(), "question")
+		require.NoError(t, err)
+		assert.Len(t, b.queries(), 2)
+	})
+	t.Run("initial queries are deduplicated and capped", func(t *testing.T) {
+		m := fake.New(queries("a", " A ", "b", "c", "d"), reflection(true, ""), fake.Text("final").When(fake.Contains("well-researched answer")))
+		b := &scripted{}
+		r := newResearcher(t, m, b, research.Config{})
+		rep, err := r.Run(context.Background(), "question", research.InitialQueries(2))
+		require.NoError(t, err)
+		assert.Equal(t, []string{"a", "b"}, rep.Queries)
+		assert.Contains(t, m.Calls()[0].LastMessage().Content, "Write at most 2 queries")
+	})
+	t.Run("no usable query searches the question itself", func(t *testing.T) {
+		m := fake.New(queries(), reflection(true, ""), fake.Text("final").When(fake.Contains("well-researched answer")))
+		b := &scripted{}
+		r := newResearcher(t, m, b, research.Config{})
+		_, err := r.Run(context.Background(), "  what is raft?  ")
+		require.NoError(t, err)
+		assert.Equal(t, []string{"what is raft?"}, b.queries())
+	})
+}
+
+func TestFollowUpQuestionOnAThreadStartsAFreshRound(t *testing.T) {
+	m := fake.New(
+		queries("a"), reflection(true, ""), fake.Text("first answer").When(fake.Contains("well-researched answer")),
+		queries("a", "z"), reflection(true, ""), fake.Text("second answer").When(fake.Contains("well-researched answer")),
+	)
+	b := &scripted{}
+	r := newResearcher(t, m, b, research.Config{Checkpointer: graph.NewMemorySaver()})
+	_, err := r.Run(context.Background(), "first question", research.Thread("t"))
+	require.NoError(t, err)
+	rep, err := r.Run(context.Background(), "and a follow-up?", research.Thread("t"))
+	require.NoError(t, err)
+	assert.Equal(t, "second answer", rep.Answer)
+	assert.Equal(t, []string{"a", "z"}, rep.Queries, "the new turn's queries only")
+	assert.Equal(t, 1, rep.Loops, "the loop count starts again")
+	assert.Equal(t, []string{"a", "a", "z"}, b.queries(), "a new turn may search a query of an earlier turn")
+	// The second turn's prompts see the conversation.
+	prompt := m.Calls()[3].LastMessage().Content
+	assert.Contains(t, prompt, "User: first question")
+	assert.Contains(t, prompt, "Assistant: first answer")
+	assert.Contains(t, prompt, "User: and a follow-up?")
+}
+
+func TestWebResearchRunsConcurrently(t *testing.T) {
+	m := fake.New(queries("a", "b", "c"), reflection(true, ""), fake.Text("final").When(fake.Contains("well-researched answer")))
+	b := &scripted{wait: 3, release: make(chan struct{})}
+	r := newResearcher(t, m, b, research.Config{})
+	_, err := r.Run(context.Background(), "question")
+	require.NoError(t, err, "all three searches of the round must be in flight at once")
+	assert.Equal(t, int32(3), b.peak.Load())
+}
+
+func TestCancelledRunReturnsAnIncompleteReport(t *testing.T) {
+	m := fake.New(queries("a", "b"), fake.Text("never").Block())
+	b := &scripted{}
+	srcBackend := &citingBackend{scripted: b}
+	r := newResearcher(t, m, srcBackend, research.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	rep, err := r.Run(ctx, "question", research.Observe(func(a research.Activity) {
+		if a.Kind == research.ActivityReflecting {
+			cancel()
+		}
+	}))
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotNil(t, rep)
+	assert.True(t, rep.Incomplete)
+	assert.Contains(t, rep.Markdown(), "Incomplete report")
+	assert.Contains(t, rep.Answer, "facts about a")
+	require.Len(t, rep.Sources, 2)
+	assert.Contains(t, rep.Answer, "[1](https://example.com/a)")
+}
+
+// citingBackend adds one cited source per query to the scripted backend.
+type citingBackend struct{ *scripted }
+
+func (b *citingBackend) Research(ctx context.Context, model llm.Model, q research.Query) (research.Finding, error) {
+	f, err := b.scripted.Research(ctx, model, q)
+	src := citationFor(q)
+	f.Summary += " " + "[" + src.Label + "](" + src.ShortURL + ")"
+	f.Sources = append(f.Sources, src)
+	return f, err
+}
+
+func TestConfigErrors(t *testing.T) {
+	_, err := research.New(research.Config{Backend: &scripted{}})
+	require.ErrorIs(t, err, llm.ErrNoModel)
+	_, err = research.New(research.Config{QueryModel: fake.New()})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Backend")
+	r := newResearcher(t, fake.New(), &scripted{}, research.Config{})
+	_, err = r.Run(context.Background(), "   ")
+	require.Error(t, err)
+}
+
+func TestFailingResearchNamesTheQueryAndBackend(t *testing.T) {
+	m := fake.New(queries("a"))
+	r := newResearcher(t, m, &research.SearchBackend{Searcher: failingSearcher{}}, research.Config{})
+	rep, err := r.Run(context.Background(), "question")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `researching "a" with search:broken`)
+	assert.Contains(t, err.Error(), "search is down")
+	assert.True(t, rep.Incomplete)
+}
+
+type failingSearcher struct{}
+
+func (failingSearcher) Name() string { return "broken" }
+func (failingSearcher) Search(context.Context, string, search.Options) ([]search.Result, error) {
+	return nil, fmt.Errorf("search is down")
+}
+
+func TestMermaid(t *testing.T) {
+	r := newResearcher(t, fake.New(), &scripted{}, research.Config{})
+	md := r.Graph().Mermaid()
+	for _, line := range []string{"__start__ --> generate_query;", "generate_query -.-> web_research;", "web_research --> reflection;",
+		"reflection -.-> web_research;", "reflection -.-> finalize_answer;", "finalize_answer --> __end__;"} {
+		assert.Contains(t, md, line)
+	}
+}

@@ -1,0 +1,82 @@
+package research
+
+import (
+	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/research/citation"
+	"github.com/deepgraph/deepgraph/schemas"
+)
+
+// State is the deep-search graph's state. Fields below Messages hold the
+// current turn and are reset when a new question arrives on a thread.
+type State struct {
+	// Messages is the conversation: the user's questions and the answers.
+	Messages []schemas.Message `json:"messages"`
+	// InitialQueries and MaxLoops are the run's limits (0: the Researcher's).
+	InitialQueries int `json:"initial_search_query_count,omitempty"`
+	MaxLoops       int `json:"max_research_loops,omitempty"`
+
+	// Queries lists every query of this turn, once each, in the order they
+	// were searched; a query's ID is its index here.
+	Queries []string `json:"queries"`
+	// Pending are the follow-up queries the last reflection sent to search.
+	Pending []string `json:"pending,omitempty"`
+	// Findings are the web research results of this turn, in query order
+	// within each round.
+	Findings []Finding `json:"findings"`
+	// Loops counts the reflections of this turn.
+	Loops int `json:"research_loop_count"`
+	// Reflection is the last reflection.
+	Reflection schemas.Reflection `json:"reflection"`
+	// Answer is the final answer with numbered citations; Cited are its
+	// sources, in number order; Dropped counts citations removed because they
+	// pointed to no source gathered in this turn.
+	Answer  string            `json:"answer"`
+	Cited   []citation.Source `json:"cited,omitempty"`
+	Dropped int               `json:"dropped_citations"`
+	// Usage is the tokens and calls spent, per role.
+	Usage llm.UsageByRole `json:"usage,omitempty"`
+}
+
+// Finding is the result of researching one query: a summary whose facts
+// carry citation markers, and the sources those markers point to.
+type Finding struct {
+	Query   string            `json:"query"`
+	ID      int               `json:"id"`
+	Summary string            `json:"summary"`
+	Sources []citation.Source `json:"sources,omitempty"`
+}
+
+// Gathered returns every source gathered in this turn, in finding order.
+func (s State) Gathered() []citation.Source {
+	var out []citation.Source
+	for _, f := range s.Findings {
+		out = append(out, f.Sources...)
+	}
+	return out
+}
+
+// Task is the input of one web_research task.
+type Task struct {
+	Query string `json:"query"`
+	ID    int    `json:"id"`
+	Topic string `json:"topic"` // the question, for the summary's focus
+}
+
+// Field handles of State.
+var (
+	fMessages   = graph.Append(func(s *State) *[]schemas.Message { return &s.Messages })
+	fQueries    = graph.Append(func(s *State) *[]string { return &s.Queries })
+	fPending    = graph.Value(func(s *State) *[]string { return &s.Pending })
+	fFindings   = graph.Append(func(s *State) *[]Finding { return &s.Findings })
+	fLoops      = graph.Value(func(s *State) *int { return &s.Loops })
+	fReflection = graph.Value(func(s *State) *schemas.Reflection { return &s.Reflection })
+	fAnswer     = graph.Value(func(s *State) *string { return &s.Answer })
+	fCited      = graph.Value(func(s *State) *[]citation.Source { return &s.Cited })
+	fDropped    = graph.Value(func(s *State) *int { return &s.Dropped })
+	fUsage      = graph.Reduce(func(s *State) *llm.UsageByRole { return &s.Usage }, llm.UsageByRole.Merge)
+)
+
+func stateFields() []graph.Field[State] {
+	return []graph.Field[State]{fMessages, fQueries, fPending, fFindings, fLoops, fReflection, fAnswer, fCited, fDropped, fUsage}
+}
