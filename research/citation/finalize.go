@@ -1,6 +1,7 @@
 package citation
 
 import (
+	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -91,13 +92,15 @@ func defang(s string, ix *index) (string, int) {
 	var b strings.Builder
 	n, from := 0, 0
 	clean := func(seg string) {
-		seg = strings.Map(func(r rune) rune {
-			switch r {
+		kept := make([]byte, 0, len(seg))
+		for k := 0; k < len(seg); k++ {
+			switch seg[k] {
 			case '[', ']', '<', '>':
-				return -1
+			default:
+				kept = append(kept, seg[k])
 			}
-			return r
-		}, seg)
+		}
+		seg = string(kept)
 		for {
 			i := indexFold(seg, shortHostPath)
 			if i < 0 {
@@ -108,11 +111,12 @@ func defang(s string, ix *index) (string, int) {
 		}
 		b.WriteString(seg)
 	}
+	d := newDoc(s)
 	for i := 0; i < len(s); i++ {
 		if s[i] != '[' {
 			continue
 		}
-		if end, ok := ix.citationAt(s, i); ok {
+		if end, ok := ix.citationAt(d, i); ok {
 			clean(s[from:i])
 			b.WriteString(s[i:end])
 			from, i = end, end-1
@@ -124,7 +128,8 @@ func defang(s string, ix *index) (string, int) {
 
 // citationAt reports whether s[i:] starts with a citation as Finalize
 // writes it, [n](rendered URL of a gathered source), and where it ends.
-func (ix *index) citationAt(s string, i int) (int, bool) {
+func (ix *index) citationAt(d *doc, i int) (int, bool) {
+	s := d.s
 	j := i + 1
 	for j < len(s) && s[j] >= '0' && s[j] <= '9' {
 		j++
@@ -132,17 +137,18 @@ func (ix *index) citationAt(s string, i int) (int, bool) {
 	if j == i+1 || !strings.HasPrefix(s[j:], "](") {
 		return 0, false
 	}
-	targets, end, ok := inlineTargets(s, j+1)
+	targets, end, ok := inlineTargets(d, j+1)
 	if !ok || len(targets) != 1 || end != j+2+len(targets[0])+1 {
 		return 0, false
 	}
 	id, ok := ix.byURL[targets[0]]
-	return end, ok && renderURL(ix.sources[id].URL) == targets[0]
+	return end, ok && ix.links[id] == targets[0]
 }
 
 // index finds gathered sources by short URL and by real URL.
 type index struct {
 	sources []Source       // one per distinct real URL, first gathered
+	links   []string       // renderURL of each source's URL
 	byShort map[string]int // canonical short URL → sources index
 	byURL   map[string]int // real URL, and its rendered form → sources index
 }
@@ -156,9 +162,11 @@ func newIndex(gathered []Source) *index {
 		id, ok := ix.byURL[s.URL]
 		if !ok {
 			id = len(ix.sources)
+			r := renderURL(s.URL)
 			ix.sources = append(ix.sources, s)
+			ix.links = append(ix.links, r)
 			ix.byURL[s.URL] = id
-			if r := renderURL(s.URL); r != s.URL {
+			if r != s.URL {
 				if _, taken := ix.byURL[r]; !taken {
 					ix.byURL[r] = id
 				}
@@ -277,6 +285,7 @@ func renderURL(u string) string {
 type pass struct {
 	ix      *index
 	src     string
+	doc     *doc        // src, for looking ahead
 	closeOf map[int]int // '[' position → matching ']' position
 	defs    map[string]*definition
 	out     []byte
@@ -297,6 +306,7 @@ type definition struct {
 func finalizePass(text string, ix *index) Result {
 	p := &pass{ix: ix, number: map[int]int{}, lastID: -1}
 	p.src = p.takeDefinitions(text)
+	p.doc = newDoc(p.src)
 	p.closeOf = matchBrackets(p.src)
 	p.out = make([]byte, 0, len(p.src))
 	p.scan()
@@ -493,7 +503,7 @@ func (p *pass) bracket(start, open int) (int, bool) {
 	label := s[open+1 : close]
 	after := close + 1
 	if after < len(s) && s[after] == '(' {
-		if targets, end, ok := inlineTargets(s, after); ok {
+		if targets, end, ok := inlineTargets(p.doc, after); ok {
 			return p.cite(end, targets), true
 		}
 	}
@@ -527,10 +537,11 @@ func (p *pass) bracket(start, open int) (int, bool) {
 // URL-like destinations separated by commas, semicolons or spaces are
 // several targets. It errs on the side of seeing a link: a '<' that does
 // not make a <destination> is tried as a plain one.
-func inlineTargets(s string, open int) ([]string, int, bool) {
+func inlineTargets(d *doc, open int) ([]string, int, bool) {
+	s := d.s
 	i := skipSpace(s, open+1)
-	if j := angleDest(s, i); j > i {
-		if end, ok := linkEnd(s, j); ok {
+	if j := angleDest(d, i); j > i {
+		if end, ok := linkEnd(d, j); ok {
 			return []string{s[i+1 : j-1]}, end, true
 		}
 	}
@@ -549,16 +560,16 @@ loop:
 			break loop
 		}
 	}
-	if end, ok := linkEnd(s, j); ok {
+	if end, ok := linkEnd(d, j); ok {
 		return []string{s[i:j]}, end, true
 	}
 	// Several destinations: "(short1, short2)".
-	k := strings.IndexByte(s[open:], ')')
+	k := d.index(open, ")")
 	if k < 0 {
 		return nil, 0, false
 	}
-	if targets, ok := groupTargets(s[open+1 : open+k]); ok {
-		return targets, open + k + 1, true
+	if targets, ok := groupTargets(s[open+1 : k]); ok {
+		return targets, k + 1, true
 	}
 	return nil, 0, false
 }
@@ -566,7 +577,8 @@ loop:
 // linkEnd parses what may follow a link destination at s[i] — spaces, an
 // optional "title", 'title' or (title), spaces — up to the closing ')', and
 // returns the end of the link.
-func linkEnd(s string, i int) (int, bool) {
+func linkEnd(d *doc, i int) (int, bool) {
+	s := d.s
 	i = skipSpace(s, i)
 	if i < len(s) && s[i] == ')' {
 		return i + 1, true
@@ -576,8 +588,8 @@ func linkEnd(s string, i int) (int, bool) {
 		if closer == '(' {
 			closer = ')'
 		}
-		if j := strings.IndexByte(s[i+1:], closer); j >= 0 {
-			if k := skipSpace(s, i+1+j+1); k < len(s) && s[k] == ')' {
+		if j := d.index(i+1, string(closer)); j >= 0 {
+			if k := skipSpace(s, j+1); k < len(s) && s[k] == ')' {
 				return k + 1, true
 			}
 		}
@@ -586,15 +598,57 @@ func linkEnd(s string, i int) (int, bool) {
 }
 
 // angleDest returns the end of a "<destination>" at s[i], or i.
-func angleDest(s string, i int) int {
+func angleDest(d *doc, i int) int {
+	s := d.s
 	if i >= len(s) || s[i] != '<' {
 		return i
 	}
-	j := strings.IndexAny(s[i+1:], "<>\n")
-	if j < 0 || s[i+1+j] != '>' {
+	j := d.index(i+1, "<>\n")
+	if j < 0 || s[j] != '>' {
 		return i
 	}
-	return i + j + 2
+	return j + 1
+}
+
+// doc is a text being scanned, with next-occurrence tables so that looking
+// ahead for a closing character costs O(1): text full of unclosed links is
+// not scanned over and over, and no link is too long to be recognised.
+type doc struct {
+	s    string
+	next map[string][]int32 // byte set → for each i, the first j >= i with s[j] in the set, or -1
+}
+
+func newDoc(s string) *doc { return &doc{s: s} }
+
+// index returns the first position j >= i with s[j] in set, or -1.
+func (d *doc) index(i int, set string) int {
+	if i >= len(d.s) {
+		return -1
+	}
+	if len(d.s) > math.MaxInt32 {
+		j := strings.IndexAny(d.s[i:], set)
+		if j < 0 {
+			return -1
+		}
+		return i + j
+	}
+	tab, ok := d.next[set]
+	if !ok {
+		tab = make([]int32, len(d.s)+1)
+		tab[len(d.s)] = -1
+		for k := len(d.s) - 1; k >= 0; k-- {
+			if strings.IndexByte(set, d.s[k]) >= 0 {
+				tab[k] = int32(k)
+			} else {
+				tab[k] = tab[k+1]
+			}
+		}
+		if d.next == nil {
+			d.next = map[string][]int32{}
+		}
+		d.next[set] = tab
+	}
+	return int(tab[i])
 }
 
 // groupTargets splits a bracket's content into targets when every item is
@@ -616,30 +670,30 @@ func groupTargets(content string) ([]string, bool) {
 // parenGroup handles "(short1, short2)" at s[open] == '('.
 func (p *pass) parenGroup(open int) (int, bool) {
 	s := p.src
-	j := strings.IndexAny(s[open+1:], "()\n")
-	if j < 0 || s[open+1+j] != ')' {
+	j := p.doc.index(open+1, "()\n")
+	if j < 0 || s[j] != ')' {
 		return 0, false
 	}
-	targets, ok := groupTargets(s[open+1 : open+1+j])
+	targets, ok := groupTargets(s[open+1 : j])
 	if !ok {
 		return 0, false
 	}
-	return p.cite(open+1+j+1, targets), true
+	return p.cite(j+1, targets), true
 }
 
 // autolink handles "<scheme:…>" at s[open] == '<'.
 func (p *pass) autolink(open int) (int, bool) {
 	s := p.src
-	j := strings.IndexAny(s[open+1:], "<> \t\r\n")
-	if j < 0 || s[open+1+j] != '>' {
+	j := p.doc.index(open+1, "<> \t\r\n")
+	if j < 0 || s[j] != '>' {
 		return 0, false
 	}
-	target := s[open+1 : open+1+j]
+	target := s[open+1 : j]
 	colon := strings.IndexByte(target, ':')
 	if colon < 2 || colon > 32 || !isScheme(target[:colon]) {
 		return 0, false
 	}
-	return p.cite(open+1+j+1, []string{target}), true
+	return p.cite(j+1, []string{target}), true
 }
 
 func isScheme(s string) bool {
@@ -703,7 +757,7 @@ func (p *pass) cite(end int, targets []string) int {
 		p.out = append(p.out, '[')
 		p.out = strconv.AppendInt(p.out, int64(n), 10)
 		p.out = append(p.out, "]("...)
-		p.out = append(p.out, renderURL(p.ix.sources[id].URL)...)
+		p.out = append(p.out, p.ix.links[id]...)
 		p.out = append(p.out, ')')
 		p.lastID, p.lastEnd = id, len(p.out)
 		wrote = true

@@ -89,6 +89,7 @@ func labelGroup(s string, i int) (int, int, bool) {
 		return 0, 0, false
 	}
 	rest := s[i+len(opener):]
+	rest = rest[:min(len(rest), maxLabelGroup+len(closer))]
 	j := strings.Index(rest, closer)
 	if j <= 0 || j > maxLabelGroup || strings.ContainsAny(rest[:j], "[]()\n") {
 		return 0, 0, false
