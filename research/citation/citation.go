@@ -49,7 +49,8 @@ type Options struct {
 	// ReferenceLabels reproduces the reference implementation's label rule
 	// exactly, for parity tests against it: a label is the part of the title
 	// before its first '.', and a source whose title has no '.' (or is
-	// empty) is silently dropped from its citation. By default such sources
+	// empty) is silently dropped from its citation, and labels are used as
+	// they are, not made safe as Markdown link text. By default such sources
 	// are kept: a title without a '.' is the label as it is, an empty title
 	// falls back to the URI's host, and labels are made safe as Markdown link
 	// text.

@@ -65,6 +65,19 @@
 // Citations skips every support with EndIndex <= 0. A missing start is 0,
 // which is what the API means by omitting it.
 //
+// # Untrusted text
+//
+// Titles come from web pages and answers from a model that read them, so
+// both are untrusted. Labels are cleaned before they become link text.
+// Finalize treats every link in the answer as suspect: only links to
+// sources gathered in this run survive, so a page that injected
+// instructions cannot make the answer carry its own links or tracking
+// images; it errs on the side of seeing a link (a lax renderer's link is
+// still checked) and repeats its pass until the text is a fixed point,
+// because removing a link can join its neighbours into a new one. Raw HTML
+// is not Markdown link syntax and is left alone: render answers with HTML
+// disabled or sanitised.
+//
 // # Parity with the reference
 //
 // Options.ReferenceLabels reproduces the reference's label rule exactly,

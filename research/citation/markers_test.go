@@ -159,3 +159,15 @@ func TestLabels(t *testing.T) {
 		})
 	}
 }
+
+// TestInsertMarkersSeveralEndsPastText: ends past the text clamp before
+// ordering, so markers stack at the end in start order, never inside each
+// other.
+func TestInsertMarkersSeveralEndsPastText(t *testing.T) {
+	x, y := seg("x", 0, 0), seg("y", 0, 1)
+	got := InsertMarkers([]string{"Short."}, []Citation{
+		{Start: 3, End: 500, Segments: []Source{y}},
+		{Start: 0, End: 30, Segments: []Source{x}},
+	})
+	assert.Equal(t, "Short."+Marker([]Source{x})+Marker([]Source{y}), got)
+}
