@@ -29,6 +29,7 @@ type PanicError struct {
 	Stack []byte // the goroutine's stack at the panic
 }
 
+// Error names the tool and the panic value.
 func (e *PanicError) Error() string {
 	return fmt.Sprintf("tools: tool %q panicked: %v", e.Tool, e.Value)
 }

@@ -92,7 +92,9 @@ type execTool struct {
 	ws      *workspace
 	opts    ExecOptions
 	argv    func(code string) []string
-	pathEnv string
+	// withTimeout bounds one call; tests replace it to fire the timeout
+	// exactly when they choose.
+	withTimeout func(context.Context, time.Duration) (context.Context, context.CancelFunc)
 }
 
 func newExecTool(name string, opts ExecOptions) (*execTool, error) {
@@ -130,7 +132,7 @@ func newExecTool(name string, opts ExecOptions) (*execTool, error) {
 	for i, p := range opts.CommandPrefix {
 		opts.CommandPrefix[i] = strings.ReplaceAll(p, "{workspace}", ws.dir)
 	}
-	return &execTool{name: name, ws: ws, opts: opts}, nil
+	return &execTool{name: name, ws: ws, opts: opts, withTimeout: context.WithTimeout}, nil
 }
 
 // NewPythonExecute returns the python_execute tool: each call runs
@@ -239,6 +241,7 @@ func (t *execTool) run(ctx context.Context, code string) (Result, error) {
 	out, err := runGroup(ctx, runSpec{
 		argv: argv, dir: t.ws.dir, env: t.env(),
 		timeout: t.opts.Timeout, grace: t.opts.KillGrace, maxOutput: t.opts.MaxOutputBytes,
+		withTimeout: t.withTimeout,
 	})
 	if t.opts.Logger != nil {
 		t.opts.Logger.LogAttrs(ctx, slog.LevelDebug, "tool exec",
@@ -273,6 +276,8 @@ type runSpec struct {
 	timeout   time.Duration
 	grace     time.Duration
 	maxOutput int
+	// withTimeout derives the call's context; nil means context.WithTimeout.
+	withTimeout func(context.Context, time.Duration) (context.Context, context.CancelFunc)
 }
 
 // runOutput is what a command did.
@@ -343,7 +348,11 @@ func runGroup(ctx context.Context, spec runSpec) (runOutput, error) {
 		done <- err
 	}()
 
-	runCtx, cancel := context.WithTimeout(ctx, spec.timeout)
+	withTimeout := spec.withTimeout
+	if withTimeout == nil {
+		withTimeout = context.WithTimeout
+	}
+	runCtx, cancel := withTimeout(ctx, spec.timeout)
 	defer cancel()
 	var waitErr error
 	select {

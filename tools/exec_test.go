@@ -51,7 +51,7 @@ func gone(pid int) bool {
 	}
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return errors.Is(err, os.ErrNotExist)
+		return false // no /proc (not Linux), or it vanished just now: ask again
 	}
 	// The state follows the parenthesised command name.
 	s := string(stat)
@@ -59,6 +59,47 @@ func gone(pid int) bool {
 		return s[i+2] == 'Z' || s[i+2] == 'X'
 	}
 	return false
+}
+
+// manualTimeout makes tool's timeout fire when fire is closed instead of
+// after a duration, so tests need not race a real clock.
+func manualTimeout(t *testing.T, tool Tool) (fire func()) {
+	t.Helper()
+	et, ok := tool.(*execTool)
+	require.True(t, ok)
+	ch := make(chan struct{})
+	et.withTimeout = func(ctx context.Context, _ time.Duration) (context.Context, context.CancelFunc) {
+		c, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-ch:
+				cancel()
+			case <-c.Done():
+			}
+		}()
+		return c, cancel
+	}
+	return func() { close(ch) }
+}
+
+// waitForPIDs waits until the command has written the named pid files into
+// the workspace and returns the pids.
+func waitForPIDs(t *testing.T, ws string, names ...string) map[string]int {
+	t.Helper()
+	pids := map[string]int{}
+	for _, name := range names {
+		require.Eventually(t, func() bool {
+			b, err := os.ReadFile(filepath.Join(ws, name+".pid"))
+			if err != nil || !strings.HasSuffix(string(b), "\n") {
+				return false
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			pids[name] = pid
+			return err == nil
+		}, 10*time.Second, 5*time.Millisecond, "the command did not write %s.pid", name)
+	}
+	killLeftovers(t, pids)
+	return pids
 }
 
 var pidLine = regexp.MustCompile(`(?m)^(\w+)=(\d+)$`)
@@ -164,32 +205,61 @@ func TestExecOutputCap(t *testing.T) {
 }
 
 func TestExecTimeoutKillsTheProcessGroup(t *testing.T) {
-	tool, _ := newBash(t, ExecOptions{Timeout: 300 * time.Millisecond, KillGrace: 100 * time.Millisecond})
-	start := time.Now()
-	// A background grandchild, a foreground child, and a grandchild of a
-	// subshell.
-	res, err := runCmd(t, context.Background(), tool, "command",
-		`sleep 100 & echo bg=$!; (sleep 100 & echo sub=$!; wait) & sleep 100 & echo fg=$!; wait`)
-	require.NoError(t, err)
-	assert.Less(t, time.Since(start), 5*time.Second)
-	assert.Contains(t, res.Error, "timed out after 300ms")
-	pids := pidsIn(t, res.Output)
-	killLeftovers(t, pids)
-	require.Len(t, pids, 3, res.Output)
+	tool, ws := newBash(t, ExecOptions{Timeout: time.Hour, KillGrace: 100 * time.Millisecond})
+	fire := manualTimeout(t, tool)
+	type outcome struct {
+		res Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		// A background grandchild, a grandchild of a subshell, and a
+		// foreground child.
+		res, err := runCmd(t, context.Background(), tool, "command",
+			`sleep 100 & echo $! > bg.pid; (sleep 100 & echo $! > sub.pid; wait) & sleep 100 & echo $! > fg.pid; wait`)
+		done <- outcome{res, err}
+	}()
+	pids := waitForPIDs(t, ws, "bg", "sub", "fg")
+	fire()
+	select {
+	case o := <-done:
+		require.NoError(t, o.err)
+		assert.Contains(t, o.res.Error, "timed out after 1h0m0s; the command and its child processes were killed")
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the timeout")
+	}
 	for name, pid := range pids {
-		assert.Eventually(t, func() bool { return gone(pid) }, 2*time.Second, 10*time.Millisecond, "%s (pid %d) survived", name, pid)
+		assert.Eventually(t, func() bool { return gone(pid) }, 5*time.Second, 10*time.Millisecond, "%s (pid %d) survived", name, pid)
 	}
 }
 
 func TestExecTimeoutEscalatesToSIGKILL(t *testing.T) {
+	tool, ws := newBash(t, ExecOptions{KillGrace: 100 * time.Millisecond})
+	fire := manualTimeout(t, tool)
+	done := make(chan Result, 1)
+	go func() {
+		res, err := runCmd(t, context.Background(), tool, "command", `trap "" TERM; sleep 100 & echo $! > bg.pid; wait`)
+		assert.NoError(t, err)
+		done <- res
+	}()
+	pids := waitForPIDs(t, ws, "bg")
+	fire()
+	select {
+	case res := <-done:
+		assert.Contains(t, res.Error, "timed out")
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after the timeout")
+	}
+	assert.Eventually(t, func() bool { return gone(pids["bg"]) }, 5*time.Second, 10*time.Millisecond)
+}
+
+func TestExecRealTimeout(t *testing.T) {
 	tool, _ := newBash(t, ExecOptions{Timeout: 200 * time.Millisecond, KillGrace: 100 * time.Millisecond})
-	res, err := runCmd(t, context.Background(), tool, "command", `trap "" TERM; sleep 100 & echo bg=$!; wait`)
+	start := time.Now()
+	res, err := runCmd(t, context.Background(), tool, "command", `sleep 100`)
 	require.NoError(t, err)
-	assert.Contains(t, res.Error, "timed out")
-	pids := pidsIn(t, res.Output)
-	killLeftovers(t, pids)
-	require.Len(t, pids, 1, res.Output)
-	assert.Eventually(t, func() bool { return gone(pids["bg"]) }, 2*time.Second, 10*time.Millisecond)
+	assert.Contains(t, res.Error, "timed out after 200ms")
+	assert.Less(t, time.Since(start), 10*time.Second)
 }
 
 func TestExecBackgroundProcessesDieWithTheCommand(t *testing.T) {
@@ -216,20 +286,8 @@ func TestExecCancellationKillsTheCommandAndItsChildren(t *testing.T) {
 		res, err := runCmd(t, ctx, tool, "command", `sleep 100 & echo $! > bg.pid; echo $$ > sh.pid; wait`)
 		done <- outcome{res, err}
 	}()
-	read := func(name string) int {
-		var pid int
-		require.Eventually(t, func() bool {
-			b, err := os.ReadFile(filepath.Join(ws, name))
-			if err != nil || !strings.HasSuffix(string(b), "\n") {
-				return false
-			}
-			pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-			return err == nil
-		}, 5*time.Second, 5*time.Millisecond)
-		return pid
-	}
-	bg, sh := read("bg.pid"), read("sh.pid")
-	killLeftovers(t, map[string]int{"bg": bg, "sh": sh})
+	pids := waitForPIDs(t, ws, "bg", "sh")
+	bg, sh := pids["bg"], pids["sh"]
 	cancel()
 	select {
 	case o := <-done:
