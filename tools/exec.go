@@ -87,11 +87,11 @@ type bashArgs struct {
 
 // execTool runs one interpreter invocation per call.
 type execTool struct {
-	name    string
-	tool    Tool
-	ws      *workspace
-	opts    ExecOptions
-	argv    func(code string) []string
+	name string
+	tool Tool
+	ws   *workspace
+	opts ExecOptions
+	argv func(code string) []string
 	// withTimeout bounds one call; tests replace it to fire the timeout
 	// exactly when they choose.
 	withTimeout func(context.Context, time.Duration) (context.Context, context.CancelFunc)
