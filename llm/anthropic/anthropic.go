@@ -13,6 +13,7 @@ import (
 	lcanthropic "github.com/tmc/langchaingo/llms/anthropic"
 
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
@@ -135,7 +136,7 @@ func New(cfg Config) (*Model, error) {
 		client:    cfg.Client,
 	}
 	hc := cfg.Client.Client()
-	hc.Transport = &wire{next: hc.Transport, keyless: m.keyless, header: cfg.Header.Clone()}
+	hc.Transport = &wiretap.Transport{Next: hc.Transport, KeyHeader: "X-Api-Key", Keyless: m.keyless, Header: cfg.Header.Clone()}
 	token := cfg.APIKey
 	if token == "" {
 		token = placeholderKey
@@ -187,7 +188,7 @@ type prepared struct {
 
 func (m *Model) send(ctx context.Context, p prepared) (*llm.Response, error) {
 	c := newCall(p.call)
-	ctx = withCall(ctx, c)
+	ctx = wiretap.WithCall(ctx, c)
 	lcResp, err := m.generateContent(ctx, p)
 	switch {
 	case err == nil:
@@ -215,10 +216,8 @@ func (m *Model) send(ctx context.Context, p prepared) (*llm.Response, error) {
 func (m *Model) generateContent(ctx context.Context, p prepared) (resp *llms.ContentResponse, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			resp, err = nil, fmt.Errorf("%w: %v", errMalformed, r)
+			resp, err = nil, fmt.Errorf("%w: %v", wiretap.ErrMalformed, r)
 		}
 	}()
 	return m.lc.GenerateContent(ctx, p.msgs, p.opts...)
 }
-
-var errMalformed = errors.New("malformed reply")

@@ -595,19 +595,28 @@ func TestNewConfig(t *testing.T) {
 	}
 }
 
-func TestErrorMessageAndCleanText(t *testing.T) {
-	msgs := []struct{ body, want string }{
-		{`{"type":"error","error":{"type":"not_found_error","message":"model: x"}}`, "not_found_error: model: x"},
-		{`{"error":"plain"}`, "plain"},
-		{`{"message":"m"}`, "m"},
-		{"<html></html>", ""},
-		{"text", "text"},
+// Reading error bodies is tested in wiretap; this is Anthropic's error
+// object, whose type stands for a status.
+func TestDecodeError(t *testing.T) {
+	tests := []struct {
+		raw    string
+		msg    string
+		status int
+		ok     bool
+	}{
+		{`{"type":"not_found_error","message":"model: x"}`, "not_found_error: model: x", 404, true},
+		{`{"type":"overloaded_error","message":"Overloaded"}`, "overloaded_error: Overloaded", 529, true},
+		{`{"type":"rate_limit_error"}`, "rate_limit_error", 429, true},
+		{`{"type":"new_kind_error","message":"m"}`, "new_kind_error: m", 0, true},
+		{`{"message":"no type"}`, "no type", 0, true},
+		{`42`, "", 0, false},
 	}
-	for _, tt := range msgs {
-		assert.Equal(t, tt.want, errorMessage([]byte(tt.body)), tt.body)
+	for _, tt := range tests {
+		msg, status, ok := decodeError(json.RawMessage(tt.raw))
+		assert.Equal(t, tt.ok, ok, tt.raw)
+		assert.Equal(t, tt.msg, msg, tt.raw)
+		assert.Equal(t, tt.status, status, tt.raw)
 	}
-	assert.Equal(t, "bad key sk-ant-[redacted]", cleanText("bad key sk-ant-api03-abcdefghijk", ""))
-	assert.Equal(t, "k=[redacted]", cleanText("k=my-secret-key", "my-secret-key"))
 }
 
 func TestFinishReason(t *testing.T) {

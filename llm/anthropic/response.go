@@ -5,18 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"maps"
-	"net/http"
-	"regexp"
 	"slices"
 	"strings"
-	"unicode"
 
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
@@ -205,92 +201,13 @@ func (m *Model) fail(ctx context.Context, c *call, err error) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch {
-	case c.transportErr != nil:
-		return &llm.APIError{Provider: m.provider, Message: "cannot reach the server: " + m.clean(c.transportErr.Error()), Err: c.transportErr}
-	case c.status != 0 && c.status != http.StatusOK:
-		msg := m.clean(errorMessage(c.errBody))
-		if msg == "" {
-			msg = "no details in the reply"
-		}
-		if m.keyless && (c.status == http.StatusUnauthorized || c.status == http.StatusForbidden) {
-			msg += fmt.Sprintf(" (no API key was sent: set the API key in the config, or %s)", EnvAPIKey)
-		}
-		return &llm.APIError{Provider: m.provider, Status: c.status, Message: msg, KeyEnv: m.keyEnv, RetryAfter: c.retryAfter}
-	case c.replyErr != nil:
-		e := &llm.APIError{Provider: m.provider, Message: m.clean(c.replyErr.Error()), Err: c.replyErr, KeyEnv: m.keyEnv}
-		var re *replyError
-		if errors.As(c.replyErr, &re) {
-			e.Status = re.status
-			if e.Message == "" {
-				e.Message = "the server reported an error without a message"
-			}
-		}
+	if e := c.Failure(err, m.source()); e != nil {
 		return e
-	case !c.sent:
-		return fmt.Errorf("%s: building the request: %w", m.provider, err)
-	default:
-		return &llm.APIError{Provider: m.provider, Message: "malformed reply: " + m.clean(err.Error()), Err: errMalformed}
 	}
+	return &llm.APIError{Provider: m.provider, Message: "malformed reply: " + wiretap.Clean(err.Error(), m.apiKey), Err: wiretap.ErrMalformed}
 }
 
-// clean makes server or library text safe to show: the key and anything
-// shaped like an API key are masked, control characters removed, and the
-// length bounded.
-func (m *Model) clean(s string) string { return cleanText(s, m.apiKey) }
-
-var keyPattern = regexp.MustCompile(`(sk-(?:ant-|proj-)?)[A-Za-z0-9_\-*]{6,}`)
-
-func cleanText(s, key string) string {
-	if len(key) >= 6 {
-		s = strings.ReplaceAll(s, key, "[redacted]")
-	}
-	s = keyPattern.ReplaceAllString(s, "$1[redacted]")
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-	s = strings.TrimSpace(s)
-	const limit = 800
-	if len(s) > limit {
-		cut := limit
-		for cut > 0 && s[cut]&0xC0 == 0x80 {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
-}
-
-// errorMessage finds the human-readable message in an error body:
-// {"type":"error","error":{"type","message"}} (Anthropic), {"error":"…"},
-// {"message"}, {"detail"}; else the text itself unless it is HTML.
-func errorMessage(body []byte) string {
-	var v struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
-		Detail  json.RawMessage `json:"detail"`
-	}
-	if json.Unmarshal(body, &v) == nil {
-		if e := errorObject(v.Error); e != nil && e.msg != "" {
-			return e.msg
-		}
-		if v.Message != "" {
-			return v.Message
-		}
-		var d string
-		if json.Unmarshal(v.Detail, &d) == nil && d != "" {
-			return d
-		}
-		if len(v.Detail) > 0 && string(v.Detail) != "null" {
-			return string(v.Detail)
-		}
-	}
-	text := strings.TrimSpace(string(body))
-	if strings.HasPrefix(text, "<") {
-		return ""
-	}
-	return text
+// source names the model and its key in errors.
+func (m *Model) source() wiretap.Source {
+	return wiretap.Source{Provider: m.provider, APIKey: m.apiKey, KeyEnv: m.keyEnv, EnvAPIKey: EnvAPIKey, Decode: decodeError}
 }

@@ -4,96 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
 )
-
-// sseTap sits between an event-stream body and langchaingo's line scanner.
-// It passes whole lines on only after line has inspected them (line may drop
-// a line, or stop the stream with an error), and at the end of the body asks
-// end which error the reader should see: io.EOF for a complete stream, a
-// descriptive error for one cut short.
-type sseTap struct {
-	src  io.ReadCloser
-	line func([]byte) (keep bool, err error)
-	end  func(readErr error) error
-
-	buf []byte // read, not yet split into lines
-	out []byte // inspected, not yet returned
-	err error  // returned once out is drained
-}
-
-func newSSETap(src io.ReadCloser, line func([]byte) (bool, error), end func(error) error) *sseTap {
-	return &sseTap{src: src, line: line, end: end}
-}
-
-func (t *sseTap) Read(p []byte) (int, error) {
-	for len(t.out) == 0 {
-		if t.err != nil {
-			return 0, t.err
-		}
-		t.fill()
-	}
-	n := copy(p, t.out)
-	t.out = t.out[n:]
-	return n, nil
-}
-
-func (t *sseTap) Close() error { return t.src.Close() }
-
-func (t *sseTap) fill() {
-	var chunk [32 << 10]byte
-	n, rerr := t.src.Read(chunk[:])
-	t.buf = append(t.buf, chunk[:n]...)
-	for {
-		i := bytes.IndexByte(t.buf, '\n')
-		if i < 0 {
-			break
-		}
-		line := t.buf[:i]
-		t.buf = t.buf[i+1:]
-		if !t.emit(line) {
-			return
-		}
-	}
-	if len(t.buf) > maxSSELine {
-		t.err = t.end(fmt.Errorf("an event-stream line is longer than %d MiB", maxSSELine>>20))
-		return
-	}
-	switch {
-	case rerr == io.EOF:
-		if len(t.buf) > 0 {
-			last := t.buf
-			t.buf = nil
-			if !t.emit(last) {
-				return
-			}
-		}
-		t.err = t.end(nil)
-	case rerr != nil:
-		t.err = t.end(rerr)
-	}
-}
-
-// emit inspects one line and queues it; false means the stream is over.
-// Lines too long for langchaingo's scanner (bufio.MaxScanTokenSize, which
-// would end the stream with "token too long") are inspected but not passed
-// on: the reply is assembled from what the transport saw.
-func (t *sseTap) emit(line []byte) bool {
-	line = bytes.TrimSuffix(line, []byte("\r"))
-	keep, err := t.line(line)
-	if keep && len(line) < maxPassLine {
-		t.out = append(t.out, line...)
-		t.out = append(t.out, '\n')
-	}
-	if err != nil {
-		t.err = err
-		return false
-	}
-	return true
-}
 
 // event is one Messages API stream event, with the fields the transport
 // needs.
@@ -123,16 +38,16 @@ type event struct {
 // streamLine inspects one event-stream line (on the reader's goroutine).
 // Event types langchaingo does not know are dropped: it would log them.
 func (c *call) streamLine(line []byte) (bool, error) {
-	data, ok := bytes.CutPrefix(line, []byte("data:"))
+	data, ok := wiretap.SSEData(line)
 	if !ok {
 		return true, nil
 	}
 	var ev event
-	if json.Unmarshal(bytes.TrimSpace(data), &ev) != nil {
+	if json.Unmarshal(data, &ev) != nil {
 		// langchaingo fails on data that is not JSON; say why.
-		err := &replyError{msg: "the event stream carries data that is not JSON", err: errMalformed}
+		err := &wiretap.ReplyError{Msg: "the event stream carries data that is not JSON", Err: wiretap.ErrMalformed}
 		c.mu.Lock()
-		c.replyErr = err
+		c.ReplyErr = err
 		c.mu.Unlock()
 		return false, err
 	}
@@ -182,11 +97,11 @@ func (c *call) streamLine(line []byte) (bool, error) {
 		r.complete = true
 	case "content_block_stop", "ping":
 	case "error":
-		e := errorObject(ev.Error)
+		e := wiretap.ParseError(ev.Error, decodeError)
 		if e == nil {
-			e = &replyError{msg: "the stream reported an error without details", err: errStreamError}
+			e = &wiretap.ReplyError{Msg: "the stream reported an error without details", Err: wiretap.ErrStreamError}
 		}
-		c.replyErr = e
+		c.ReplyErr = e
 		c.mu.Unlock()
 		return false, e
 	default:
@@ -209,12 +124,12 @@ func (c *call) check(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.replyErr != nil {
-		return c.replyErr
+	if c.ReplyErr != nil {
+		return c.ReplyErr
 	}
 	if c.spec.stream && !c.reply.complete {
-		c.replyErr = &replyError{msg: "the event stream ended before message_stop; the reply is incomplete", err: errTruncated}
-		return c.replyErr
+		c.ReplyErr = &wiretap.ReplyError{Msg: "the event stream ended before message_stop; the reply is incomplete", Err: errTruncated}
+		return c.ReplyErr
 	}
 	return nil
 }
@@ -225,11 +140,11 @@ func (c *call) streamEnd(readErr error) error {
 	defer c.mu.Unlock()
 	switch {
 	case readErr != nil:
-		c.replyErr = &replyError{msg: "the event stream broke off: " + readErr.Error(), err: readErr}
+		c.ReplyErr = &wiretap.ReplyError{Msg: "the event stream broke off: " + readErr.Error(), Err: readErr}
 	case c.reply.complete:
 		return io.EOF
 	default:
-		c.replyErr = &replyError{msg: "the event stream ended before message_stop; the reply is incomplete", err: errTruncated}
+		c.ReplyErr = &wiretap.ReplyError{Msg: "the event stream ended before message_stop; the reply is incomplete", Err: errTruncated}
 	}
-	return c.replyErr
+	return c.ReplyErr
 }

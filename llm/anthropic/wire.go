@@ -2,83 +2,16 @@ package anthropic
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
-	"github.com/deepgraph/deepgraph/internal/httpx"
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
 )
-
-// Limits on what is buffered from a server.
-const (
-	maxErrorBody = 1 << 20  // an error reply's body
-	maxReplyBody = 64 << 20 // a non-streamed reply
-	maxSSELine   = 8 << 20  // one line of an event stream
-	maxPassLine  = 32 << 10 // longest line handed to langchaingo's scanner
-)
-
-// wire is the package's http.RoundTripper, between langchaingo and the
-// retrying transport of llm.ClientConfig. For the call carried in the request
-// context it
-//
-//   - edits the JSON body langchaingo built: tool_choice (langchaingo never
-//     sends one, so structured output could not force its tool), removal of
-//     the temperature it always sends, merging of consecutive messages of a
-//     role (langchaingo keeps only the first part of an assistant message, so
-//     parts travel as separate messages), and the exact tool-call input JSON;
-//   - records the final status, Retry-After and error body, which
-//     langchaingo folds into a string;
-//   - reads what langchaingo drops from replies (the model, exact tool input)
-//     and watches event streams: it hands out deltas (text, thinking, the
-//     structured reply's JSON), drops event types langchaingo would log, and
-//     turns an error event or a stream that ends before message_stop into a
-//     read error instead of a partial reply or a leaked goroutine.
-//
-// It also removes the x-api-key header for keyless servers and adds the
-// configured extra headers.
-type wire struct {
-	next    http.RoundTripper
-	keyless bool
-	header  http.Header
-}
-
-func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
-	c, _ := req.Context().Value(callKey{}).(*call)
-	out := req.Clone(req.Context())
-	if w.keyless {
-		out.Header.Del("X-Api-Key")
-	}
-	for k, vs := range w.header {
-		if strings.EqualFold(k, "X-Api-Key") {
-			continue
-		}
-		out.Header.Del(k)
-		for _, v := range vs {
-			out.Header.Add(k, v)
-		}
-	}
-	if c == nil {
-		return w.next.RoundTrip(out)
-	}
-	if err := c.editBody(out); err != nil {
-		return nil, err
-	}
-	resp, err := w.next.RoundTrip(out)
-	return c.observe(resp, err)
-}
-
-type callKey struct{}
-
-func withCall(ctx context.Context, c *call) context.Context {
-	return context.WithValue(ctx, callKey{}, c)
-}
 
 // callSpec is what one Generate call asks of the transport.
 type callSpec struct {
@@ -92,26 +25,40 @@ type callSpec struct {
 }
 
 // call is the state of one Generate call, shared between Model.send and the
-// transport (which may run the stream reader on langchaingo's goroutine).
+// transport (wiretap.Transport, which may run the stream reader on
+// langchaingo's goroutine). Through it the transport
+//
+//   - edits the JSON body langchaingo built: tool_choice (langchaingo never
+//     sends one, so structured output could not force its tool), removal of
+//     the temperature it always sends, merging of consecutive messages of a
+//     role (langchaingo keeps only the first part of an assistant message, so
+//     parts travel as separate messages), and the exact tool-call input JSON;
+//   - records the final status, Retry-After and error body, which
+//     langchaingo folds into a string (wiretap.Exchange);
+//   - reads what langchaingo drops from replies (the model, exact tool input)
+//     and watches event streams: it hands out deltas (text, thinking, the
+//     structured reply's JSON), drops event types langchaingo would log, and
+//     turns an error event or a stream that ends before message_stop into a
+//     read error instead of a partial reply or a leaked goroutine.
+//
+// The transport also removes the x-api-key header for keyless servers and
+// adds the configured extra headers.
 type call struct {
 	spec callSpec
 
-	mu           sync.Mutex
-	sent         bool
-	transportErr error
-	status       int
-	retryAfter   time.Duration
-	errBody      []byte
-	replyErr     error // a reply that is not a usable answer despite status 200
-	reply        replyState
+	mu sync.Mutex // guards the fields below
+	wiretap.Exchange
+	reply replyState
 }
+
+var _ wiretap.Call = (*call)(nil)
 
 // whole reports whether the reply arrived complete (message_stop, or a whole
 // non-streamed message).
 func (c *call) whole() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.reply.complete && c.replyErr == nil && c.status == http.StatusOK
+	return c.reply.complete && c.ReplyErr == nil && c.Status == http.StatusOK
 }
 
 // replyState is what the transport reads from a reply, streamed or not.
@@ -156,42 +103,27 @@ func newCall(spec callSpec) *call {
 	return &call{spec: spec, reply: replyState{blocks: map[int]*block{}, inputs: map[string]*bytes.Buffer{}}}
 }
 
-func (c *call) editBody(req *http.Request) error {
+// EditRequest applies the body edits of the call's spec.
+func (c *call) EditRequest(req *http.Request) error {
 	c.mu.Lock()
-	c.sent = true
+	c.Sent = true
 	c.mu.Unlock()
-	if req.Body == nil {
-		return nil
-	}
-	data, err := io.ReadAll(req.Body)
-	req.Body.Close()
-	if err != nil {
-		return fmt.Errorf("reading the request body: %w", err)
-	}
-	var body map[string]json.RawMessage
-	if err := json.Unmarshal(data, &body); err != nil {
-		return fmt.Errorf("editing the request body: %w", err)
-	}
-	if c.spec.toolChoice != nil {
-		body["tool_choice"] = c.spec.toolChoice
-	}
-	if c.spec.dropTemperature {
-		delete(body, "temperature")
-	}
-	if msgs, ok := body["messages"]; ok {
-		merged, err := mergeMessages(msgs, c.spec.inputs)
-		if err != nil {
-			return fmt.Errorf("editing the request body: %w", err)
+	return wiretap.EditJSONBody(req, func(body map[string]json.RawMessage) error {
+		if c.spec.toolChoice != nil {
+			body["tool_choice"] = c.spec.toolChoice
 		}
-		body["messages"] = merged
-	}
-	if data, err = json.Marshal(body); err != nil {
-		return fmt.Errorf("editing the request body: %w", err)
-	}
-	req.Body = io.NopCloser(bytes.NewReader(data))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
-	req.ContentLength = int64(len(data))
-	return nil
+		if c.spec.dropTemperature {
+			delete(body, "temperature")
+		}
+		if msgs, ok := body["messages"]; ok {
+			merged, err := mergeMessages(msgs, c.spec.inputs)
+			if err != nil {
+				return err
+			}
+			body["messages"] = merged
+		}
+		return nil
+	})
 }
 
 // mergeMessages joins consecutive messages of one role into one message with
@@ -267,54 +199,17 @@ func isEmptyText(b json.RawMessage) bool {
 	return json.Unmarshal(b, &t) == nil && t.Type == "text" && strings.TrimSpace(t.Text) == ""
 }
 
-func (c *call) observe(resp *http.Response, err error) (*http.Response, error) {
+// Observe records the exchange and reads the reply (wiretap.Exchange.Record).
+func (c *call) Observe(resp *http.Response, err error) (*http.Response, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err != nil {
-		c.transportErr = err
-		return nil, err
-	}
-	c.status = resp.StatusCode
-	if d, ok := httpx.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
-		c.retryAfter = d
-	}
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		resp.Body.Close()
-		c.errBody = body
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		return resp, nil
-	}
-	if c.spec.stream {
-		if ct := resp.Header.Get("Content-Type"); strings.Contains(ct, "json") {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-			resp.Body.Close()
-			msg := "asked for an event stream but the server replied with " + ct
-			if m := errorMessage(body); m != "" {
-				msg += ": " + m
-			}
-			c.replyErr = &replyError{msg: msg, err: errNotStream}
-			resp.Body = io.NopCloser(failingReader{c.replyErr})
-			return resp, nil
-		}
-		resp.Body = newSSETap(resp.Body, c.streamLine, c.streamEnd)
-		return resp, nil
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBody+1))
-	resp.Body.Close()
-	switch {
-	case err != nil:
-		c.replyErr = &replyError{msg: "reading the reply: " + err.Error(), err: err}
-	case len(body) > maxReplyBody:
-		c.replyErr = &replyError{msg: fmt.Sprintf("the reply is larger than %d MiB", maxReplyBody>>20), err: errMalformed}
-	}
-	if c.replyErr != nil {
-		resp.Body = io.NopCloser(failingReader{c.replyErr})
-		return resp, nil
-	}
-	c.inspectReply(body)
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	return resp, nil
+	return c.Record(resp, err, wiretap.Reply{
+		Stream:  c.spec.stream,
+		Inspect: c.inspectReply,
+		Line:    c.streamLine,
+		End:     c.streamEnd,
+		Decode:  decodeError,
+	})
 }
 
 // inspectReply reads a non-streamed reply's model, stop reason, usage and
@@ -336,8 +231,8 @@ func (c *call) inspectReply(body []byte) {
 		return // langchaingo reports the malformed body
 	}
 	if r.Type == "error" {
-		if e := errorObject(r.Error); e != nil {
-			c.replyErr = e
+		if e := wiretap.ParseError(r.Error, decodeError); e != nil {
+			c.ReplyErr = e
 			return
 		}
 	}
@@ -352,23 +247,7 @@ func (c *call) inspectReply(body []byte) {
 	}
 }
 
-// replyError is a reply that cannot be used although the HTTP status was 200:
-// an error object in the body or stream, a stream cut short, a body that does
-// not parse. status is the HTTP status the error type stands for, if any.
-type replyError struct {
-	status int
-	msg    string
-	err    error
-}
-
-func (e *replyError) Error() string { return e.msg }
-func (e *replyError) Unwrap() error { return e.err }
-
-var (
-	errTruncated   = fmt.Errorf("event stream ended before message_stop: %w", io.ErrUnexpectedEOF)
-	errStreamError = errors.New("error event in the reply")
-	errNotStream   = errors.New("reply is not an event stream")
-)
+var errTruncated = fmt.Errorf("event stream ended before message_stop: %w", io.ErrUnexpectedEOF)
 
 // errorTypeStatus is the HTTP status Anthropic uses for an error type, so
 // that an error event inside a 200 stream matches the same llm sentinels; 0
@@ -399,40 +278,23 @@ func errorTypeStatus(typ string) int {
 	return 0
 }
 
-// errorObject reads Anthropic's {"type", "message"} error object (or a
-// plain string, as some gateways send). It returns nil for an absent or null
-// member.
-func errorObject(raw json.RawMessage) *replyError {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	e := &replyError{err: errStreamError}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		e.msg = s
-		return e
-	}
+// decodeError reads Anthropic's {"type", "message"} error object: the
+// message is "type: message", and the type gives the status.
+func decodeError(raw json.RawMessage) (msg string, status int, ok bool) {
 	var o struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
 	}
 	if json.Unmarshal(raw, &o) != nil {
-		e.msg = string(raw)
-		return e
+		return "", 0, false
 	}
-	e.msg = o.Message
+	msg = o.Message
 	if o.Type != "" {
-		if e.msg == "" {
-			e.msg = o.Type
+		if msg == "" {
+			msg = o.Type
 		} else {
-			e.msg = o.Type + ": " + e.msg
+			msg = o.Type + ": " + msg
 		}
 	}
-	e.status = errorTypeStatus(o.Type)
-	return e
+	return msg, errorTypeStatus(o.Type), true
 }
-
-type failingReader struct{ err error }
-
-func (r failingReader) Read([]byte) (int, error) { return 0, r.err }

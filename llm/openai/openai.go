@@ -2,7 +2,6 @@ package openai
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	lcopenai "github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
@@ -265,7 +265,7 @@ func newModel(cfg Config) (*Model, error) {
 		client:     cfg.Client,
 	}
 	hc := cfg.Client.Client()
-	hc.Transport = &wire{next: hc.Transport, keyless: m.keyless, header: cfg.Header.Clone()}
+	hc.Transport = &wiretap.Transport{Next: hc.Transport, KeyHeader: "Authorization", Keyless: m.keyless, Header: cfg.Header.Clone()}
 	token := cfg.APIKey
 	if token == "" {
 		token = placeholderKey
@@ -319,7 +319,7 @@ type prepared struct {
 
 func (m *Model) send(ctx context.Context, p prepared) (resp *llm.Response, err error) {
 	c := newCall(p.call)
-	ctx = withCall(ctx, c)
+	ctx = wiretap.WithCall(ctx, c)
 	lcResp, err := m.generateContent(ctx, p)
 	if err == nil {
 		err = c.check(ctx)
@@ -335,10 +335,8 @@ func (m *Model) send(ctx context.Context, p prepared) (resp *llm.Response, err e
 func (m *Model) generateContent(ctx context.Context, p prepared) (resp *llms.ContentResponse, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			resp, err = nil, fmt.Errorf("%w: %v", errMalformed, r)
+			resp, err = nil, fmt.Errorf("%w: %v", wiretap.ErrMalformed, r)
 		}
 	}()
 	return m.lc.GenerateContent(ctx, p.msgs, p.opts...)
 }
-
-var errMalformed = errors.New("malformed reply")

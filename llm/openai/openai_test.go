@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
@@ -755,32 +756,26 @@ func TestStrictCompatible(t *testing.T) {
 	}
 }
 
-func TestCleanText(t *testing.T) {
-	tests := []struct{ in, key, want string }{
-		{"Incorrect API key provided: sk-proj-abcdEFGH1234****wxyz.", "", "Incorrect API key provided: sk-proj-[redacted]."},
-		{"key=secret-token-value here", "secret-token-value", "key=[redacted] here"},
-		{"line1\nline2\x1b[31m", "", "line1 line2 [31m"},
-		{strings.Repeat("é", 500), "", strings.Repeat("é", 400) + "…"},
+// Reading error bodies is tested in wiretap; this is OpenAI's error object.
+func TestDecodeError(t *testing.T) {
+	tests := []struct {
+		raw    string
+		msg    string
+		status int
+		ok     bool
+	}{
+		{`{"message":"m1","type":"t"}`, "m1", 0, true},
+		{`{"type":"only_type"}`, "only_type", 0, true},
+		{`{"message":"slow down","type":"requests","code":429}`, "slow down", 429, true},
+		{`{"message":"m","code":"invalid_api_key"}`, "m", 0, true},
+		{`{"message":"m","code":200}`, "m", 0, true},
+		{`[1,2]`, "", 0, false},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, cleanText(tt.in, tt.key))
-	}
-}
-
-func TestErrorMessage(t *testing.T) {
-	tests := []struct{ body, want string }{
-		{`{"error":{"message":"m1","type":"t"}}`, "m1"},
-		{`{"error":{"type":"only_type"}}`, "only_type"},
-		{`{"error":"m2"}`, "m2"},
-		{`{"object":"error","message":"m3"}`, "m3"},
-		{`{"detail":"m4"}`, "m4"},
-		{`{"detail":[{"loc":["body"],"msg":"field required"}]}`, `[{"loc":["body"],"msg":"field required"}]`},
-		{"plain text", "plain text"},
-		{"<html>x</html>", ""},
-		{"", ""},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, errorMessage([]byte(tt.body)), tt.body)
+		msg, status, ok := decodeError(json.RawMessage(tt.raw))
+		assert.Equal(t, tt.ok, ok, tt.raw)
+		assert.Equal(t, tt.msg, msg, tt.raw)
+		assert.Equal(t, tt.status, status, tt.raw)
 	}
 }
 
@@ -824,7 +819,7 @@ func TestCheckCatchesPartialSuccess(t *testing.T) {
 	}{
 		{"unfinished stream", func(*call) {}, context.Background, errTruncated},
 		{"finished stream", func(c *call) { c.stream.finish = "stop" }, context.Background, nil},
-		{"recorded error", func(c *call) { c.stream.done = true; c.replyErr = errStreamError }, context.Background, errStreamError},
+		{"recorded error", func(c *call) { c.stream.done = true; c.ReplyErr = wiretap.ErrStreamError }, context.Background, wiretap.ErrStreamError},
 		{"cancelled", func(c *call) { c.stream.done = true }, func() context.Context {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()

@@ -4,18 +4,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"regexp"
-	"strings"
-	"unicode"
 
 	"github.com/tmc/langchaingo/llms"
 	lcopenai "github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
@@ -23,7 +19,7 @@ import (
 // views of it.
 func (m *Model) response(c *call, r *llms.ContentResponse) (*llm.Response, error) {
 	if r == nil || len(r.Choices) == 0 || r.Choices[0] == nil {
-		return nil, &llm.APIError{Provider: m.provider, Message: "the reply has no choices", Err: errMalformed}
+		return nil, &llm.APIError{Provider: m.provider, Message: "the reply has no choices", Err: wiretap.ErrMalformed}
 	}
 	ch := r.Choices[0]
 	c.mu.Lock()
@@ -62,7 +58,7 @@ func (m *Model) response(c *call, r *llms.ContentResponse) (*llm.Response, error
 			calls[i].ID = newCallID()
 		}
 		if calls[i].Name == "" {
-			return nil, &llm.APIError{Provider: m.provider, Message: fmt.Sprintf("tool call %d in the reply has no function name", i), Err: errMalformed}
+			return nil, &llm.APIError{Provider: m.provider, Message: fmt.Sprintf("tool call %d in the reply has no function name", i), Err: wiretap.ErrMalformed}
 		}
 	}
 	out.ToolCalls = calls
@@ -131,96 +127,16 @@ func (m *Model) fail(ctx context.Context, c *call, err error) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	switch {
-	case c.transportErr != nil:
-		return &llm.APIError{Provider: m.provider, Message: "cannot reach the server: " + m.clean(c.transportErr.Error()), Err: c.transportErr}
-	case c.status != 0 && c.status != http.StatusOK:
-		msg := m.clean(errorMessage(c.errBody))
-		if msg == "" {
-			msg = "no details in the reply"
-		}
-		if m.keyless && (c.status == http.StatusUnauthorized || c.status == http.StatusForbidden) {
-			msg += fmt.Sprintf(" (no API key was sent: set the API key in the config, or %s)", EnvAPIKey)
-		}
-		return &llm.APIError{Provider: m.provider, Status: c.status, Message: msg, KeyEnv: m.keyEnv, RetryAfter: c.retryAfter}
-	case c.replyErr != nil:
-		e := &llm.APIError{Provider: m.provider, Message: m.clean(c.replyErr.Error()), Err: c.replyErr}
-		var re *replyError
-		if errors.As(c.replyErr, &re) {
-			e.Status = re.status
-			if e.Message == "" {
-				e.Message = "the server reported an error without a message"
-			}
-		}
+	if e := c.Failure(err, m.source()); e != nil {
 		return e
-	case !c.sent:
-		return fmt.Errorf("%s: building the request: %w", m.provider, err)
-	case errors.Is(err, lcopenai.ErrEmptyResponse):
-		return &llm.APIError{Provider: m.provider, Message: "the reply has no choices", Err: errMalformed}
-	default:
-		return &llm.APIError{Provider: m.provider, Message: "malformed reply: " + m.clean(err.Error()), Err: errMalformed}
 	}
+	if errors.Is(err, lcopenai.ErrEmptyResponse) {
+		return &llm.APIError{Provider: m.provider, Message: "the reply has no choices", Err: wiretap.ErrMalformed}
+	}
+	return &llm.APIError{Provider: m.provider, Message: "malformed reply: " + wiretap.Clean(err.Error(), m.apiKey), Err: wiretap.ErrMalformed}
 }
 
-// clean makes server or library text safe to show: the key and anything
-// shaped like an API key are masked, control characters removed, and the
-// length bounded.
-func (m *Model) clean(s string) string { return cleanText(s, m.apiKey) }
-
-var keyPattern = regexp.MustCompile(`(sk-(?:proj-|ant-)?)[A-Za-z0-9_\-*]{6,}`)
-
-func cleanText(s, key string) string {
-	if len(key) >= 6 {
-		s = strings.ReplaceAll(s, key, "[redacted]")
-	}
-	s = keyPattern.ReplaceAllString(s, "$1[redacted]")
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-	s = strings.TrimSpace(s)
-	const limit = 800
-	if len(s) > limit {
-		cut := limit
-		for cut > 0 && !utf8Start(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
-}
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
-
-// errorMessage finds the human-readable message in an error body:
-// {"error": {"message"}} (OpenAI, Ollama, llama.cpp), {"error": "…"},
-// {"message"} (vLLM), {"detail"}; else the text itself unless it is HTML.
-func errorMessage(body []byte) string {
-	var v struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
-		Detail  json.RawMessage `json:"detail"`
-	}
-	if json.Unmarshal(body, &v) == nil {
-		if e := errorObject(v.Error); e != nil && e.msg != "" {
-			return e.msg
-		}
-		if v.Message != "" {
-			return v.Message
-		}
-		var d string
-		if json.Unmarshal(v.Detail, &d) == nil && d != "" {
-			return d
-		}
-		if len(v.Detail) > 0 && string(v.Detail) != "null" {
-			return string(v.Detail)
-		}
-	}
-	text := strings.TrimSpace(string(body))
-	if strings.HasPrefix(text, "<") {
-		return ""
-	}
-	return text
+// source names the model and its key in errors.
+func (m *Model) source() wiretap.Source {
+	return wiretap.Source{Provider: m.provider, APIKey: m.apiKey, KeyEnv: m.keyEnv, EnvAPIKey: EnvAPIKey, Decode: decodeError}
 }

@@ -1,110 +1,15 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"strings"
 
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
 	"github.com/deepgraph/deepgraph/schemas"
 )
-
-// sseTap sits between an event-stream body and langchaingo's line scanner.
-// It passes whole lines on only after line has inspected them (line may drop
-// a line, or stop the stream with an error), and at the end of the body asks
-// end which error the reader should see: io.EOF for a complete stream, a
-// descriptive error for one cut short.
-type sseTap struct {
-	src  io.ReadCloser
-	line func([]byte) (keep bool, err error)
-	end  func(readErr error) error
-
-	buf []byte // read, not yet split into lines
-	out []byte // inspected, not yet returned
-	err error  // returned once out is drained
-}
-
-func newSSETap(src io.ReadCloser, line func([]byte) (bool, error), end func(error) error) *sseTap {
-	return &sseTap{src: src, line: line, end: end}
-}
-
-func (t *sseTap) Read(p []byte) (int, error) {
-	for len(t.out) == 0 {
-		if t.err != nil {
-			return 0, t.err
-		}
-		t.fill()
-	}
-	n := copy(p, t.out)
-	t.out = t.out[n:]
-	return n, nil
-}
-
-func (t *sseTap) Close() error { return t.src.Close() }
-
-func (t *sseTap) fill() {
-	var chunk [32 << 10]byte
-	n, rerr := t.src.Read(chunk[:])
-	t.buf = append(t.buf, chunk[:n]...)
-	for {
-		i := bytes.IndexByte(t.buf, '\n')
-		if i < 0 {
-			break
-		}
-		line := t.buf[:i]
-		t.buf = t.buf[i+1:]
-		if !t.emit(line) {
-			return
-		}
-	}
-	if len(t.buf) > maxSSELine {
-		t.err = t.end(fmt.Errorf("an event-stream line is longer than %d MiB", maxSSELine>>20))
-		return
-	}
-	switch {
-	case rerr == io.EOF:
-		if len(t.buf) > 0 {
-			last := t.buf
-			t.buf = nil
-			if !t.emit(last) {
-				return
-			}
-		}
-		t.err = t.end(nil)
-	case rerr != nil:
-		t.err = t.end(rerr)
-	}
-}
-
-// emit inspects one line and queues it; false means the stream is over.
-// Lines too long for langchaingo's scanner (bufio.MaxScanTokenSize, which
-// would end the stream with "token too long") are inspected but not passed
-// on: the reply is assembled from what the transport saw.
-func (t *sseTap) emit(line []byte) bool {
-	line = bytes.TrimSuffix(line, []byte("\r"))
-	keep, err := t.line(line)
-	if keep && len(line) < maxPassLine {
-		t.out = append(t.out, line...)
-		t.out = append(t.out, '\n')
-	}
-	if err != nil {
-		t.err = err
-		return false
-	}
-	return true
-}
-
-// sseData returns the payload of a "data:" line.
-func sseData(line []byte) ([]byte, bool) {
-	rest, ok := bytes.CutPrefix(line, []byte("data:"))
-	if !ok {
-		return nil, false
-	}
-	return bytes.TrimSpace(rest), true
-}
 
 // streamState is what the transport assembles from a streamed reply.
 type streamState struct {
@@ -178,7 +83,7 @@ type toolCallDelta struct {
 
 // streamLine inspects one event-stream line (on the reader's goroutine).
 func (c *call) streamLine(line []byte) (bool, error) {
-	data, ok := sseData(line)
+	data, ok := wiretap.SSEData(line)
 	if !ok {
 		return true, nil
 	}
@@ -193,8 +98,8 @@ func (c *call) streamLine(line []byte) (bool, error) {
 		return true, nil // like langchaingo: ignore data that is not JSON
 	}
 	c.mu.Lock()
-	if e := errorObject(ch.Error); e != nil {
-		c.replyErr = e
+	if e := wiretap.ParseError(ch.Error, decodeError); e != nil {
+		c.ReplyErr = e
 		c.mu.Unlock()
 		return false, e
 	}
@@ -238,13 +143,13 @@ func (c *call) streamEnd(readErr error) error {
 	defer c.mu.Unlock()
 	switch {
 	case readErr != nil:
-		c.replyErr = &replyError{msg: "the event stream broke off: " + readErr.Error(), err: readErr}
+		c.ReplyErr = &wiretap.ReplyError{Msg: "the event stream broke off: " + readErr.Error(), Err: readErr}
 	case c.stream.done || c.stream.finish != "":
 		return io.EOF
 	default:
-		c.replyErr = &replyError{msg: "the event stream ended before [DONE] or a finish_reason; the reply is incomplete", err: errTruncated}
+		c.ReplyErr = &wiretap.ReplyError{Msg: "the event stream ended before [DONE] or a finish_reason; the reply is incomplete", Err: errTruncated}
 	}
-	return c.replyErr
+	return c.ReplyErr
 }
 
 // check catches what langchaingo reports as success although the reply is
@@ -257,12 +162,12 @@ func (c *call) check(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.replyErr != nil {
-		return c.replyErr
+	if c.ReplyErr != nil {
+		return c.ReplyErr
 	}
 	if c.spec.stream && !c.stream.done && c.stream.finish == "" {
-		c.replyErr = &replyError{msg: "the event stream ended before [DONE] or a finish_reason; the reply is incomplete", err: errTruncated}
-		return c.replyErr
+		c.ReplyErr = &wiretap.ReplyError{Msg: "the event stream ended before [DONE] or a finish_reason; the reply is incomplete", Err: errTruncated}
+		return c.ReplyErr
 	}
 	return nil
 }
