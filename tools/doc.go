@@ -38,7 +38,9 @@
 // an argument type implementing SchemaExtender adds enums and bounds.
 // Arguments are validated against the schema and decoded strictly before
 // the function runs; if they do not fit, the model gets the validation
-// error and the function is not called.
+// error and the function is not called. A null for an optional property
+// counts as absent (models used to strict structured output send null for
+// every argument they do not use).
 //
 // # Collections
 //

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -41,7 +42,8 @@ type FuncTool[A any] struct {
 // Run validates the model's arguments against the schema, then decodes them
 // strictly into an A; arguments that do not fit become a failed Result the
 // model sees ("invalid arguments for <name>: …"), and fn is not called.
-// Empty arguments, and a JSON null, are read as {}.
+// Empty arguments, and a JSON null, are read as {}; a null for an optional
+// property is read as if the property were absent.
 //
 // Func returns an error when the name is invalid or A has no usable schema.
 func Func[A any](name, description string, fn func(ctx context.Context, args A) (Result, error)) (*FuncTool[A], error) {
@@ -177,7 +179,18 @@ func jsonKind(v any) string {
 // validate checks v against the schema and makes the validator's message
 // readable for a model: the nested "validating /properties/a/properties/b: "
 // framing becomes `property "a.b": `.
+//
+// A null given for an optional top-level property counts as absent: models
+// used to strict structured output send null for every argument they do
+// not use.
 func validate(rs *jsonschema.Resolved, v any) error {
+	if m, ok := v.(map[string]any); ok {
+		for k, val := range m {
+			if val == nil && !slices.Contains(rs.Schema().Required, k) {
+				delete(m, k)
+			}
+		}
+	}
 	err := rs.Validate(v)
 	if err == nil {
 		return nil

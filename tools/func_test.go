@@ -73,6 +73,8 @@ func TestFuncDecode(t *testing.T) {
 	}{
 		{name: "valid", args: `{"name":"Ada"}`, want: "hello Ada\n"},
 		{name: "optional field", args: `{"name":"Ada","times":2}`, want: "hello Ada\nhello Ada\n"},
+		{name: "null optionals are absent", args: `{"name":"Ada","times":null,"style":null,"tags":null}`, want: "hello Ada\n"},
+		{name: "null required is not", args: `{"name":null}`, wantErr: `property "name"`},
 		{name: "whitespace around", args: " \n{\"name\":\"Bo\"} \n", want: "hello Bo\n"},
 		{name: "missing required", args: `{}`, wantErr: `missing properties: ["name"]`},
 		{name: "empty means {}", args: ``, wantErr: `missing properties: ["name"]`},

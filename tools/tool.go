@@ -27,7 +27,8 @@ type Tool interface {
 	Parameters() *jsonschema.Schema
 	// Run executes one call. args is the JSON object the model produced; it
 	// is untrusted and may not match Parameters (tools built with Func
-	// validate it; a Collection also validates it before calling Run).
+	// validate it; a Collection also validates it before calling Run,
+	// reading a null optional property as absent, and passes it on as is).
 	//
 	// The contract (see the package documentation):
 	//   - success: a Result with Error empty;
