@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -37,7 +38,7 @@ type Checkpointer interface {
 }
 
 // ErrCheckpointNotFound is returned by Checkpointer.Get for a missing checkpoint.
-var ErrCheckpointNotFound = fmt.Errorf("graph: checkpoint not found")
+var ErrCheckpointNotFound = errors.New("graph: checkpoint not found")
 
 // Checkpoint is the state of a thread between two steps.
 type Checkpoint struct {
