@@ -13,6 +13,7 @@ import (
 	lcanthropic "github.com/tmc/langchaingo/llms/anthropic"
 
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/llm/internal/lcbridge"
 	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
 	"github.com/deepgraph/deepgraph/schemas"
 )
@@ -189,7 +190,7 @@ type prepared struct {
 func (m *Model) send(ctx context.Context, p prepared) (*llm.Response, error) {
 	c := newCall(p.call)
 	ctx = wiretap.WithCall(ctx, c)
-	lcResp, err := m.generateContent(ctx, p)
+	lcResp, err := lcbridge.Generate(ctx, m.lc, p.msgs, p.opts...)
 	switch {
 	case err == nil:
 		if err = c.check(ctx); err == nil {
@@ -209,15 +210,4 @@ func (m *Model) send(ctx context.Context, p prepared) (*llm.Response, error) {
 		}
 	}
 	return nil, m.fail(ctx, c, err)
-}
-
-// generateContent runs langchaingo, turning a panic in its reply handling
-// into an error.
-func (m *Model) generateContent(ctx context.Context, p prepared) (resp *llms.ContentResponse, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			resp, err = nil, fmt.Errorf("%w: %v", wiretap.ErrMalformed, r)
-		}
-	}()
-	return m.lc.GenerateContent(ctx, p.msgs, p.opts...)
 }

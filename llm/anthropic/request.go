@@ -11,6 +11,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/llm/internal/lcbridge"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
@@ -28,7 +29,7 @@ func (m *Model) prepare(msgs []schemas.Message, req llm.Request) (prepared, erro
 	p.msgs = lcMsgs
 	p.call.inputs = inputs
 
-	tools, names, err := toTools(req.Tools)
+	tools, names, err := lcbridge.Tools(req.Tools)
 	if err != nil {
 		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
 	}
@@ -163,46 +164,6 @@ func objectArguments(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	return json.RawMessage("{}")
-}
-
-// toolCallArguments makes a model's arguments text safe to keep in a
-// json.RawMessage: valid JSON stays as is, empty becomes {}, anything else
-// becomes a JSON string holding the text.
-func toolCallArguments(s string) json.RawMessage {
-	s = strings.TrimSpace(s)
-	switch {
-	case s == "":
-		return json.RawMessage("{}")
-	case json.Valid([]byte(s)):
-		return json.RawMessage(s)
-	}
-	b, _ := json.Marshal(s)
-	return b
-}
-
-// emptyObject is the input schema of a tool that takes no arguments.
-var emptyObject = json.RawMessage(`{"type":"object","properties":{}}`)
-
-func toTools(defs []schemas.ToolDef) ([]llms.Tool, map[string]bool, error) {
-	tools := make([]llms.Tool, 0, len(defs)+1)
-	names := make(map[string]bool, len(defs))
-	for _, d := range defs {
-		if d.Name == "" {
-			return nil, nil, fmt.Errorf("a tool needs a name")
-		}
-		if names[d.Name] {
-			return nil, nil, fmt.Errorf("two tools are named %q", d.Name)
-		}
-		names[d.Name] = true
-		var params any = emptyObject
-		if d.Parameters != nil {
-			params = d.Parameters
-		}
-		tools = append(tools, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-			Name: d.Name, Description: d.Description, Parameters: params,
-		}})
-	}
-	return tools, names, nil
 }
 
 // schemaTool is the tool whose forced call carries a structured reply. Its

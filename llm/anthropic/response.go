@@ -2,8 +2,6 @@ package anthropic
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -12,6 +10,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/llm/internal/lcbridge"
 	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
 	"github.com/deepgraph/deepgraph/schemas"
 )
@@ -64,8 +63,8 @@ func (c *call) fromChoices(r *llms.ContentResponse) assembled {
 		}
 	}
 	a.text, a.reasoning = text.String(), reasoning.String()
-	a.usage = usage(intKey(info, "InputTokens"), intKey(info, "OutputTokens"),
-		intKey(info, "CacheCreationInputTokens"), intKey(info, "CacheReadInputTokens"))
+	a.usage = usage(lcbridge.IntKey(info, "InputTokens"), lcbridge.IntKey(info, "OutputTokens"),
+		lcbridge.IntKey(info, "CacheCreationInputTokens"), lcbridge.IntKey(info, "CacheReadInputTokens"))
 	return a
 }
 
@@ -131,9 +130,9 @@ func (m *Model) build(c *call, a assembled) *llm.Response {
 		}
 		id := rc.id
 		if id == "" {
-			id = newCallID()
+			id = lcbridge.CallID("toolu_")
 		}
-		out.ToolCalls = append(out.ToolCalls, schemas.ToolCall{ID: id, Name: rc.name, Arguments: toolCallArguments(rc.args)})
+		out.ToolCalls = append(out.ToolCalls, schemas.ToolCall{ID: id, Name: rc.name, Arguments: lcbridge.ToolCallArguments(rc.args)})
 	}
 	out.FinishReason = finishReason(a.stop, len(out.ToolCalls) > 0)
 	return out
@@ -172,24 +171,6 @@ func usage(input, output, cacheCreated, cacheRead int) llm.Usage {
 	}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	return u
-}
-
-func intKey(info map[string]any, key string) int {
-	switch v := info[key].(type) {
-	case int:
-		return v
-	case int64:
-		return int(v)
-	case float64:
-		return int(v)
-	}
-	return 0
-}
-
-func newCallID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "toolu_" + hex.EncodeToString(b[:])
 }
 
 // fail turns a failed call into the error Generate returns: the caller's

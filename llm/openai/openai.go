@@ -14,6 +14,7 @@ import (
 	lcopenai "github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/llm/internal/lcbridge"
 	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
 	"github.com/deepgraph/deepgraph/schemas"
 )
@@ -320,7 +321,7 @@ type prepared struct {
 func (m *Model) send(ctx context.Context, p prepared) (resp *llm.Response, err error) {
 	c := newCall(p.call)
 	ctx = wiretap.WithCall(ctx, c)
-	lcResp, err := m.generateContent(ctx, p)
+	lcResp, err := lcbridge.Generate(ctx, m.lc, p.msgs, p.opts...)
 	if err == nil {
 		err = c.check(ctx)
 	}
@@ -328,15 +329,4 @@ func (m *Model) send(ctx context.Context, p prepared) (resp *llm.Response, err e
 		return nil, m.fail(ctx, c, err)
 	}
 	return m.response(c, lcResp)
-}
-
-// generateContent runs langchaingo, turning a panic in its reply handling
-// (it dereferences fields a malformed reply may lack) into an error.
-func (m *Model) generateContent(ctx context.Context, p prepared) (resp *llms.ContentResponse, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			resp, err = nil, fmt.Errorf("%w: %v", wiretap.ErrMalformed, r)
-		}
-	}()
-	return m.lc.GenerateContent(ctx, p.msgs, p.opts...)
 }

@@ -12,6 +12,7 @@ import (
 	lcopenai "github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/llm/internal/lcbridge"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
@@ -61,7 +62,7 @@ func (m *Model) prepare(msgs []schemas.Message, req llm.Request) (prepared, erro
 		p.opts = append(p.opts, llms.WithStopWords(req.Stop))
 	}
 	if len(req.Tools) > 0 {
-		tools, names, err := toTools(req.Tools)
+		tools, names, err := lcbridge.Tools(req.Tools)
 		if err != nil {
 			return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
 		}
@@ -167,7 +168,7 @@ func imageParts(images []schemas.Image) []llms.ContentPart {
 
 // argumentsText is a call's arguments as the API wants them back: a JSON
 // text, "{}" when empty. A JSON string holding non-JSON text (how replies with
-// malformed arguments are kept, see toolCallArguments) is sent back as that
+// malformed arguments are kept, see lcbridge.ToolCallArguments) is sent back as that
 // text.
 func argumentsText(raw json.RawMessage) string {
 	if len(raw) == 0 {
@@ -178,47 +179,6 @@ func argumentsText(raw json.RawMessage) string {
 		return s
 	}
 	return string(raw)
-}
-
-// toolCallArguments makes a model's arguments text safe to keep in a
-// json.RawMessage: valid JSON stays as is, empty becomes {}, anything else
-// becomes a JSON string holding the text, so the call still serialises and
-// the tool sees (and can report) what the model wrote.
-func toolCallArguments(s string) json.RawMessage {
-	s = strings.TrimSpace(s)
-	switch {
-	case s == "":
-		return json.RawMessage("{}")
-	case json.Valid([]byte(s)):
-		return json.RawMessage(s)
-	}
-	b, _ := json.Marshal(s)
-	return b
-}
-
-// emptyObject is the parameters schema of a tool that takes no arguments.
-var emptyObject = json.RawMessage(`{"type":"object","properties":{}}`)
-
-func toTools(defs []schemas.ToolDef) ([]llms.Tool, map[string]bool, error) {
-	tools := make([]llms.Tool, 0, len(defs))
-	names := make(map[string]bool, len(defs))
-	for _, d := range defs {
-		if d.Name == "" {
-			return nil, nil, fmt.Errorf("a tool needs a name")
-		}
-		if names[d.Name] {
-			return nil, nil, fmt.Errorf("two tools are named %q", d.Name)
-		}
-		names[d.Name] = true
-		var params any = emptyObject
-		if d.Parameters != nil {
-			params = d.Parameters
-		}
-		tools = append(tools, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-			Name: d.Name, Description: d.Description, Parameters: params,
-		}})
-	}
-	return tools, names, nil
 }
 
 // toolChoice maps the neutral choice to OpenAI's tool_choice: a string, or

@@ -2,8 +2,6 @@ package openai
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -11,6 +9,7 @@ import (
 	lcopenai "github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/llm/internal/lcbridge"
 	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
 	"github.com/deepgraph/deepgraph/schemas"
 )
@@ -50,12 +49,12 @@ func (m *Model) response(c *call, r *llms.ContentResponse) (*llm.Response, error
 			if tc.FunctionCall == nil {
 				continue
 			}
-			calls = append(calls, schemas.ToolCall{ID: tc.ID, Name: tc.FunctionCall.Name, Arguments: toolCallArguments(tc.FunctionCall.Arguments)})
+			calls = append(calls, schemas.ToolCall{ID: tc.ID, Name: tc.FunctionCall.Name, Arguments: lcbridge.ToolCallArguments(tc.FunctionCall.Arguments)})
 		}
 	}
 	for i := range calls {
 		if calls[i].ID == "" {
-			calls[i].ID = newCallID()
+			calls[i].ID = lcbridge.CallID("call_")
 		}
 		if calls[i].Name == "" {
 			return nil, &llm.APIError{Provider: m.provider, Message: fmt.Sprintf("tool call %d in the reply has no function name", i), Err: wiretap.ErrMalformed}
@@ -88,34 +87,16 @@ func finishReason(s string, toolCalls bool) llm.FinishReason {
 // usage reads langchaingo's GenerationInfo counters.
 func usage(info map[string]any) llm.Usage {
 	u := llm.Usage{
-		PromptTokens:     intKey(info, "PromptTokens"),
-		CompletionTokens: intKey(info, "CompletionTokens"),
-		TotalTokens:      intKey(info, "TotalTokens"),
-		CachedTokens:     intKey(info, "PromptCachedTokens"),
-		ReasoningTokens:  intKey(info, "ReasoningTokens"),
+		PromptTokens:     lcbridge.IntKey(info, "PromptTokens"),
+		CompletionTokens: lcbridge.IntKey(info, "CompletionTokens"),
+		TotalTokens:      lcbridge.IntKey(info, "TotalTokens"),
+		CachedTokens:     lcbridge.IntKey(info, "PromptCachedTokens"),
+		ReasoningTokens:  lcbridge.IntKey(info, "ReasoningTokens"),
 	}
 	if u.TotalTokens == 0 {
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	}
 	return u
-}
-
-func intKey(info map[string]any, key string) int {
-	switch v := info[key].(type) {
-	case int:
-		return v
-	case int64:
-		return int(v)
-	case float64:
-		return int(v)
-	}
-	return 0
-}
-
-func newCallID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "call_" + hex.EncodeToString(b[:])
 }
 
 // fail turns a failed call into the error Generate returns: the caller's

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/llm/internal/lcbridge"
 	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
 	"github.com/deepgraph/deepgraph/schemas"
 )
@@ -217,7 +218,7 @@ func (s *streamState) toolCalls() []schemas.ToolCall {
 	}
 	out := make([]schemas.ToolCall, 0, len(s.calls))
 	for _, b := range s.calls {
-		out = append(out, schemas.ToolCall{ID: b.id, Name: b.name, Arguments: toolCallArguments(b.args.String())})
+		out = append(out, schemas.ToolCall{ID: b.id, Name: b.name, Arguments: lcbridge.ToolCallArguments(b.args.String())})
 	}
 	return out
 }
