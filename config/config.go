@@ -1,0 +1,410 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// Config is the resolved configuration of the research CLI: every key of the
+// table (see Keys) with its effective value, and where each value came from.
+// Build it with Load; the zero value is not meaningful.
+type Config struct {
+	// Model is the model spec ("provider:model") used for every role that
+	// has no model of its own. Empty until a default is chosen (see
+	// Loader.DefaultModel).
+	Model string
+	// QueryModel, ReflectionModel, AnswerModel and ResearchModel are the
+	// models per role of the deep-search graph; empty means Model.
+	QueryModel      string
+	ReflectionModel string
+	AnswerModel     string
+	ResearchModel   string
+
+	// InitialQueries is the most queries of the first round (and of each
+	// follow-up round); MaxLoops the most reflections. Effort, when set,
+	// has already been applied to both (see Load).
+	InitialQueries int
+	MaxLoops       int
+	// Effort is the preset that was asked for ("low", "medium", "high"),
+	// or "" for none.
+	Effort string
+
+	// Search is the search back end: ["auto"], ["gemini"], or an ordered
+	// list of web providers ("searxng", "tavily", "brave").
+	Search []string
+	// Corpus is a directory of documents searched instead of the web.
+	Corpus string
+	// CorpusCacheDir is where corpus indexes live; "" means the default
+	// under the user's cache directory.
+	CorpusCacheDir string
+
+	SearXNGURL    string
+	TavilyAPIKey  Secret
+	TavilyBaseURL string
+	BraveAPIKey   Secret
+	BraveBaseURL  string
+
+	GeminiAPIKey     Secret
+	GeminiBaseURL    string
+	OpenAIAPIKey     Secret
+	OpenAIBaseURL    string
+	AnthropicAPIKey  Secret
+	AnthropicBaseURL string
+	OllamaHost       string
+
+	// AllowPrivateURLs lets the page reader fetch loopback and private
+	// addresses (self-hosted pages). Cloud-metadata addresses stay refused.
+	AllowPrivateURLs bool
+	// MaxConcurrency bounds the LLM requests in flight per provider.
+	MaxConcurrency int
+	// LLMTimeout bounds one model call (retries included), SearchTimeout one
+	// search, FetchTimeout one page read, Timeout the whole run (0: none).
+	LLMTimeout    time.Duration
+	SearchTimeout time.Duration
+	FetchTimeout  time.Duration
+	Timeout       time.Duration
+	// Retries is the retries after a failed request (429, 5xx, dropped
+	// connections) to models and search providers.
+	Retries int
+	// Format is the report format: "markdown" or "json".
+	Format string
+
+	// Agent configures research agent.
+	Agent Agent
+
+	// File is the config file that was read, "" when none.
+	File string
+
+	sources map[string]Source
+}
+
+// Agent is the configuration of the research agent command.
+type Agent struct {
+	// Workspace is the directory the agent's file and exec tools are
+	// confined to; "" means a new temporary directory per run.
+	Workspace string
+	// AllowExec enables python_execute and bash.
+	AllowExec bool
+	// MaxSteps bounds the agent's think steps.
+	MaxSteps int
+	// Tools restricts the tools offered to the model; empty means all that
+	// are available.
+	Tools []string
+	// TextMode drives the model with a text ReAct protocol instead of
+	// native tool calling.
+	TextMode bool
+}
+
+// Values of the search key with a special meaning.
+const (
+	SearchAuto   = "auto"   // every provider whose variable is set
+	SearchGemini = "gemini" // Gemini's Google Search grounding
+)
+
+// Web search providers the search key can list.
+const (
+	ProviderSearXNG = "searxng"
+	ProviderTavily  = "tavily"
+	ProviderBrave   = "brave"
+)
+
+// WebProviders lists the web search providers in the order "auto" tries
+// them: a self-hosted SearXNG first, then the keyed APIs.
+func WebProviders() []string { return []string{ProviderSearXNG, ProviderTavily, ProviderBrave} }
+
+// Formats of the report.
+const (
+	FormatMarkdown = "markdown"
+	FormatJSON     = "json"
+)
+
+// RoleModel returns the model spec of a role ("query", "research",
+// "reflection", "answer", as llm.Role* name them), falling back to Model.
+func (c *Config) RoleModel(role string) string {
+	var m string
+	switch role {
+	case "query":
+		m = c.QueryModel
+	case "research":
+		m = c.ResearchModel
+	case "reflection":
+		m = c.ReflectionModel
+	case "answer":
+		m = c.AnswerModel
+	}
+	if m == "" {
+		return c.Model
+	}
+	return m
+}
+
+// Source returns where the value of key came from.
+func (c *Config) Source(key string) Source {
+	if s, ok := c.sources[key]; ok {
+		return s
+	}
+	return Source{Kind: FromDefault}
+}
+
+// SetDefaultModel sets Model when no layer set it, recording why — for the
+// default chosen from the keys present. It does nothing when Model is
+// already set.
+func (c *Config) SetDefaultModel(spec, why string) {
+	if c.Model != "" || spec == "" {
+		return
+	}
+	c.Model = spec
+	c.setSource("model", Source{Kind: FromAuto, Name: why})
+}
+
+func (c *Config) setSource(key string, s Source) {
+	if c.sources == nil {
+		c.sources = map[string]Source{}
+	}
+	c.sources[key] = s
+}
+
+// SearchAuto reports whether the search key asks for auto-detection.
+func (c *Config) SearchAuto() bool {
+	return len(c.Search) == 0 || len(c.Search) == 1 && c.Search[0] == SearchAuto
+}
+
+// SearchGemini reports whether the search key asks for Gemini's Google
+// Search grounding.
+func (c *Config) SearchGemini() bool {
+	return len(c.Search) == 1 && c.Search[0] == SearchGemini
+}
+
+// ConfiguredWebProviders returns the web providers whose URL or key is set,
+// in the order "auto" tries them.
+func (c *Config) ConfiguredWebProviders() []string {
+	var out []string
+	for _, p := range WebProviders() {
+		if c.providerSet(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (c *Config) providerSet(p string) bool {
+	switch p {
+	case ProviderSearXNG:
+		return c.SearXNGURL != ""
+	case ProviderTavily:
+		return c.TavilyAPIKey != ""
+	case ProviderBrave:
+		return c.BraveAPIKey != ""
+	}
+	return false
+}
+
+// ProviderVariable names the setting a web provider needs, as the user
+// would set it: "SEARXNG_URL", "TAVILY_API_KEY", "BRAVE_API_KEY".
+func ProviderVariable(p string) string {
+	switch p {
+	case ProviderSearXNG:
+		return "SEARXNG_URL"
+	case ProviderTavily:
+		return "TAVILY_API_KEY"
+	case ProviderBrave:
+		return "BRAVE_API_KEY"
+	}
+	return ""
+}
+
+// Getenv returns the configured value of a provider's standard environment
+// variable — GEMINI_API_KEY, GOOGLE_API_KEY, GOOGLE_GEMINI_BASE_URL,
+// OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL,
+// OLLAMA_HOST, SEARXNG_URL, TAVILY_API_KEY, BRAVE_API_KEY — as resolved from
+// all layers, so provider constructors that read "the environment" see the
+// configuration instead. Any other name returns "": the process environment
+// is never consulted here.
+//
+// A key that came from one of several variables is returned under that
+// variable only (a Gemini key from GOOGLE_API_KEY is not also
+// GEMINI_API_KEY), so a rejected key is reported under the name the user set.
+// A key from the config file or a DEEPGRAPH_ variable appears under the
+// provider's preferred variable.
+func (c *Config) Getenv(name string) string {
+	for _, e := range table {
+		if len(e.Env) < 2 {
+			continue
+		}
+		std := e.Env[1:] // Env[0] is the DEEPGRAPH_ variable
+		for i, v := range std {
+			if v != name {
+				continue
+			}
+			val := e.show(c)
+			if e.Secret {
+				val = e.secret(c).Reveal()
+			}
+			if val == "" {
+				return ""
+			}
+			src := c.Source(e.Name)
+			if src.Kind == FromEnv && contains(std, src.Name) {
+				if src.Name == name {
+					return val
+				}
+				return ""
+			}
+			if i == 0 {
+				return val
+			}
+			return ""
+		}
+	}
+	return ""
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// SourceKind says which layer a value came from.
+type SourceKind int
+
+// The layers, lowest precedence first.
+const (
+	FromDefault SourceKind = iota // the documented default
+	FromAuto                      // derived from other keys (the default model)
+	FromFile                      // the config file
+	FromEnv                       // an environment variable
+	FromFlag                      // a command-line flag
+	FromEffort                    // the effort preset (for queries and loops)
+)
+
+// Source is where a value came from: the layer, and the file, variable or
+// flag that set it.
+type Source struct {
+	Kind SourceKind
+	// Name is the file path, the variable or the flag ("--loops"); for
+	// FromAuto and FromEffort, why the value was chosen.
+	Name string
+}
+
+// String describes the source: "default", "file ~/.config/…", "env
+// GEMINI_API_KEY", "flag --loops", "effort high (flag --effort)".
+func (s Source) String() string {
+	switch s.Kind {
+	case FromAuto:
+		return "auto: " + s.Name
+	case FromFile:
+		return "file " + s.Name
+	case FromEnv:
+		return "env " + s.Name
+	case FromFlag:
+		return "flag " + s.Name
+	case FromEffort:
+		return "effort " + s.Name
+	}
+	return "default"
+}
+
+// rank orders sources by precedence for the effort rule.
+func (s Source) rank() int {
+	switch s.Kind {
+	case FromFile:
+		return 1
+	case FromEnv:
+		return 2
+	case FromFlag:
+		return 3
+	}
+	return 0
+}
+
+// Secret is a credential. It prints as "[redacted]" with fmt and slog, so it
+// cannot leak by accident; Reveal returns the value for the one place that
+// needs it (the request header).
+type Secret string
+
+// Reveal returns the secret's value.
+func (s Secret) Reveal() string { return string(s) }
+
+// String implements fmt.Stringer without revealing the value.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "[redacted]"
+}
+
+// GoString implements fmt.GoStringer without revealing the value.
+func (s Secret) GoString() string { return fmt.Sprintf("config.Secret(%q)", s.String()) }
+
+// LogValue implements slog.LogValuer without revealing the value.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// MarshalText implements encoding.TextMarshaler without revealing the
+// value, so encoding a Config as JSON or YAML cannot leak it either.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Entry is one key of a Config for display: its value (secrets redacted)
+// and where it came from.
+type Entry struct {
+	Key    string `json:"key"`
+	Value  string `json:"value"`
+	Source string `json:"source"`
+}
+
+// Redacted lists every key with its effective value and source, in the
+// table's order. Secrets never appear: a set secret shows as
+// "set (from GEMINI_API_KEY)", an unset one as "not set".
+func (c *Config) Redacted() []Entry {
+	out := make([]Entry, 0, len(table))
+	for _, e := range table {
+		src := c.Source(e.Name)
+		val := e.show(c)
+		if e.Secret {
+			if e.secret(c) == "" {
+				val = "not set"
+			} else {
+				val = "set (" + secretOrigin(src) + ")"
+			}
+		} else if val == "" {
+			val = e.emptyText()
+		}
+		out = append(out, Entry{Key: e.Name, Value: val, Source: src.String()})
+	}
+	return out
+}
+
+func secretOrigin(s Source) string {
+	switch s.Kind {
+	case FromEnv:
+		return "from " + s.Name
+	case FromFlag:
+		return "from " + s.Name
+	case FromFile:
+		return "in " + s.Name
+	}
+	return "default"
+}
+
+// String renders the redacted configuration as an aligned table.
+func (c *Config) String() string {
+	entries := c.Redacted()
+	w := 0
+	for _, e := range entries {
+		w = max(w, len(e.Key))
+	}
+	var b strings.Builder
+	for _, e := range entries {
+		fmt.Fprintf(&b, "%-*s  %s", w, e.Key, e.Value)
+		if e.Source != "default" {
+			fmt.Fprintf(&b, "  (%s)", e.Source)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

@@ -1,0 +1,520 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/deepgraph/deepgraph/llm"
+)
+
+// Key documents one configuration key: its name in config files, its
+// default, the environment variables and the flag that set it.
+type Key struct {
+	// Name is the key as written in a config file, snake_case; keys of the
+	// agent section are written "agent.workspace" here and nested under
+	// "agent:" in a file.
+	Name string `json:"name"`
+	// Default is the default value as text, or how it is chosen.
+	Default string `json:"default"`
+	// Env lists the environment variables that set the key, highest
+	// precedence first: DEEPGRAPH_<KEY> (dots become underscores), then the
+	// provider's standard variables where there are any.
+	Env []string `json:"env"`
+	// Flag is the command-line flag that sets it ("--loops"), or "".
+	Flag string `json:"flag,omitempty"`
+	// Secret keys are never printed.
+	Secret bool `json:"secret,omitempty"`
+	// Help says what the key does and which values are allowed.
+	Help string `json:"help"`
+}
+
+// Keys returns the documentation of every key, in a stable order. It is
+// the one place the defaults are written down: the CLI's `research config
+// keys` prints it and the README mirrors it.
+func Keys() []Key {
+	out := make([]Key, len(table))
+	for i, e := range table {
+		out[i] = e.Key
+		out[i].Env = append([]string(nil), e.Env...)
+	}
+	return out
+}
+
+// Bounds of the numeric keys.
+const (
+	MaxInitialQueries = 20
+	MaxLoops          = 50
+	MaxConcurrency    = 256
+	MaxRetries        = 10
+	MaxAgentSteps     = 1000
+)
+
+// entry is a Key with the code that parses, validates and shows its value.
+type entry struct {
+	Key
+	def  string                       // the default, parsed by set ("" = zero value)
+	set  func(c *Config, v any) error // parse, validate, assign; the error says what is allowed
+	show func(c *Config) string       // the value as text ("" when empty)
+	// secret returns the field of a Secret key.
+	secret func(c *Config) Secret
+	// empty is what an empty value means, for display.
+	empty string
+	// kind is the flag type: "string", "int" or "bool".
+	kind string
+}
+
+func (e entry) emptyText() string {
+	if e.empty != "" {
+		return e.empty
+	}
+	return `""`
+}
+
+// envName is the DEEPGRAPH_ variable of a key.
+func envName(key string) string {
+	return "DEEPGRAPH_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+func withEnv(e entry, std ...string) entry {
+	e.Env = append([]string{envName(e.Name)}, std...)
+	return e
+}
+
+// table is every key, in documentation order.
+var table = []entry{
+	withEnv(modelKey("model", "--model", "auto: the first provider whose key or host is set (see providers.Default)",
+		"Model spec provider:model used for every role without its own model, e.g. gemini:gemini-2.5-flash, openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, ollama:qwen3:8b, compatible:<model>.",
+		func(c *Config) *string { return &c.Model }, "auto")),
+	withEnv(modelKey("query_generator_model", "--query-model", "model", "Model that writes the search queries.",
+		func(c *Config) *string { return &c.QueryModel }, "= model")),
+	withEnv(modelKey("reflection_model", "--reflection-model", "model", "Model that judges whether the research suffices and writes follow-up queries.",
+		func(c *Config) *string { return &c.ReflectionModel }, "= model")),
+	withEnv(modelKey("answer_model", "--answer-model", "model", "Model that writes the final answer.",
+		func(c *Config) *string { return &c.AnswerModel }, "= model")),
+	withEnv(modelKey("research_model", "--research-model", "model", "Model that researches each query (with the gemini back end it must be a Gemini model).",
+		func(c *Config) *string { return &c.ResearchModel }, "= model")),
+	withEnv(intKey("number_of_initial_queries", "--queries", 3, 1, MaxInitialQueries,
+		"Most search queries of the first round, and of each follow-up round. Set explicitly, it wins over effort.",
+		func(c *Config) *int { return &c.InitialQueries })),
+	withEnv(intKey("max_research_loops", "--loops", 2, 1, MaxLoops,
+		"Most reflections per question; 1 means a single round of research. Set explicitly, it wins over effort.",
+		func(c *Config) *int { return &c.MaxLoops })),
+	withEnv(enumKey("effort", "--effort", "", "none",
+		"Preset of queries and loops: low (1 query, 1 loop), medium (3, 3), high (5, 10).",
+		func(c *Config) *string { return &c.Effort }, "low", "medium", "high")),
+	withEnv(searchKey()),
+	withEnv(stringKey("corpus", "--corpus", "", "none (search the web)",
+		"Directory of Markdown, text and HTML files searched instead of the web (no web access at all).",
+		func(c *Config) *string { return &c.Corpus }, nil)),
+	withEnv(stringKey("corpus_cache_dir", "--corpus-cache-dir", "", "<user cache dir>/deepgraph/corpus",
+		"Where corpus indexes are kept.",
+		func(c *Config) *string { return &c.CorpusCacheDir }, nil)),
+	withEnv(stringKey("searxng_url", "", "", "none",
+		"Base URL of a SearXNG instance, e.g. http://localhost:8888 (its settings.yml must enable the json format).",
+		func(c *Config) *string { return &c.SearXNGURL }, checkURL), "SEARXNG_URL"),
+	withEnv(secretKey("tavily_api_key", "Tavily API key (tvly-…).", func(c *Config) *Secret { return &c.TavilyAPIKey }), "TAVILY_API_KEY"),
+	withEnv(stringKey("tavily_base_url", "", "https://api.tavily.com", "",
+		"Tavily API endpoint (a proxy).", func(c *Config) *string { return &c.TavilyBaseURL }, checkURL)),
+	withEnv(secretKey("brave_api_key", "Brave Search API subscription token.", func(c *Config) *Secret { return &c.BraveAPIKey }), "BRAVE_API_KEY"),
+	withEnv(stringKey("brave_base_url", "", "https://api.search.brave.com", "",
+		"Brave Search API endpoint (a proxy).", func(c *Config) *string { return &c.BraveBaseURL }, checkURL)),
+	withEnv(secretKey("gemini_api_key", "Gemini API key (https://aistudio.google.com/apikey).",
+		func(c *Config) *Secret { return &c.GeminiAPIKey }), "GEMINI_API_KEY", "GOOGLE_API_KEY"),
+	withEnv(stringKey("gemini_base_url", "", "", "https://generativelanguage.googleapis.com/",
+		"Gemini API endpoint (a proxy or a test server).", func(c *Config) *string { return &c.GeminiBaseURL }, checkURL), "GOOGLE_GEMINI_BASE_URL"),
+	withEnv(secretKey("openai_api_key", "OpenAI API key (also sent to an OpenAI-compatible server at openai_base_url).",
+		func(c *Config) *Secret { return &c.OpenAIAPIKey }), "OPENAI_API_KEY"),
+	withEnv(stringKey("openai_base_url", "", "", "https://api.openai.com/v1",
+		"OpenAI-compatible API root, e.g. http://localhost:8000/v1 for vLLM (used by openai: and compatible: models).",
+		func(c *Config) *string { return &c.OpenAIBaseURL }, checkURL), "OPENAI_BASE_URL"),
+	withEnv(secretKey("anthropic_api_key", "Anthropic API key.", func(c *Config) *Secret { return &c.AnthropicAPIKey }), "ANTHROPIC_API_KEY"),
+	withEnv(stringKey("anthropic_base_url", "", "", "https://api.anthropic.com",
+		"Anthropic API root (a proxy or gateway).", func(c *Config) *string { return &c.AnthropicBaseURL }, checkURL), "ANTHROPIC_BASE_URL"),
+	withEnv(stringKey("ollama_host", "", "", "http://localhost:11434",
+		"Ollama server (host:port or URL) for ollama: models.", func(c *Config) *string { return &c.OllamaHost }, nil), "OLLAMA_HOST"),
+	withEnv(boolKey("allow_private_urls", "--allow-private-urls", false,
+		"Let the page reader fetch loopback and private-network addresses (self-hosted pages). Cloud-metadata addresses stay refused.",
+		func(c *Config) *bool { return &c.AllowPrivateURLs })),
+	withEnv(intKey("max_concurrency", "--max-concurrency", llm.DefaultMaxConcurrency, 1, MaxConcurrency,
+		"LLM requests in flight per provider; more wait their turn.",
+		func(c *Config) *int { return &c.MaxConcurrency })),
+	withEnv(durationKey("llm_timeout", "--llm-timeout", llm.DefaultTimeout, time.Second, 24*time.Hour,
+		"Bound on one model call, retries included.", func(c *Config) *time.Duration { return &c.LLMTimeout })),
+	withEnv(durationKey("search_timeout", "--search-timeout", 30*time.Second, time.Second, time.Hour,
+		"Bound on one web search, retries included.", func(c *Config) *time.Duration { return &c.SearchTimeout })),
+	withEnv(durationKey("fetch_timeout", "--fetch-timeout", 20*time.Second, time.Second, time.Hour,
+		"Bound on reading one web page.", func(c *Config) *time.Duration { return &c.FetchTimeout })),
+	withEnv(durationKey("timeout", "--timeout", 0, 0, 7*24*time.Hour,
+		"Bound on the whole run; 0 means none. When it passes, the report gathered so far is printed, marked incomplete.",
+		func(c *Config) *time.Duration { return &c.Timeout })),
+	withEnv(intKey("retries", "--retries", 3, 0, MaxRetries,
+		"Retries after a failed request to a model or search provider (429 honouring Retry-After, 5xx, dropped connections).",
+		func(c *Config) *int { return &c.Retries })),
+	withEnv(enumKey("format", "--format", FormatMarkdown, "",
+		"Report format on stdout: markdown, or json (one JSON document).",
+		func(c *Config) *string { return &c.Format }, FormatMarkdown, FormatJSON)),
+	withEnv(stringKey("agent.workspace", "--workspace", "", "a new temporary directory per run",
+		"Directory the agent's editor and exec tools are confined to. It must exist and may not be your home directory or /.",
+		func(c *Config) *string { return &c.Agent.Workspace }, nil)),
+	withEnv(boolKey("agent.allow_exec", "--allow-exec", false,
+		"Offer python_execute and bash to the agent. They run model-written code as you: not a sandbox.",
+		func(c *Config) *bool { return &c.Agent.AllowExec })),
+	withEnv(intKey("agent.max_steps", "--max-steps", 20, 1, MaxAgentSteps,
+		"Most think steps of an agent run.", func(c *Config) *int { return &c.Agent.MaxSteps })),
+	withEnv(toolsKey()),
+	withEnv(boolKey("agent.text_mode", "--text-mode", false,
+		"Drive the model with a text ReAct protocol instead of native tool calls (for models without tool support).",
+		func(c *Config) *bool { return &c.Agent.TextMode })),
+}
+
+// sections are the keys that hold other keys in a config file.
+var sections = []string{"agent"}
+
+func lookup(name string) (entry, bool) {
+	for _, e := range table {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return entry{}, false
+}
+
+// --- key constructors ---------------------------------------------------
+
+func stringKey(name, flag, def, defText, help string, field func(*Config) *string, check func(string) error) entry {
+	if defText == "" {
+		defText = def
+	}
+	return entry{
+		Key: Key{Name: name, Default: defText, Flag: flag, Help: help},
+		def: def,
+		set: func(c *Config, v any) error {
+			s, err := asString(v)
+			if err != nil {
+				return err
+			}
+			s = strings.TrimSpace(s)
+			if check != nil && s != "" {
+				if err := check(s); err != nil {
+					return err
+				}
+			}
+			*field(c) = s
+			return nil
+		},
+		show:  func(c *Config) string { return *field(c) },
+		empty: "none",
+	}
+}
+
+func modelKey(name, flag, defText, help string, field func(*Config) *string, empty string) entry {
+	e := stringKey(name, flag, "", defText, help, field, func(s string) error {
+		if _, _, err := llm.ParseSpec(s); err != nil {
+			return allowedError{"a model spec provider:model, e.g. gemini:gemini-2.5-flash, openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, ollama:qwen3:8b or compatible:<model>", nil}
+		}
+		return nil
+	})
+	e.empty = empty
+	return e
+}
+
+func secretKey(name, help string, field func(*Config) *Secret) entry {
+	return entry{
+		Key: Key{Name: name, Default: "none", Secret: true, Help: help},
+		set: func(c *Config, v any) error {
+			s, err := asString(v)
+			if err != nil {
+				return err
+			}
+			s = strings.TrimSpace(s)
+			if strings.ContainsAny(s, "\r\n\t ") {
+				return allowedError{"a single token without spaces or line breaks", nil}
+			}
+			*field(c) = Secret(s)
+			return nil
+		},
+		show:   func(c *Config) string { return field(c).String() },
+		secret: func(c *Config) Secret { return *field(c) },
+	}
+}
+
+func intKey(name, flag string, def, lo, hi int, help string, field func(*Config) *int) entry {
+	allowed := fmt.Sprintf("a whole number from %d to %d", lo, hi)
+	return entry{
+		Key: Key{Name: name, Default: strconv.Itoa(def), Flag: flag, Help: help},
+		def: strconv.Itoa(def),
+		set: func(c *Config, v any) error {
+			n, err := asInt(v)
+			if err != nil || n < lo || n > hi {
+				return allowedError{allowed, nil}
+			}
+			*field(c) = n
+			return nil
+		},
+		show: func(c *Config) string { return strconv.Itoa(*field(c)) },
+		kind: "int",
+	}
+}
+
+func boolKey(name, flag string, def bool, help string, field func(*Config) *bool) entry {
+	return entry{
+		Key: Key{Name: name, Default: strconv.FormatBool(def), Flag: flag, Help: help},
+		def: strconv.FormatBool(def),
+		set: func(c *Config, v any) error {
+			b, err := asBool(v)
+			if err != nil {
+				return allowedError{"true or false", nil}
+			}
+			*field(c) = b
+			return nil
+		},
+		show: func(c *Config) string { return strconv.FormatBool(*field(c)) },
+		kind: "bool",
+	}
+}
+
+func durationKey(name, flag string, def, lo, hi time.Duration, help string, field func(*Config) *time.Duration) entry {
+	allowed := fmt.Sprintf("a duration from %s to %s, like 30s, 2m or 1h30m (a bare number is seconds)", fmtDur(lo), fmtDur(hi))
+	if lo == 0 {
+		allowed = fmt.Sprintf("a duration up to %s, like 30s, 2m or 1h30m (a bare number is seconds; 0 means none)", fmtDur(hi))
+	}
+	return entry{
+		Key: Key{Name: name, Default: fmtDur(def), Flag: flag, Help: help},
+		def: def.String(),
+		set: func(c *Config, v any) error {
+			d, err := asDuration(v)
+			if err != nil || d < lo || d > hi {
+				return allowedError{allowed, nil}
+			}
+			*field(c) = d
+			return nil
+		},
+		show: func(c *Config) string { return fmtDur(*field(c)) },
+	}
+}
+
+func enumKey(name, flag, def, defText, help string, field func(*Config) *string, allowed ...string) entry {
+	if defText == "" {
+		defText = def
+	}
+	text := "one of " + strings.Join(allowed, ", ")
+	return entry{
+		Key: Key{Name: name, Default: defText, Flag: flag, Help: help},
+		def: def,
+		set: func(c *Config, v any) error {
+			s, err := asString(v)
+			if err != nil {
+				return allowedError{text, nil}
+			}
+			s = strings.ToLower(strings.TrimSpace(s))
+			if s == "" && def == "" {
+				*field(c) = ""
+				return nil
+			}
+			for _, a := range allowed {
+				if s == a {
+					*field(c) = s
+					return nil
+				}
+			}
+			return allowedError{text, nil}
+		},
+		show:  func(c *Config) string { return *field(c) },
+		empty: defText,
+	}
+}
+
+func searchKey() entry {
+	allowed := `auto, gemini, or a list of searxng, tavily, brave in the order to try them (e.g. "searxng,tavily")`
+	return entry{
+		Key: Key{Name: "search", Default: SearchAuto, Flag: "--search",
+			Help: "Search back end: auto (every web provider whose URL or key is set, else Gemini's Google Search grounding when the research model is Gemini), gemini (Google Search grounding), or a list of web providers tried in order."},
+		def: SearchAuto,
+		set: func(c *Config, v any) error {
+			items, err := asList(v)
+			if err != nil {
+				return allowedError{allowed, nil}
+			}
+			for i := range items {
+				items[i] = strings.ToLower(items[i])
+			}
+			if len(items) == 0 {
+				items = []string{SearchAuto}
+			}
+			if len(items) == 1 && (items[0] == SearchAuto || items[0] == SearchGemini) {
+				c.Search = items
+				return nil
+			}
+			seen := map[string]bool{}
+			for _, it := range items {
+				if !contains(WebProviders(), it) || seen[it] {
+					return allowedError{allowed, nil}
+				}
+				seen[it] = true
+			}
+			c.Search = items
+			return nil
+		},
+		show: func(c *Config) string { return strings.Join(c.Search, ",") },
+	}
+}
+
+func toolsKey() entry {
+	return entry{
+		Key: Key{Name: "agent.tools", Default: "all available", Flag: "--tools",
+			Help: "Tools offered to the agent, comma-separated: web_search, fetch_page, str_replace_editor, python_execute, bash, ask_human, planning, terminate."},
+		set: func(c *Config, v any) error {
+			items, err := asList(v)
+			if err != nil {
+				return allowedError{"a list of tool names, e.g. \"str_replace_editor,terminate\"", nil}
+			}
+			c.Agent.Tools = items
+			return nil
+		},
+		show:  func(c *Config) string { return strings.Join(c.Agent.Tools, ",") },
+		empty: "all available",
+	}
+}
+
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return allowedError{"an http or https URL such as http://localhost:8888", nil}
+	}
+	if u.User != nil {
+		return allowedError{"an http or https URL without user:password in it", nil}
+	}
+	return nil
+}
+
+// allowedError is a value's failure: what is allowed, and the cause if any.
+type allowedError struct {
+	allowed string
+	cause   error
+}
+
+func (e allowedError) Error() string { return e.allowed }
+
+// --- conversions --------------------------------------------------------
+
+// asString accepts strings and scalars (a YAML number where a string was
+// meant is still taken as written).
+func asString(v any) (string, error) {
+	switch x := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return x, nil
+	case int, int64, float64, bool:
+		return fmt.Sprint(x), nil
+	}
+	return "", allowedError{"a single value, not a list or a section", nil}
+}
+
+func asInt(v any) (int, error) {
+	switch x := v.(type) {
+	case int:
+		return x, nil
+	case int64:
+		return int(x), nil
+	case float64:
+		if x != math.Trunc(x) || math.Abs(x) > 1e9 {
+			return 0, fmt.Errorf("not a whole number")
+		}
+		return int(x), nil
+	case string:
+		return strconv.Atoi(strings.TrimSpace(x))
+	}
+	return 0, fmt.Errorf("not a number")
+}
+
+func asBool(v any) (bool, error) {
+	switch x := v.(type) {
+	case bool:
+		return x, nil
+	case string:
+		switch strings.ToLower(strings.TrimSpace(x)) {
+		case "1", "t", "true", "yes", "y", "on":
+			return true, nil
+		case "0", "f", "false", "no", "n", "off":
+			return false, nil
+		}
+	case int:
+		if x == 0 || x == 1 {
+			return x == 1, nil
+		}
+	}
+	return false, fmt.Errorf("not a boolean")
+}
+
+func asDuration(v any) (time.Duration, error) {
+	switch x := v.(type) {
+	case time.Duration:
+		return x, nil
+	case int:
+		return time.Duration(x) * time.Second, nil
+	case int64:
+		return time.Duration(x) * time.Second, nil
+	case float64:
+		if math.IsNaN(x) || math.Abs(x) > 1e9 {
+			return 0, fmt.Errorf("out of range")
+		}
+		return time.Duration(x * float64(time.Second)), nil
+	case string:
+		s := strings.TrimSpace(x)
+		if f, err := strconv.ParseFloat(s, 64); err == nil {
+			return asDuration(f)
+		}
+		return time.ParseDuration(s)
+	}
+	return 0, fmt.Errorf("not a duration")
+}
+
+// asList accepts a list of strings or one string of items separated by
+// commas or spaces.
+func asList(v any) ([]string, error) {
+	var raw []string
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		raw = strings.FieldsFunc(x, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
+	case []string:
+		raw = x
+	case []any:
+		for _, it := range x {
+			s, ok := it.(string)
+			if !ok {
+				return nil, fmt.Errorf("not a list of names")
+			}
+			raw = append(raw, s)
+		}
+	default:
+		return nil, fmt.Errorf("not a list")
+	}
+	var out []string
+	for _, s := range raw {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func fmtDur(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
