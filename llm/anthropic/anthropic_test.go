@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/llm/internal/wiretest"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
@@ -46,8 +47,8 @@ func TestGeneratePlain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-				writeJSON(w, http.StatusOK, message("end_turn", textBlock("Par"), textBlock("is.")))
+			f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+				wiretest.WriteJSON(w, http.StatusOK, message("end_turn", textBlock("Par"), textBlock("is.")))
 			})
 			m := newTestModel(t, f, tt.cfg)
 			resp, err := m.Generate(context.Background(), []schemas.Message{
@@ -57,14 +58,14 @@ func TestGeneratePlain(t *testing.T) {
 			}, tt.opts...)
 			require.NoError(t, err)
 
-			req := f.only(t)
+			req := f.Only(t)
 			assert.Equal(t, http.MethodPost, req.Method)
 			assert.Equal(t, "/v1/messages", req.Path)
 			assert.Equal(t, testKey, req.Header.Get("X-Api-Key"))
 			assert.Equal(t, APIVersion, req.Header.Get("Anthropic-Version"))
 			assert.Empty(t, req.Header.Get("Authorization"))
 			assert.Equal(t, "Be brief.\n\nAnswer in English.", req.Body["system"])
-			assert.JSONEq(t, `[{"role":"user","content":[{"type":"text","text":"Capital of France?"}]}]`, jsonOf(t, req.Body["messages"]))
+			assert.JSONEq(t, `[{"role":"user","content":[{"type":"text","text":"Capital of France?"}]}]`, wiretest.JSON(t, req.Body["messages"]))
 			for k, v := range tt.wantFields {
 				assert.Equal(t, v, req.Body[k], k)
 			}
@@ -87,15 +88,15 @@ type verdict struct {
 }
 
 func TestGenerateStructuredThroughAForcedTool(t *testing.T) {
-	schema := mustSchema[verdict](t)
+	schema := wiretest.Schema[verdict](t)
 	min0 := 0.0
 	schema.Properties["score"].Minimum = &min0
 	schema.Properties["label"].AnyOf = []*jsonschema.Schema{{Type: "string", Enum: []any{"good", "bad"}}, {Type: "string", Pattern: "^x-"}}
 
 	// Exact input: a number beyond float64 precision must survive.
 	const input = `{"label":"good","score":0.75,"id":12345678901234567890}`
-	f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-		writeJSON(w, http.StatusOK, message("tool_use", toolUse("toolu_1", "verdict_v2", input)))
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		wiretest.WriteJSON(w, http.StatusOK, message("tool_use", toolUse("toolu_1", "verdict_v2", input)))
 	})
 	m := newTestModel(t, f, nil)
 	resp, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("Judge it.")},
@@ -105,40 +106,40 @@ func TestGenerateStructuredThroughAForcedTool(t *testing.T) {
 	assert.Empty(t, resp.ToolCalls, "the structured-output tool is not a tool call")
 	assert.Equal(t, llm.FinishStop, resp.FinishReason)
 
-	body := f.only(t).Body
+	body := f.Only(t).Body
 	tools := body["tools"].([]any)
 	require.Len(t, tools, 1)
 	tool := tools[0].(map[string]any)
 	assert.Equal(t, "verdict_v2", tool["name"])
-	assert.JSONEq(t, jsonOf(t, schema), jsonOf(t, tool["input_schema"]), "the full schema is the tool's input schema")
-	assert.JSONEq(t, `{"type":"tool","name":"verdict_v2"}`, jsonOf(t, body["tool_choice"]))
+	assert.JSONEq(t, wiretest.JSON(t, schema), wiretest.JSON(t, tool["input_schema"]), "the full schema is the tool's input schema")
+	assert.JSONEq(t, `{"type":"tool","name":"verdict_v2"}`, wiretest.JSON(t, body["tool_choice"]))
 }
 
 func TestGenerateStructuredVariants(t *testing.T) {
 	t.Run("array schema is wrapped and unwrapped", func(t *testing.T) {
-		f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-			writeJSON(w, http.StatusOK, message("tool_use", toolUse("toolu_1", "response", `{"value":["a","b"]}`)))
+		f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+			wiretest.WriteJSON(w, http.StatusOK, message("tool_use", toolUse("toolu_1", "response", `{"value":["a","b"]}`)))
 		})
 		m := newTestModel(t, f, nil)
 		resp, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("List.")},
 			llm.ResponseSchema("", &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{Type: "string"}}))
 		require.NoError(t, err)
 		assert.Equal(t, `["a","b"]`, resp.Content)
-		tool := f.only(t).Body["tools"].([]any)[0].(map[string]any)
+		tool := f.Only(t).Body["tools"].([]any)[0].(map[string]any)
 		assert.JSONEq(t, `{"type":"object","properties":{"value":{"type":"array","items":{"type":"string"}}},"required":["value"],"additionalProperties":false}`,
-			jsonOf(t, tool["input_schema"]))
+			wiretest.JSON(t, tool["input_schema"]))
 	})
 	t.Run("with other tools the model must call one of them", func(t *testing.T) {
-		f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-			writeJSON(w, http.StatusOK, message("tool_use", textBlock("Searching first."), toolUse("toolu_s", "search", `{"q":"x"}`)))
+		f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+			wiretest.WriteJSON(w, http.StatusOK, message("tool_use", textBlock("Searching first."), toolUse("toolu_s", "search", `{"q":"x"}`)))
 		})
 		m := newTestModel(t, f, nil)
 		resp, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("Judge it.")},
 			llm.Tools(schemas.ToolDef{Name: "search"}, schemas.ToolDef{Name: "verdict"}),
-			llm.ResponseSchema("verdict", mustSchema[verdict](t)))
+			llm.ResponseSchema("verdict", wiretest.Schema[verdict](t)))
 		require.NoError(t, err)
-		body := f.only(t).Body
-		assert.JSONEq(t, `{"type":"any"}`, jsonOf(t, body["tool_choice"]))
+		body := f.Only(t).Body
+		assert.JSONEq(t, `{"type":"any"}`, wiretest.JSON(t, body["tool_choice"]))
 		names := []string{}
 		for _, tl := range body["tools"].([]any) {
 			names = append(names, tl.(map[string]any)["name"].(string))
@@ -151,7 +152,7 @@ func TestGenerateStructuredVariants(t *testing.T) {
 }
 
 func TestGenerateTools(t *testing.T) {
-	params := mustSchema[struct {
+	params := wiretest.Schema[struct {
 		Query string `json:"query"`
 	}](t)
 	tools := []schemas.ToolDef{{Name: "web_search", Description: "Search the web.", Parameters: params}, {Name: "now"}}
@@ -176,8 +177,8 @@ func TestGenerateTools(t *testing.T) {
 	}
 	for _, c := range choices {
 		t.Run("choice="+string(c.choice), func(t *testing.T) {
-			f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-				writeJSON(w, http.StatusOK, message("tool_use",
+			f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+				wiretest.WriteJSON(w, http.StatusOK, message("tool_use",
 					textBlock("Two lookups."),
 					toolUse("toolu_1", "web_search", `{"query":"a"}`),
 					toolUse("toolu_2", "web_search", `{"query":"b"}`)))
@@ -186,17 +187,17 @@ func TestGenerateTools(t *testing.T) {
 			resp, err := m.Generate(context.Background(), history, llm.Tools(tools...), llm.WithToolChoice(c.choice))
 			require.NoError(t, err)
 
-			req := f.only(t)
+			req := f.Only(t)
 			body := req.Body
 			assert.JSONEq(t, `[
 				{"name":"web_search","description":"Search the web.",
 				 "input_schema":{"type":"object","properties":{"query":{"type":"string"}},"required":["query"],"additionalProperties":false}},
 				{"name":"now","input_schema":{"type":"object","properties":{}}}
-			]`, jsonOf(t, body["tools"]))
+			]`, wiretest.JSON(t, body["tools"]))
 			if c.want == "" {
 				assert.NotContains(t, body, "tool_choice")
 			} else {
-				assert.JSONEq(t, c.want, jsonOf(t, body["tool_choice"]))
+				assert.JSONEq(t, c.want, wiretest.JSON(t, body["tool_choice"]))
 			}
 			// One assistant turn with text and both calls (exact input), one
 			// user turn with both results and the next question.
@@ -210,7 +211,7 @@ func TestGenerateTools(t *testing.T) {
 					{"type":"tool_result","tool_use_id":"toolu_a","content":"results…"},
 					{"type":"tool_result","tool_use_id":"toolu_b","content":"2026-11-05"},
 					{"type":"text","text":"Summarise."}]}
-			]`, jsonOf(t, body["messages"]))
+			]`, wiretest.JSON(t, body["messages"]))
 			assert.Contains(t, req.Raw, `"n":9007199254740993`, "inputs are sent exactly")
 
 			assert.Equal(t, "Two lookups.", resp.Content)
@@ -240,20 +241,20 @@ func TestGenerateRejectsBadRequestsBeforeSending(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-				writeJSON(w, http.StatusOK, message("end_turn", textBlock("x")))
+			f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+				wiretest.WriteJSON(w, http.StatusOK, message("end_turn", textBlock("x")))
 			})
 			m := newTestModel(t, f, nil)
 			_, err := m.Generate(context.Background(), tt.msgs, tt.opts...)
 			assert.ErrorIs(t, err, llm.ErrBadRequest)
-			assert.Empty(t, f.requests())
+			assert.Empty(t, f.Requests())
 		})
 	}
 }
 
 func TestGenerateImages(t *testing.T) {
-	f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-		writeJSON(w, http.StatusOK, message("end_turn", textBlock("a cat")))
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		wiretest.WriteJSON(w, http.StatusOK, message("end_turn", textBlock("a cat")))
 	})
 	m := newTestModel(t, f, nil)
 	call := schemas.ToolCall{ID: "toolu_s", Name: "screenshot", Arguments: json.RawMessage(`{}`)}
@@ -273,12 +274,12 @@ func TestGenerateImages(t *testing.T) {
 			{"type":"tool_result","tool_use_id":"toolu_s","content":"taken"},
 			{"type":"text","text":"Images returned by the tool calls above:"},
 			{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AQI="}}]}
-	]`, jsonOf(t, f.only(t).Body["messages"]))
+	]`, wiretest.JSON(t, f.Only(t).Body["messages"]))
 }
 
 func TestGenerateEmptyReply(t *testing.T) {
-	f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-		writeJSON(w, http.StatusOK, message("end_turn"))
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		wiretest.WriteJSON(w, http.StatusOK, message("end_turn"))
 	})
 	m := newTestModel(t, f, nil)
 	resp, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("ok?")})
@@ -290,7 +291,7 @@ func TestGenerateEmptyReply(t *testing.T) {
 }
 
 func TestGenerateStream(t *testing.T) {
-	f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 		writeEvents(w,
 			messageStart(25),
 			blockStart(0, map[string]any{"type": "text", "text": ""}),
@@ -308,7 +309,7 @@ func TestGenerateStream(t *testing.T) {
 	resp, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("hi")},
 		llm.OnDelta(func(d llm.Delta) { deltas = append(deltas, d) }))
 	require.NoError(t, err)
-	assert.Equal(t, true, f.only(t).Body["stream"])
+	assert.Equal(t, true, f.Only(t).Body["stream"])
 	assert.Equal(t, []llm.Delta{{Content: "Hel"}, {Content: "lo"}}, deltas)
 	assert.Equal(t, "Hello", resp.Content)
 	assert.Equal(t, llm.FinishStop, resp.FinishReason)
@@ -317,7 +318,7 @@ func TestGenerateStream(t *testing.T) {
 }
 
 func TestGenerateStreamToolCalls(t *testing.T) {
-	f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 		writeEvents(w,
 			messageStart(10),
 			blockStart(0, map[string]any{"type": "text", "text": ""}),
@@ -351,7 +352,7 @@ func TestGenerateStreamToolCalls(t *testing.T) {
 }
 
 func TestGenerateStreamStructured(t *testing.T) {
-	f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 		writeEvents(w,
 			messageStart(10),
 			blockStart(0, map[string]any{"type": "tool_use", "id": "toolu_1", "name": "verdict", "input": map[string]any{}}),
@@ -365,7 +366,7 @@ func TestGenerateStreamStructured(t *testing.T) {
 	m := newTestModel(t, f, nil)
 	var deltas []string
 	resp, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("judge")},
-		llm.ResponseSchema("verdict", mustSchema[verdict](t)),
+		llm.ResponseSchema("verdict", wiretest.Schema[verdict](t)),
 		llm.OnDelta(func(d llm.Delta) { deltas = append(deltas, d.Content) }))
 	require.NoError(t, err)
 	assert.Equal(t, []string{`{"label":"good",`, `"score":1,"id":2}`}, deltas, "the structured reply streams as content")
@@ -400,7 +401,7 @@ func TestGenerateStreamFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+			f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 				writeEvents(w, tt.events...)
 			})
 			m := newTestModel(t, f, nil)
@@ -415,7 +416,7 @@ func TestGenerateStreamFailures(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.wantMsg)
 		})
 	}
-	waitNoLangchainGoroutines(t)
+	wiretest.NoGoroutineRunning(t, "tmc/langchaingo")
 }
 
 func TestGenerateHTTPErrors(t *testing.T) {
@@ -445,7 +446,7 @@ func TestGenerateHTTPErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+			f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 				for k, v := range tt.header {
 					w.Header().Set(k, v)
 				}
@@ -462,32 +463,32 @@ func TestGenerateHTTPErrors(t *testing.T) {
 			assert.ErrorIs(t, err, tt.wantIs)
 			assert.Contains(t, err.Error(), tt.wantMsg)
 			assert.NotContains(t, err.Error(), "0123456789abcdef")
-			assert.Len(t, f.requests(), tt.wantTries)
+			assert.Len(t, f.Requests(), tt.wantTries)
 		})
 	}
 }
 
 func TestGenerateRetriesRateLimitThenSucceeds(t *testing.T) {
-	f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, attempt int) {
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, attempt int) {
 		if attempt == 1 {
 			w.Header().Set("Retry-After", "0")
-			writeJSON(w, http.StatusTooManyRequests, map[string]any{"type": "error", "error": map[string]any{"type": "rate_limit_error", "message": "wait"}})
+			wiretest.WriteJSON(w, http.StatusTooManyRequests, map[string]any{"type": "error", "error": map[string]any{"type": "rate_limit_error", "message": "wait"}})
 			return
 		}
-		writeJSON(w, http.StatusOK, message("end_turn", textBlock("ok")))
+		wiretest.WriteJSON(w, http.StatusOK, message("end_turn", textBlock("ok")))
 	})
 	m := newTestModel(t, f, nil)
 	resp, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("hi")}, llm.Tools(schemas.ToolDef{Name: "t"}), llm.WithToolChoice(llm.ToolAuto))
 	require.NoError(t, err)
 	assert.Equal(t, "ok", resp.Content)
-	reqs := f.requests()
+	reqs := f.Requests()
 	require.Len(t, reqs, 2)
 	assert.Equal(t, reqs[0].Body, reqs[1].Body, "the retry resends the edited body")
 	assert.Contains(t, reqs[1].Body, "tool_choice")
 }
 
 func TestGenerateTimeout(t *testing.T) {
-	f := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, r *http.Request, _ int) {
 		<-r.Context().Done()
 	})
 	m := newTestModel(t, f, func(c *Config) { c.Client.Timeout = 50 * time.Millisecond })
@@ -501,7 +502,7 @@ func TestGenerateCancelAbortsTheRequest(t *testing.T) {
 	aborted := make(chan struct{})
 	started := make(chan struct{})
 	var once sync.Once
-	f := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, r *http.Request, _ int) {
 		writeEvents(w, messageStart(1), blockStart(0, map[string]any{"type": "text"}), textDelta(0, "part"))
 		once.Do(func() { close(started) })
 		<-r.Context().Done()
@@ -520,7 +521,7 @@ func TestGenerateCancelAbortsTheRequest(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the server never saw the request aborted")
 	}
-	waitNoLangchainGoroutines(t)
+	wiretest.NoGoroutineRunning(t, "tmc/langchaingo")
 }
 
 func TestGenerateUnreachableServer(t *testing.T) {
@@ -536,11 +537,11 @@ func TestGenerateUnreachableServer(t *testing.T) {
 }
 
 func TestGenerateGoogleSearchIsUnsupported(t *testing.T) {
-	f := newFakeServer(t, func(http.ResponseWriter, *http.Request, int) {})
+	f := wiretest.NewServer(t, func(http.ResponseWriter, *http.Request, int) {})
 	m := newTestModel(t, f, nil)
 	_, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("hi")}, llm.GoogleSearch())
 	assert.ErrorIs(t, err, llm.ErrUnsupported)
-	assert.Empty(t, f.requests())
+	assert.Empty(t, f.Requests())
 }
 
 func TestNewConfig(t *testing.T) {
@@ -555,8 +556,8 @@ func TestNewConfig(t *testing.T) {
 		assert.Contains(t, err.Error(), EnvBaseURL)
 	})
 	t.Run("key and base URL from the environment, /v1 not doubled", func(t *testing.T) {
-		f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-			writeJSON(w, http.StatusOK, message("end_turn", textBlock("ok")))
+		f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+			wiretest.WriteJSON(w, http.StatusOK, message("end_turn", textBlock("ok")))
 		})
 		m, err := New(Config{
 			Getenv: env(map[string]string{EnvAPIKey: "sk-ant-env-123456", EnvBaseURL: f.URL + "/v1/"}),
@@ -566,13 +567,13 @@ func TestNewConfig(t *testing.T) {
 		assert.Equal(t, DefaultModel, m.Name())
 		_, err = m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("hi")})
 		require.NoError(t, err)
-		req := f.only(t)
+		req := f.Only(t)
 		assert.Equal(t, "/v1/messages", req.Path)
 		assert.Equal(t, "sk-ant-env-123456", req.Header.Get("X-Api-Key"))
 	})
 	t.Run("keyless gateway with extra headers", func(t *testing.T) {
-		f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "key required"})
+		f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+			wiretest.WriteJSON(w, http.StatusUnauthorized, map[string]any{"error": "key required"})
 		})
 		m, err := New(Config{
 			Provider: "gateway", BaseURL: f.URL + "/anthropic", Getenv: env(nil),
@@ -582,7 +583,7 @@ func TestNewConfig(t *testing.T) {
 		require.NoError(t, err)
 		_, err = m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("hi")})
 		require.Error(t, err)
-		req := f.only(t)
+		req := f.Only(t)
 		assert.Equal(t, "/anthropic/v1/messages", req.Path)
 		assert.Empty(t, req.Header.Values("X-Api-Key"))
 		assert.Equal(t, "prompt-caching-2024-07-31", req.Header.Get("Anthropic-Beta"))
@@ -641,7 +642,7 @@ func TestFinishReason(t *testing.T) {
 // A delta longer than langchaingo's 64 KiB scanner limit still arrives.
 func TestGenerateStreamLongLines(t *testing.T) {
 	big := strings.Repeat("y", 200<<10)
-	f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 		writeEvents(w,
 			messageStart(3),
 			blockStart(0, map[string]any{"type": "text", "text": ""}),
@@ -662,7 +663,7 @@ func TestGenerateStreamLongLines(t *testing.T) {
 
 func TestGenerateStreamThinkingAndEmpty(t *testing.T) {
 	t.Run("thinking streams as reasoning", func(t *testing.T) {
-		f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 			writeEvents(w,
 				messageStart(3),
 				blockStart(0, map[string]any{"type": "thinking", "thinking": ""}),
@@ -686,7 +687,7 @@ func TestGenerateStreamThinkingAndEmpty(t *testing.T) {
 		assert.Equal(t, "Yes.", resp.Content)
 	})
 	t.Run("a complete stream without content blocks", func(t *testing.T) {
-		f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 			writeEvents(w, messageStart(3), messageDelta("end_turn", 1), messageStop())
 		})
 		m := newTestModel(t, f, nil)

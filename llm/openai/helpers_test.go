@@ -5,76 +5,19 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"runtime"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/llm/internal/wiretest"
 )
 
 const testKey = "sk-test-0123456789abcdef"
 
-// recorded is one request the fake server received.
-type recorded struct {
-	Method string
-	Path   string
-	Header http.Header
-	Body   map[string]any
-}
-
-// fakeServer speaks the Chat Completions wire protocol through handle, which
-// gets the 1-based attempt number.
-type fakeServer struct {
-	*httptest.Server
-	mu     sync.Mutex
-	reqs   []recorded
-	handle func(w http.ResponseWriter, r *http.Request, attempt int)
-}
-
-func newFakeServer(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, attempt int)) *fakeServer {
-	t.Helper()
-	f := &fakeServer{handle: handle}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		var body map[string]any
-		if err := json.Unmarshal(data, &body); err != nil {
-			http.Error(w, "body is not JSON: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		f.mu.Lock()
-		f.reqs = append(f.reqs, recorded{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
-		n := len(f.reqs)
-		f.mu.Unlock()
-		f.handle(w, r, n)
-	}))
-	t.Cleanup(f.Close)
-	return f
-}
-
-func (f *fakeServer) requests() []recorded {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]recorded(nil), f.reqs...)
-}
-
-func (f *fakeServer) only(t *testing.T) recorded {
-	t.Helper()
-	reqs := f.requests()
-	require.Len(t, reqs, 1)
-	return reqs[0]
-}
-
 // testConfig points a Config at f with fast retries and no environment.
-func testConfig(f *fakeServer) Config {
+func testConfig(f *wiretest.Server) Config {
 	return Config{
 		APIKey:  testKey,
 		KeyEnv:  EnvAPIKey,
@@ -89,7 +32,7 @@ func testConfig(f *fakeServer) Config {
 	}
 }
 
-func newTestModel(t *testing.T, f *fakeServer, edit func(*Config)) *Model {
+func newTestModel(t *testing.T, f *wiretest.Server, edit func(*Config)) *Model {
 	t.Helper()
 	cfg := testConfig(f)
 	if edit != nil {
@@ -98,13 +41,6 @@ func newTestModel(t *testing.T, f *fakeServer, edit func(*Config)) *Model {
 	m, err := New(cfg)
 	require.NoError(t, err)
 	return m
-}
-
-// writeJSON answers with a JSON body.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 // completion is a non-streamed chat.completion reply.
@@ -160,34 +96,8 @@ func usageChunk(prompt, completion int) map[string]any {
 	}
 }
 
-// jsonOf re-encodes v so that tests can compare JSON texts.
-func jsonOf(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	require.NoError(t, err)
-	return string(b)
-}
-
-// waitNoLangchainGoroutines fails if a goroutine running langchaingo code is
-// still alive shortly after the calls returned.
-func waitNoLangchainGoroutines(t *testing.T) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		buf := make([]byte, 1<<20)
-		stacks := string(buf[:runtime.Stack(buf, true)])
-		if !strings.Contains(stacks, "tmc/langchaingo") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a langchaingo goroutine outlived its call:\n%s", stacks)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func mustStatus(code int) func(w http.ResponseWriter, r *http.Request, attempt int) {
 	return func(w http.ResponseWriter, _ *http.Request, _ int) {
-		writeJSON(w, code, map[string]any{"error": map[string]any{"message": fmt.Sprintf("status %d", code), "type": "x"}})
+		wiretest.WriteJSON(w, code, map[string]any{"error": map[string]any{"message": fmt.Sprintf("status %d", code), "type": "x"}})
 	}
 }

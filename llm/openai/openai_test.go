@@ -17,6 +17,7 @@ import (
 
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
+	"github.com/deepgraph/deepgraph/llm/internal/wiretest"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
@@ -48,8 +49,8 @@ func TestGeneratePlain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-				writeJSON(w, http.StatusOK, completion("Paris.", nil))
+			f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+				wiretest.WriteJSON(w, http.StatusOK, completion("Paris.", nil))
 			})
 			m := newTestModel(t, f, func(c *Config) { c.TokenField = tt.field })
 			resp, err := m.Generate(context.Background(), []schemas.Message{
@@ -58,12 +59,12 @@ func TestGeneratePlain(t *testing.T) {
 			}, tt.opts...)
 			require.NoError(t, err)
 
-			req := f.only(t)
+			req := f.Only(t)
 			assert.Equal(t, http.MethodPost, req.Method)
 			assert.Equal(t, "/v1/chat/completions", req.Path)
 			assert.Equal(t, "Bearer "+testKey, req.Header.Get("Authorization"))
 			assert.Equal(t, DefaultModel, req.Body["model"])
-			assert.JSONEq(t, `[{"role":"system","content":"Be brief."},{"role":"user","content":"Capital of France?"}]`, jsonOf(t, req.Body["messages"]))
+			assert.JSONEq(t, `[{"role":"system","content":"Be brief."},{"role":"user","content":"Capital of France?"}]`, wiretest.JSON(t, req.Body["messages"]))
 			for k, v := range tt.wantFields {
 				assert.Equal(t, v, req.Body[k], k)
 			}
@@ -92,7 +93,7 @@ type answerWithOptional struct {
 }
 
 func TestGenerateJSONSchemaSendsTheFullSchema(t *testing.T) {
-	rich := mustSchema[answer](t)
+	rich := wiretest.Schema[answer](t)
 	minScore, maxScore := 0.0, 1.0
 	rich.Properties["score"].Minimum = &minScore
 	rich.Properties["score"].Maximum = &maxScore
@@ -106,13 +107,13 @@ func TestGenerateJSONSchemaSendsTheFullSchema(t *testing.T) {
 		wantStrict bool
 	}{
 		{"strict-compatible struct with anyOf and min/max", "answer", rich, "answer", true},
-		{"optional field means not strict", "with optional", mustSchema[answerWithOptional](t), "with_optional", false},
-		{"no name", "", mustSchema[schemas.Reflection](t), "response", true},
+		{"optional field means not strict", "with optional", wiretest.Schema[answerWithOptional](t), "with_optional", false},
+		{"no name", "", wiretest.Schema[schemas.Reflection](t), "response", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-				writeJSON(w, http.StatusOK, completion(`{"title":"T","score":0.5,"tags":[]}`, nil))
+			f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+				wiretest.WriteJSON(w, http.StatusOK, completion(`{"title":"T","score":0.5,"tags":[]}`, nil))
 			})
 			m := newTestModel(t, f, nil)
 			resp, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("Rate it.")},
@@ -120,22 +121,22 @@ func TestGenerateJSONSchemaSendsTheFullSchema(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, `{"title":"T","score":0.5,"tags":[]}`, resp.Content)
 
-			body := f.only(t).Body
+			body := f.Only(t).Body
 			format, ok := body["response_format"].(map[string]any)
 			require.True(t, ok, "response_format missing: %v", body)
 			assert.Equal(t, "json_schema", format["type"])
 			js := format["json_schema"].(map[string]any)
 			assert.Equal(t, tt.wantName, js["name"])
 			assert.Equal(t, tt.wantStrict, js["strict"])
-			assert.JSONEq(t, jsonOf(t, tt.schema), jsonOf(t, js["schema"]), "the schema must arrive complete")
+			assert.JSONEq(t, wiretest.JSON(t, tt.schema), wiretest.JSON(t, js["schema"]), "the schema must arrive complete")
 			// No instructions are added in native mode.
-			assert.JSONEq(t, `[{"role":"user","content":"Rate it."}]`, jsonOf(t, body["messages"]))
+			assert.JSONEq(t, `[{"role":"user","content":"Rate it."}]`, wiretest.JSON(t, body["messages"]))
 		})
 	}
 }
 
 func TestGenerateSchemaFallbacks(t *testing.T) {
-	schema := mustSchema[schemas.SearchQueryList](t)
+	schema := wiretest.Schema[schemas.SearchQueryList](t)
 	tests := []struct {
 		name       string
 		mode       SchemaMode
@@ -153,17 +154,17 @@ func TestGenerateSchemaFallbacks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-				writeJSON(w, http.StatusOK, completion(`{"query":["a"],"rationale":"r"}`, nil))
+			f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+				wiretest.WriteJSON(w, http.StatusOK, completion(`{"query":["a"],"rationale":"r"}`, nil))
 			})
 			m := newTestModel(t, f, func(c *Config) { c.SchemaMode = tt.mode })
 			_, err := m.Generate(context.Background(), tt.msgs, llm.ResponseSchema("queries", schema))
 			require.NoError(t, err)
-			body := f.only(t).Body
+			body := f.Only(t).Body
 			if tt.wantFormat == "" {
 				assert.NotContains(t, body, "response_format")
 			} else {
-				assert.JSONEq(t, tt.wantFormat, jsonOf(t, body["response_format"]))
+				assert.JSONEq(t, tt.wantFormat, wiretest.JSON(t, body["response_format"]))
 			}
 			msgs := body["messages"].([]any)
 			require.Len(t, msgs, 2)
@@ -177,7 +178,7 @@ func TestGenerateSchemaFallbacks(t *testing.T) {
 }
 
 func TestGenerateTools(t *testing.T) {
-	searchParams := mustSchema[struct {
+	searchParams := wiretest.Schema[struct {
 		Query string `json:"query"`
 	}](t)
 	tools := []schemas.ToolDef{
@@ -205,7 +206,7 @@ func TestGenerateTools(t *testing.T) {
 	}
 	for _, c := range choices {
 		t.Run("choice="+string(c.choice), func(t *testing.T) {
-			f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+			f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 				reply := completion("", map[string]any{
 					"content": nil,
 					"tool_calls": []any{
@@ -214,22 +215,22 @@ func TestGenerateTools(t *testing.T) {
 					},
 				})
 				reply["choices"].([]any)[0].(map[string]any)["finish_reason"] = "tool_calls"
-				writeJSON(w, http.StatusOK, reply)
+				wiretest.WriteJSON(w, http.StatusOK, reply)
 			})
 			m := newTestModel(t, f, nil)
 			resp, err := m.Generate(context.Background(), history, llm.Tools(tools...), llm.WithToolChoice(c.choice))
 			require.NoError(t, err)
 
-			body := f.only(t).Body
+			body := f.Only(t).Body
 			assert.JSONEq(t, `[
 				{"type":"function","function":{"name":"web_search","description":"Search the web.",
 				  "parameters":{"type":"object","properties":{"query":{"type":"string"}},"required":["query"],"additionalProperties":false}}},
 				{"type":"function","function":{"name":"now","description":"Current time.","parameters":{"type":"object","properties":{}}}}
-			]`, jsonOf(t, body["tools"]))
+			]`, wiretest.JSON(t, body["tools"]))
 			if c.want == "" {
 				assert.NotContains(t, body, "tool_choice")
 			} else {
-				assert.JSONEq(t, c.want, jsonOf(t, body["tool_choice"]))
+				assert.JSONEq(t, c.want, wiretest.JSON(t, body["tool_choice"]))
 			}
 			assert.JSONEq(t, `[
 				{"role":"user","content":"What is new?"},
@@ -238,7 +239,7 @@ func TestGenerateTools(t *testing.T) {
 					{"id":"call_b","type":"function","function":{"name":"now","arguments":"{}"}}]},
 				{"role":"tool","content":"results…","tool_call_id":"call_a"},
 				{"role":"tool","content":"2026-11-05","tool_call_id":"call_b"}
-			]`, jsonOf(t, body["messages"]))
+			]`, wiretest.JSON(t, body["messages"]))
 
 			assert.Equal(t, llm.FinishToolCalls, resp.FinishReason)
 			assert.Equal(t, []schemas.ToolCall{
@@ -267,21 +268,21 @@ func TestGenerateRejectsBadToolRequestsBeforeSending(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-				writeJSON(w, http.StatusOK, completion("x", nil))
+			f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+				wiretest.WriteJSON(w, http.StatusOK, completion("x", nil))
 			})
 			m := newTestModel(t, f, nil)
 			_, err := m.Generate(context.Background(), tt.msgs, tt.opts...)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, llm.ErrBadRequest)
-			assert.Empty(t, f.requests())
+			assert.Empty(t, f.Requests())
 		})
 	}
 }
 
 func TestGenerateImages(t *testing.T) {
-	f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-		writeJSON(w, http.StatusOK, completion("a cat", nil))
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		wiretest.WriteJSON(w, http.StatusOK, completion("a cat", nil))
 	})
 	m := newTestModel(t, f, nil)
 	call := schemas.ToolCall{ID: "call_s", Name: "screenshot"}
@@ -298,18 +299,18 @@ func TestGenerateImages(t *testing.T) {
 		{"role":"assistant","content":"","tool_calls":[{"id":"call_s","type":"function","function":{"name":"screenshot","arguments":"{}"}}]},
 		{"role":"tool","content":"taken","tool_call_id":"call_s"},
 		{"role":"user","content":[{"type":"text","text":"Images returned by the tool calls above:"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AQI="}}]}
-	]`, jsonOf(t, f.only(t).Body["messages"]))
+	]`, wiretest.JSON(t, f.Only(t).Body["messages"]))
 }
 
 func TestGenerateReadsWhatLangchaingoDrops(t *testing.T) {
-	f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 		reply := completion("42", map[string]any{
 			"reasoning": "thought about it",
 			"tool_calls": []any{
 				map[string]any{"type": "function", "function": map[string]any{"name": "calc", "arguments": `{"x": 1`}},
 			},
 		})
-		writeJSON(w, http.StatusOK, reply)
+		wiretest.WriteJSON(w, http.StatusOK, reply)
 	})
 	m := newTestModel(t, f, nil)
 	resp, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("?")})
@@ -324,7 +325,7 @@ func TestGenerateReadsWhatLangchaingoDrops(t *testing.T) {
 }
 
 func TestGenerateStream(t *testing.T) {
-	f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 		writeSSE(w,
 			": keep-alive comment\n\n",
 			delta(map[string]any{"role": "assistant", "content": ""}, nil),
@@ -342,9 +343,9 @@ func TestGenerateStream(t *testing.T) {
 		llm.OnDelta(func(d llm.Delta) { deltas = append(deltas, d) }))
 	require.NoError(t, err)
 
-	body := f.only(t).Body
+	body := f.Only(t).Body
 	assert.Equal(t, true, body["stream"])
-	assert.JSONEq(t, `{"include_usage":true}`, jsonOf(t, body["stream_options"]))
+	assert.JSONEq(t, `{"include_usage":true}`, wiretest.JSON(t, body["stream_options"]))
 
 	assert.Equal(t, []llm.Delta{{Reasoning: "Let me think. "}, {Content: "Hel"}, {Content: "lo"}}, deltas)
 	assert.Equal(t, "Hello", resp.Content)
@@ -363,7 +364,7 @@ func TestGenerateStreamToolCalls(t *testing.T) {
 		}
 		return map[string]any{"tool_calls": []any{m}}
 	}
-	f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 		writeSSE(w,
 			delta(map[string]any{"role": "assistant", "reasoning": "need two lookups"}, nil),
 			delta(call(0, map[string]any{"id": "call_x", "type": "function", "function": map[string]any{"name": "lookup", "arguments": ""}}), nil),
@@ -383,7 +384,7 @@ func TestGenerateStreamToolCalls(t *testing.T) {
 		llm.OnDelta(func(d llm.Delta) { deltas = append(deltas, d) }))
 	require.NoError(t, err)
 
-	assert.NotContains(t, f.only(t).Body, "stream_options")
+	assert.NotContains(t, f.Only(t).Body, "stream_options")
 	assert.Equal(t, []llm.Delta{{Reasoning: "need two lookups"}}, deltas, "tool-call JSON is not content")
 	assert.Empty(t, resp.Content)
 	assert.Equal(t, "need two lookups", resp.Reasoning)
@@ -417,7 +418,7 @@ func TestGenerateStreamFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+			f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 				writeSSE(w, tt.events...)
 			})
 			m := newTestModel(t, f, nil)
@@ -434,12 +435,12 @@ func TestGenerateStreamFailures(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.wantMsg)
 		})
 	}
-	waitNoLangchainGoroutines(t)
+	wiretest.NoGoroutineRunning(t, "tmc/langchaingo")
 }
 
 func TestGenerateStreamIgnoredByServer(t *testing.T) {
-	f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-		writeJSON(w, http.StatusOK, completion("not streamed", nil))
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		wiretest.WriteJSON(w, http.StatusOK, completion("not streamed", nil))
 	})
 	m := newTestModel(t, f, nil)
 	_, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("hi")}, llm.OnDelta(func(llm.Delta) {}))
@@ -472,7 +473,7 @@ func TestGenerateHTTPErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+			f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 				for k, v := range tt.header {
 					w.Header().Set(k, v)
 				}
@@ -490,32 +491,32 @@ func TestGenerateHTTPErrors(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.wantMsg)
 			assert.NotContains(t, err.Error(), testKey)
 			assert.NotContains(t, err.Error(), "0123456789abcdef")
-			assert.Len(t, f.requests(), tt.wantTries)
+			assert.Len(t, f.Requests(), tt.wantTries)
 		})
 	}
 }
 
 func TestGenerateRetriesRateLimitThenSucceeds(t *testing.T) {
-	f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, attempt int) {
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, attempt int) {
 		if attempt == 1 {
 			w.Header().Set("Retry-After", "0")
-			writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": map[string]any{"message": "slow down"}})
+			wiretest.WriteJSON(w, http.StatusTooManyRequests, map[string]any{"error": map[string]any{"message": "slow down"}})
 			return
 		}
-		writeJSON(w, http.StatusOK, completion("ok", nil))
+		wiretest.WriteJSON(w, http.StatusOK, completion("ok", nil))
 	})
 	m := newTestModel(t, f, nil)
-	resp, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("hi")}, llm.ResponseSchema("r", mustSchema[answer](t)))
+	resp, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("hi")}, llm.ResponseSchema("r", wiretest.Schema[answer](t)))
 	require.NoError(t, err)
 	assert.Equal(t, "ok", resp.Content)
-	reqs := f.requests()
+	reqs := f.Requests()
 	require.Len(t, reqs, 2)
 	assert.Equal(t, reqs[0].Body, reqs[1].Body, "the retry resends the edited body")
 	assert.Contains(t, reqs[1].Body, "response_format")
 }
 
 func TestGenerateTimeout(t *testing.T) {
-	f := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, r *http.Request, _ int) {
 		<-r.Context().Done()
 	})
 	m := newTestModel(t, f, func(c *Config) { c.Client.Timeout = 50 * time.Millisecond })
@@ -533,7 +534,7 @@ func TestGenerateCancelAbortsTheRequest(t *testing.T) {
 	aborted := make(chan struct{})
 	started := make(chan struct{})
 	var once sync.Once
-	f := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, r *http.Request, _ int) {
 		writeSSE(w, delta(map[string]any{"content": "partial"}, nil))
 		once.Do(func() { close(started) })
 		<-r.Context().Done()
@@ -552,7 +553,7 @@ func TestGenerateCancelAbortsTheRequest(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the server never saw the request aborted")
 	}
-	waitNoLangchainGoroutines(t)
+	wiretest.NoGoroutineRunning(t, "tmc/langchaingo")
 }
 
 func TestGenerateUnreachableServer(t *testing.T) {
@@ -573,16 +574,16 @@ func TestGenerateUnreachableServer(t *testing.T) {
 }
 
 func TestGenerateGoogleSearchIsUnsupported(t *testing.T) {
-	f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {})
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {})
 	m := newTestModel(t, f, nil)
 	_, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("hi")}, llm.GoogleSearch())
 	assert.ErrorIs(t, err, llm.ErrUnsupported)
-	assert.Empty(t, f.requests())
+	assert.Empty(t, f.Requests())
 }
 
 func TestExtraHeaders(t *testing.T) {
-	f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-		writeJSON(w, http.StatusOK, completion("ok", nil))
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		wiretest.WriteJSON(w, http.StatusOK, completion("ok", nil))
 	})
 	m := newTestModel(t, f, func(c *Config) {
 		c.Header = http.Header{"X-Title": {"deepgraph"}, "Authorization": {"Bearer other"}}
@@ -590,7 +591,7 @@ func TestExtraHeaders(t *testing.T) {
 	})
 	_, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("hi")})
 	require.NoError(t, err)
-	h := f.only(t).Header
+	h := f.Only(t).Header
 	assert.Equal(t, "deepgraph", h.Get("X-Title"))
 	assert.Equal(t, "Bearer "+testKey, h.Get("Authorization"), "Header cannot replace the key")
 	assert.Equal(t, "org-1", h.Get("OpenAI-Organization"))
@@ -609,8 +610,8 @@ func TestNewConfig(t *testing.T) {
 		}
 	})
 	t.Run("key and base URL from the environment", func(t *testing.T) {
-		f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{"message": "bad key"}})
+		f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+			wiretest.WriteJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{"message": "bad key"}})
 		})
 		m, err := New(Config{
 			Getenv: env(map[string]string{EnvAPIKey: "sk-from-env-123456", EnvBaseURL: f.URL + "/v1"}),
@@ -621,18 +622,18 @@ func TestNewConfig(t *testing.T) {
 		_, err = m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("hi")})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "openai: OPENAI_API_KEY was rejected (401): bad key")
-		assert.Equal(t, "Bearer sk-from-env-123456", f.only(t).Header.Get("Authorization"))
+		assert.Equal(t, "Bearer sk-from-env-123456", f.Only(t).Header.Get("Authorization"))
 	})
 	t.Run("keyless compatible server", func(t *testing.T) {
-		f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "key required"})
+		f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+			wiretest.WriteJSON(w, http.StatusUnauthorized, map[string]any{"error": "key required"})
 		})
 		m, err := New(Config{Provider: "vllm", Model: "qwen", BaseURL: f.URL + "/v1", Getenv: env(nil),
 			Client: llm.ClientConfig{HTTPClient: f.Client()}})
 		require.NoError(t, err)
 		_, err = m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("hi")})
 		require.Error(t, err)
-		assert.Empty(t, f.only(t).Header.Values("Authorization"))
+		assert.Empty(t, f.Only(t).Header.Values("Authorization"))
 		assert.Contains(t, err.Error(), "vllm: Unauthorized (401): key required (no API key was sent")
 	})
 	for _, bad := range []Config{
@@ -673,12 +674,12 @@ func TestOllamaBaseURL(t *testing.T) {
 }
 
 func TestNewOllama(t *testing.T) {
-	f := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, r *http.Request, _ int) {
 		if r.Header.Get("Authorization") != "" {
-			writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"message": "unexpected Authorization"}})
+			wiretest.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"message": "unexpected Authorization"}})
 			return
 		}
-		writeJSON(w, http.StatusOK, completion("llama says hi", nil))
+		wiretest.WriteJSON(w, http.StatusOK, completion("llama says hi", nil))
 	})
 	host := strings.TrimPrefix(f.URL, "http://") // "host:port", no scheme
 	env := map[string]string{EnvOllamaHost: host, EnvAPIKey: "sk-must-not-leak-123456"}
@@ -692,7 +693,7 @@ func TestNewOllama(t *testing.T) {
 	resp, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("hi")}, llm.MaxTokens(10))
 	require.NoError(t, err)
 	assert.Equal(t, "llama says hi", resp.Content)
-	req := f.only(t)
+	req := f.Only(t)
 	assert.Equal(t, "/v1/chat/completions", req.Path)
 	assert.Empty(t, req.Header.Values("Authorization"))
 	assert.Equal(t, "llama3.1", req.Body["model"])
@@ -705,8 +706,8 @@ func TestNewOllama(t *testing.T) {
 }
 
 func TestOllamaErrorsNameOllama(t *testing.T) {
-	f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{"message": `model "nope" not found, try pulling it first`}})
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		wiretest.WriteJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{"message": `model "nope" not found, try pulling it first`}})
 	})
 	m, err := NewOllama(Config{Model: "nope", BaseURL: f.URL + "/v1", Client: llm.ClientConfig{HTTPClient: f.Client()}})
 	require.NoError(t, err)
@@ -727,17 +728,17 @@ func TestStrictCompatible(t *testing.T) {
 		want bool
 	}{
 		{"nil", nil, false},
-		{"struct", mustSchema[answer](t), true},
-		{"research types", mustSchema[schemas.SearchQueryList](t), true},
-		{"pointer and nested struct", mustSchema[struct {
+		{"struct", wiretest.Schema[answer](t), true},
+		{"research types", wiretest.Schema[schemas.SearchQueryList](t), true},
+		{"pointer and nested struct", wiretest.Schema[struct {
 			In  struct{ A int }  `json:"in"`
 			Ptr *struct{ B int } `json:"ptr"`
 		}](t), true},
-		{"omitempty", mustSchema[answerWithOptional](t), false},
-		{"map", mustSchema[struct {
+		{"omitempty", wiretest.Schema[answerWithOptional](t), false},
+		{"map", wiretest.Schema[struct {
 			M map[string]int `json:"m"`
 		}](t), false},
-		{"interface", mustSchema[struct {
+		{"interface", wiretest.Schema[struct {
 			A any `json:"a"`
 		}](t), false},
 		{"array root", &jsonschema.Schema{Type: "array", Items: str}, false},
@@ -780,7 +781,7 @@ func TestDecodeError(t *testing.T) {
 }
 
 func TestConcurrentCalls(t *testing.T) {
-	f := newFakeServer(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, r *http.Request, _ int) {
 		writeSSE(w, delta(map[string]any{"content": "x"}, "stop"), "data: [DONE]\n\n")
 	})
 	m := newTestModel(t, f, func(c *Config) { c.Client.MaxConcurrency = 2 })
@@ -800,14 +801,7 @@ func TestConcurrentCalls(t *testing.T) {
 	for err := range errs {
 		assert.NoError(t, err)
 	}
-	assert.Len(t, f.requests(), 16)
-}
-
-func mustSchema[T any](t *testing.T) *jsonschema.Schema {
-	t.Helper()
-	s, err := jsonschema.For[T](nil)
-	require.NoError(t, err)
-	return s
+	assert.Len(t, f.Requests(), 16)
 }
 
 func TestCheckCatchesPartialSuccess(t *testing.T) {
@@ -840,8 +834,8 @@ func TestCheckCatchesPartialSuccess(t *testing.T) {
 
 func TestReasoningFields(t *testing.T) {
 	for _, field := range []string{"reasoning_content", "reasoning"} {
-		f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-			writeJSON(w, http.StatusOK, completion("answer", map[string]any{field: "because"}))
+		f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+			wiretest.WriteJSON(w, http.StatusOK, completion("answer", map[string]any{field: "because"}))
 		})
 		m := newTestModel(t, f, nil)
 		resp, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("?")})
@@ -856,7 +850,7 @@ func TestReasoningFields(t *testing.T) {
 func TestGenerateStreamLongLines(t *testing.T) {
 	big := strings.Repeat("x", 200<<10)
 	args := `{"path":"a.txt","content":"` + big + `"}`
-	f := newFakeServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 		writeSSE(w,
 			delta(map[string]any{"role": "assistant", "content": big}, nil),
 			delta(map[string]any{"tool_calls": []any{map[string]any{"index": 0, "id": "call_w", "type": "function",

@@ -8,11 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/llm/gemini"
+	"github.com/deepgraph/deepgraph/llm/internal/wiretest"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
@@ -29,83 +28,50 @@ const (
 	envKey = "env-key-0123456789abcdef"
 )
 
-// request is what the fake server saw of one request.
-type request struct {
-	Path   string
-	Header http.Header
-	Body   map[string]any
-}
-
-// fakeServer answers each provider's wire protocol by path: Gemini's
+// serve answers each provider's wire protocol by path: Gemini's
 // generateContent, OpenAI's chat completions (also Ollama and compatible
 // servers) and Anthropic's messages. reject makes it answer 401.
-type fakeServer struct {
-	*httptest.Server
-	mu     sync.Mutex
-	reqs   []request
-	reject bool
-}
-
-func newFakeServer(t *testing.T) *fakeServer {
-	t.Helper()
-	f := &fakeServer{}
-	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.Close)
-	return f
-}
-
-func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
-	data, _ := io.ReadAll(r.Body)
-	var body map[string]any
-	_ = json.Unmarshal(data, &body)
-	f.mu.Lock()
-	f.reqs = append(f.reqs, request{Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
-	reject := f.reject
-	f.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	switch {
-	case strings.HasPrefix(r.URL.Path, "/v1beta/models/") && strings.HasSuffix(r.URL.Path, ":generateContent"):
-		if reject {
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = io.WriteString(w, `{"error":{"code":401,"message":"API key not valid.","status":"UNAUTHENTICATED"}}`)
-			return
+func serve(reject bool) func(w http.ResponseWriter, r *http.Request, _ int) {
+	return func(w http.ResponseWriter, r *http.Request, _ int) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/v1beta/models/") && strings.HasSuffix(r.URL.Path, ":generateContent"):
+			if reject {
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = io.WriteString(w, `{"error":{"code":401,"message":"API key not valid.","status":"UNAUTHENTICATED"}}`)
+				return
+			}
+			_, _ = io.WriteString(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":"pong"}]},"finishReason":"STOP"}],
+				"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":1,"totalTokenCount":4},"modelVersion":"gemini-2.5-flash"}`)
+		case r.URL.Path == "/v1/chat/completions":
+			if reject {
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = io.WriteString(w, `{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","code":"invalid_api_key"}}`)
+				return
+			}
+			_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,
+				"message":{"role":"assistant","content":"pong"},"finish_reason":"stop"}],
+				"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`)
+		case r.URL.Path == "/v1/messages":
+			if reject {
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`)
+				return
+			}
+			_, _ = io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5",
+				"content":[{"type":"text","text":"pong"}],"stop_reason":"end_turn",
+				"usage":{"input_tokens":3,"output_tokens":1}}`)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"error":{"message":"no route"}}`)
 		}
-		_, _ = io.WriteString(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":"pong"}]},"finishReason":"STOP"}],
-			"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":1,"totalTokenCount":4},"modelVersion":"gemini-2.5-flash"}`)
-	case r.URL.Path == "/v1/chat/completions":
-		if reject {
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = io.WriteString(w, `{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","code":"invalid_api_key"}}`)
-			return
-		}
-		_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,
-			"message":{"role":"assistant","content":"pong"},"finish_reason":"stop"}],
-			"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`)
-	case r.URL.Path == "/v1/messages":
-		if reject {
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`)
-			return
-		}
-		_, _ = io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5",
-			"content":[{"type":"text","text":"pong"}],"stop_reason":"end_turn",
-			"usage":{"input_tokens":3,"output_tokens":1}}`)
-	default:
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = io.WriteString(w, `{"error":{"message":"no route for `+r.URL.Path+`"}}`)
 	}
 }
 
-func (f *fakeServer) only(t *testing.T) request {
-	t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	require.Len(t, f.reqs, 1)
-	return f.reqs[0]
-}
+func newFakeServer(t *testing.T) *wiretest.Server { return wiretest.NewServer(t, serve(false)) }
 
 // hostPort is the server's address without a scheme, as OLLAMA_HOST takes it.
-func (f *fakeServer) hostPort(t *testing.T) string {
+func hostPort(t *testing.T, f *wiretest.Server) string {
 	t.Helper()
 	u, err := url.Parse(f.URL)
 	require.NoError(t, err)
@@ -118,7 +84,7 @@ func envOf(vars map[string]string) func(string) string {
 }
 
 // testClient is fast and retries nothing, so a rejected request is seen once.
-func testClient(f *fakeServer) llm.ClientConfig {
+func testClient(f *wiretest.Server) llm.ClientConfig {
 	return llm.ClientConfig{HTTPClient: f.Client(), MaxRetries: -1, Timeout: 10 * time.Second}
 }
 
@@ -140,7 +106,7 @@ func TestOpenRoundTrip(t *testing.T) {
 	tests := []struct {
 		name     string
 		spec     string
-		setup    func(f *fakeServer) setup
+		setup    func(f *wiretest.Server) setup
 		wantPath string
 		// wantAuth maps headers to their expected value; "" means absent.
 		wantAuth map[string]string
@@ -149,7 +115,7 @@ func TestOpenRoundTrip(t *testing.T) {
 		{
 			name: "gemini, key from options",
 			spec: "gemini:gemini-2.5-flash",
-			setup: func(f *fakeServer) setup {
+			setup: func(f *wiretest.Server) setup {
 				return setup{opts: Options{GeminiAPIKey: optKey, GeminiBaseURL: f.URL}, vars: map[string]string{"GEMINI_API_KEY": envKey}}
 			},
 			wantPath: "/v1beta/models/gemini-2.5-flash:generateContent",
@@ -159,7 +125,7 @@ func TestOpenRoundTrip(t *testing.T) {
 		{
 			name: "gemini, key and endpoint from the environment",
 			spec: "google:gemini-2.5-pro",
-			setup: func(f *fakeServer) setup {
+			setup: func(f *wiretest.Server) setup {
 				return setup{vars: map[string]string{"GEMINI_API_KEY": envKey, "GOOGLE_API_KEY": "other", "GOOGLE_GEMINI_BASE_URL": f.URL}}
 			},
 			wantPath: "/v1beta/models/gemini-2.5-pro:generateContent",
@@ -169,7 +135,7 @@ func TestOpenRoundTrip(t *testing.T) {
 		{
 			name: "gemini, GOOGLE_API_KEY when GEMINI_API_KEY is unset",
 			spec: "gemini:gemini-2.5-flash",
-			setup: func(f *fakeServer) setup {
+			setup: func(f *wiretest.Server) setup {
 				return setup{opts: Options{GeminiBaseURL: f.URL}, vars: map[string]string{"GEMINI_API_KEY": "  ", "GOOGLE_API_KEY": envKey}}
 			},
 			wantPath: "/v1beta/models/gemini-2.5-flash:generateContent",
@@ -179,7 +145,7 @@ func TestOpenRoundTrip(t *testing.T) {
 		{
 			name: "openai, key from options",
 			spec: "openai:gpt-4.1-mini",
-			setup: func(f *fakeServer) setup {
+			setup: func(f *wiretest.Server) setup {
 				return setup{opts: Options{OpenAIAPIKey: optKey, OpenAIBaseURL: f.URL + "/v1"}, vars: map[string]string{"OPENAI_API_KEY": envKey}}
 			},
 			wantPath: "/v1/chat/completions",
@@ -189,7 +155,7 @@ func TestOpenRoundTrip(t *testing.T) {
 		{
 			name: "openai, key and base URL from the environment",
 			spec: "openai:gpt-4.1",
-			setup: func(f *fakeServer) setup {
+			setup: func(f *wiretest.Server) setup {
 				return setup{vars: map[string]string{"OPENAI_API_KEY": envKey, "OPENAI_BASE_URL": f.URL + "/v1"}}
 			},
 			wantPath: "/v1/chat/completions",
@@ -199,7 +165,7 @@ func TestOpenRoundTrip(t *testing.T) {
 		{
 			name: "anthropic, key from options",
 			spec: "anthropic:claude-sonnet-4-5",
-			setup: func(f *fakeServer) setup {
+			setup: func(f *wiretest.Server) setup {
 				return setup{opts: Options{AnthropicAPIKey: optKey, AnthropicBaseURL: f.URL}, vars: map[string]string{"ANTHROPIC_API_KEY": envKey}}
 			},
 			wantPath: "/v1/messages",
@@ -209,7 +175,7 @@ func TestOpenRoundTrip(t *testing.T) {
 		{
 			name: "anthropic, key and base URL from the environment",
 			spec: "claude:claude-haiku-4-5",
-			setup: func(f *fakeServer) setup {
+			setup: func(f *wiretest.Server) setup {
 				return setup{vars: map[string]string{"ANTHROPIC_API_KEY": envKey, "ANTHROPIC_BASE_URL": f.URL}}
 			},
 			wantPath: "/v1/messages",
@@ -219,8 +185,8 @@ func TestOpenRoundTrip(t *testing.T) {
 		{
 			name: "ollama, OLLAMA_HOST as host:port, no key sent",
 			spec: "ollama:qwen3:8b",
-			setup: func(f *fakeServer) setup {
-				return setup{vars: map[string]string{"OLLAMA_HOST": f.hostPort(t), "OPENAI_API_KEY": envKey}}
+			setup: func(f *wiretest.Server) setup {
+				return setup{vars: map[string]string{"OLLAMA_HOST": hostPort(t, f), "OPENAI_API_KEY": envKey}}
 			},
 			wantPath: "/v1/chat/completions",
 			wantAuth: map[string]string{"Authorization": ""},
@@ -229,7 +195,7 @@ func TestOpenRoundTrip(t *testing.T) {
 		{
 			name: "ollama, host from options wins",
 			spec: "ollama:llama3.1",
-			setup: func(f *fakeServer) setup {
+			setup: func(f *wiretest.Server) setup {
 				return setup{opts: Options{OllamaHost: f.URL, OpenAIAPIKey: optKey}, vars: map[string]string{"OLLAMA_HOST": "http://127.0.0.1:1"}}
 			},
 			wantPath: "/v1/chat/completions",
@@ -239,7 +205,7 @@ func TestOpenRoundTrip(t *testing.T) {
 		{
 			name: "compatible, base URL and key from options",
 			spec: "compatible:deepseek-chat",
-			setup: func(f *fakeServer) setup {
+			setup: func(f *wiretest.Server) setup {
 				return setup{opts: Options{OpenAIBaseURL: f.URL + "/v1", OpenAIAPIKey: optKey}}
 			},
 			wantPath: "/v1/chat/completions",
@@ -249,7 +215,7 @@ func TestOpenRoundTrip(t *testing.T) {
 		{
 			name: "compatible, keyless server from the environment",
 			spec: "openai-compatible:Qwen/Qwen3-8B",
-			setup: func(f *fakeServer) setup {
+			setup: func(f *wiretest.Server) setup {
 				return setup{vars: map[string]string{"OPENAI_BASE_URL": f.URL + "/v1/"}}
 			},
 			wantPath: "/v1/chat/completions",
@@ -272,7 +238,7 @@ func TestOpenRoundTrip(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, "pong", resp.Content)
 			assert.Equal(t, 4, resp.Usage.TotalTokens)
-			req := f.only(t)
+			req := f.Only(t)
 			assert.Equal(t, tt.wantPath, req.Path)
 			for h, want := range tt.wantAuth {
 				assert.Equal(t, want, req.Header.Get(h), h)
@@ -361,11 +327,10 @@ func TestOpenKeylessGateways(t *testing.T) {
 		_, err = m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("ping")})
 		require.NoError(t, err, spec)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	require.Len(t, f.reqs, 2)
-	assert.Empty(t, f.reqs[0].Header.Get("Authorization"))
-	assert.Empty(t, f.reqs[1].Header.Get("X-Api-Key"))
+	reqs := f.Requests()
+	require.Len(t, reqs, 2)
+	assert.Empty(t, reqs[0].Header.Get("Authorization"))
+	assert.Empty(t, reqs[1].Header.Get("X-Api-Key"))
 }
 
 func TestOpenBadSpecs(t *testing.T) {
@@ -422,29 +387,28 @@ func TestOpenBadSettings(t *testing.T) {
 func TestOpenRejectedKeyNamesItsSource(t *testing.T) {
 	tests := []struct {
 		spec string
-		opts func(f *fakeServer) Options
+		opts func(f *wiretest.Server) Options
 		want string
 	}{
-		{"gemini:gemini-2.5-flash", func(f *fakeServer) Options {
+		{"gemini:gemini-2.5-flash", func(f *wiretest.Server) Options {
 			return Options{GeminiBaseURL: f.URL, Getenv: envOf(map[string]string{"GOOGLE_API_KEY": envKey})}
 		}, "GOOGLE_API_KEY"},
-		{"gemini:gemini-2.5-flash", func(f *fakeServer) Options {
+		{"gemini:gemini-2.5-flash", func(f *wiretest.Server) Options {
 			return Options{GeminiBaseURL: f.URL, GeminiAPIKey: optKey, Getenv: envOf(nil)}
 		}, "gemini_api_key"},
-		{"openai:gpt-4.1-mini", func(f *fakeServer) Options {
+		{"openai:gpt-4.1-mini", func(f *wiretest.Server) Options {
 			return Options{OpenAIBaseURL: f.URL + "/v1", Getenv: envOf(map[string]string{"OPENAI_API_KEY": envKey})}
 		}, "OPENAI_API_KEY"},
-		{"compatible:m", func(f *fakeServer) Options {
+		{"compatible:m", func(f *wiretest.Server) Options {
 			return Options{OpenAIBaseURL: f.URL + "/v1", OpenAIAPIKey: optKey, Getenv: envOf(nil)}
 		}, "openai_api_key"},
-		{"anthropic:claude-sonnet-4-5", func(f *fakeServer) Options {
+		{"anthropic:claude-sonnet-4-5", func(f *wiretest.Server) Options {
 			return Options{AnthropicBaseURL: f.URL, AnthropicAPIKey: optKey, Getenv: envOf(nil)}
 		}, "anthropic_api_key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.spec+" "+tt.want, func(t *testing.T) {
-			f := newFakeServer(t)
-			f.reject = true
+			f := wiretest.NewServer(t, serve(true))
 			opts := tt.opts(f)
 			opts.Client = testClient(f)
 			m, err := Open(context.Background(), tt.spec, opts)
