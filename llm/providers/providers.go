@@ -149,21 +149,20 @@ func Open(ctx context.Context, spec string, opts Options) (llm.Model, error) {
 	}
 	e := opts.env()
 	var (
-		m       llm.Model
-		keyFrom string // where the key came from, for the log
-		where   string // the server, for the log
+		m   llm.Model
+		how opened
 	)
 	switch provider {
 	case llm.ProviderGemini:
-		m, keyFrom, where, err = e.openGemini(ctx, model)
+		m, how, err = e.openGemini(ctx, model)
 	case llm.ProviderOpenAI:
-		m, keyFrom, where, err = e.openOpenAI(model)
+		m, how, err = e.openOpenAI(model)
 	case llm.ProviderAnthropic:
-		m, keyFrom, where, err = e.openAnthropic(model)
+		m, how, err = e.openAnthropic(model)
 	case llm.ProviderOllama:
-		m, where, err = e.openOllama(model)
+		m, how, err = e.openOllama(model)
 	case llm.ProviderCompatible:
-		m, keyFrom, where, err = e.openCompatible(model)
+		m, how, err = e.openCompatible(model)
 	default:
 		return nil, fmt.Errorf("%s:%s: %w: llm.ParseSpec accepts provider %q but llm/providers cannot open it",
 			provider, model, llm.ErrUnsupported, provider)
@@ -172,53 +171,56 @@ func Open(ctx context.Context, spec string, opts Options) (llm.Model, error) {
 		return nil, err
 	}
 	if opts.Logger != nil {
-		attrs := []any{"provider", provider, "model", model, "server", where}
-		if keyFrom != "" {
-			attrs = append(attrs, "key_from", keyFrom)
+		attrs := []any{"provider", provider, "model", model, "server", redactURL(how.server)}
+		if how.keyFrom != "" {
+			attrs = append(attrs, "key_from", how.keyFrom)
 		}
 		opts.Logger.DebugContext(ctx, "llm model opened", attrs...)
 	}
 	return m, nil
 }
 
-func (e env) openGemini(ctx context.Context, model string) (llm.Model, string, string, error) {
-	key, from := e.geminiKey()
+// opened is what Open logs about a model it opened.
+type opened struct {
+	keyFrom string // the variable or config key the key came from; "" for none
+	server  string // the base URL
+}
+
+func (e env) openGemini(ctx context.Context, model string) (llm.Model, opened, error) {
+	key, keyFrom := e.geminiKey()
 	if key == "" {
-		return nil, "", "", &setupError{
+		return nil, opened{}, &setupError{
 			msg: fmt.Sprintf("%s:%s needs a Gemini API key: set %s (or %s) in the environment, or %s in the config file; get a key at %s",
 				llm.ProviderGemini, model, gemini.EnvAPIKey, gemini.EnvGoogleAPIKey, ConfigGeminiAPIKey, geminiKeyURL),
 			errs: []error{llm.ErrAuth, gemini.ErrNoAPIKey},
 		}
 	}
-	base := strings.TrimSpace(e.o.GeminiBaseURL)
-	if base == "" {
-		base = strings.TrimSpace(e.getenv(gemini.EnvBaseURL))
-	}
+	base, _ := e.pick(e.o.GeminiBaseURL, "", gemini.EnvBaseURL)
 	m, err := gemini.New(ctx, gemini.Config{
 		Model:   model,
 		APIKey:  key,
-		KeyEnv:  from,
+		KeyEnv:  keyFrom,
 		BaseURL: base,
 		Client:  e.o.Client,
 		Logger:  e.o.Logger,
 	})
 	if err != nil {
-		return nil, "", "", err
+		return nil, opened{}, err
 	}
 	if base == "" {
 		base = gemini.DefaultBaseURL
 	}
-	return m, from, redactURL(base), nil
+	return m, opened{keyFrom: keyFrom, server: base}, nil
 }
 
-func (e env) openOpenAI(model string) (llm.Model, string, string, error) {
+func (e env) openOpenAI(model string) (llm.Model, opened, error) {
 	key, keyFrom := e.openAIKey()
 	base, _ := e.openAIBaseURL()
 	if base == "" {
 		base = openai.DefaultBaseURL
 	}
 	if key == "" && isHost(base, "api.openai.com") {
-		return nil, "", "", &setupError{
+		return nil, opened{}, &setupError{
 			msg: fmt.Sprintf("%s:%s needs an OpenAI API key: set %s in the environment, or %s in the config file (keys: %s); "+
 				"for an OpenAI-compatible server set %s and use %s:<model>, for local models set %s and use %s:<model>",
 				llm.ProviderOpenAI, model, openai.EnvAPIKey, ConfigOpenAIAPIKey, openAIKeyURL,
@@ -226,24 +228,13 @@ func (e env) openOpenAI(model string) (llm.Model, string, string, error) {
 			errs: []error{llm.ErrAuth},
 		}
 	}
-	m, err := openai.New(openai.Config{
-		Model:   model,
-		APIKey:  key,
-		KeyEnv:  keyFrom,
-		BaseURL: base,
-		Client:  e.o.Client,
-		Getenv:  e.getenv,
-	})
-	if err != nil {
-		return nil, "", "", err
-	}
-	return m, keyFrom, redactURL(base), nil
+	return e.newOpenAI(llm.ProviderOpenAI, model, key, keyFrom, base)
 }
 
-func (e env) openCompatible(model string) (llm.Model, string, string, error) {
+func (e env) openCompatible(model string) (llm.Model, opened, error) {
 	base, _ := e.openAIBaseURL()
 	if base == "" {
-		return nil, "", "", &setupError{
+		return nil, opened{}, &setupError{
 			msg: fmt.Sprintf("%s:%s needs the server's base URL: set %s in the environment, or %s in the config file, to its API root, "+
 				"e.g. http://localhost:8000/v1 (vLLM), http://localhost:1234/v1 (LM Studio), https://openrouter.ai/api/v1 "+
 				"or https://api.deepseek.com/v1; a key, if the server needs one, goes in %s",
@@ -252,32 +243,35 @@ func (e env) openCompatible(model string) (llm.Model, string, string, error) {
 		}
 	}
 	key, keyFrom := e.openAIKey()
+	return e.newOpenAI(llm.ProviderCompatible, model, key, keyFrom, base)
+}
+
+// newOpenAI opens an OpenAI or OpenAI-compatible server that provider
+// names in errors.
+func (e env) newOpenAI(provider, model, key, keyFrom, base string) (llm.Model, opened, error) {
 	m, err := openai.New(openai.Config{
 		Model:    model,
 		APIKey:   key,
 		KeyEnv:   keyFrom,
 		BaseURL:  base,
-		Provider: llm.ProviderCompatible,
+		Provider: provider,
 		Client:   e.o.Client,
 		Getenv:   e.getenv,
 	})
 	if err != nil {
-		return nil, "", "", err
+		return nil, opened{}, err
 	}
-	return m, keyFrom, redactURL(base), nil
+	return m, opened{keyFrom: keyFrom, server: base}, nil
 }
 
-func (e env) openAnthropic(model string) (llm.Model, string, string, error) {
+func (e env) openAnthropic(model string) (llm.Model, opened, error) {
 	key, keyFrom := e.anthropicKey()
-	base := strings.TrimSpace(e.o.AnthropicBaseURL)
-	if base == "" {
-		base = strings.TrimSpace(e.getenv(anthropic.EnvBaseURL))
-	}
+	base, _ := e.pick(e.o.AnthropicBaseURL, "", anthropic.EnvBaseURL)
 	if base == "" {
 		base = anthropic.DefaultBaseURL
 	}
 	if key == "" && isHost(base, "api.anthropic.com") {
-		return nil, "", "", &setupError{
+		return nil, opened{}, &setupError{
 			msg: fmt.Sprintf("%s:%s needs an Anthropic API key: set %s in the environment, or %s in the config file (keys: %s)",
 				llm.ProviderAnthropic, model, anthropic.EnvAPIKey, ConfigAnthropicAPIKey, anthropicKeyURL),
 			errs: []error{llm.ErrAuth},
@@ -292,19 +286,19 @@ func (e env) openAnthropic(model string) (llm.Model, string, string, error) {
 		Getenv:  e.getenv,
 	})
 	if err != nil {
-		return nil, "", "", err
+		return nil, opened{}, err
 	}
-	return m, keyFrom, redactURL(base), nil
+	return m, opened{keyFrom: keyFrom, server: base}, nil
 }
 
-func (e env) openOllama(model string) (llm.Model, string, error) {
+func (e env) openOllama(model string) (llm.Model, opened, error) {
 	host, from := e.ollamaHost()
 	base, err := openai.OllamaBaseURL(host)
 	if err != nil {
 		if from == ConfigOllamaHost {
-			return nil, "", fmt.Errorf("%s: %s in the config file: %w", llm.ProviderOllama, ConfigOllamaHost, err)
+			return nil, opened{}, fmt.Errorf("%s: %s in the config file: %w", llm.ProviderOllama, ConfigOllamaHost, err)
 		}
-		return nil, "", fmt.Errorf("%s: %w", llm.ProviderOllama, err)
+		return nil, opened{}, fmt.Errorf("%s: %w", llm.ProviderOllama, err)
 	}
 	// BaseURL is set, so NewOllama reads no environment; OPENAI_API_KEY is
 	// never sent to Ollama.
@@ -315,9 +309,9 @@ func (e env) openOllama(model string) (llm.Model, string, error) {
 		Getenv:  e.getenv,
 	})
 	if err != nil {
-		return nil, "", err
+		return nil, opened{}, err
 	}
-	return m, redactURL(base), nil
+	return m, opened{server: base}, nil
 }
 
 // Default returns the spec of the model to use when none is configured,
