@@ -9,12 +9,12 @@
 // A spec is "provider:model" (llm.ParseSpec). Open reads what each provider
 // needs from Options, else from the environment, through Options.Getenv:
 //
-//	spec              provider                          settings
-//	gemini:MODEL      Google Gemini API                 GEMINI_API_KEY or GOOGLE_API_KEY
-//	openai:MODEL      OpenAI Chat Completions           OPENAI_API_KEY, OPENAI_BASE_URL (optional)
-//	anthropic:MODEL   Anthropic Messages API            ANTHROPIC_API_KEY
-//	ollama:MODEL      Ollama (its OpenAI-compatible API) OLLAMA_HOST (default localhost:11434)
-//	compatible:MODEL  any OpenAI-compatible server       OPENAI_BASE_URL (required), OPENAI_API_KEY
+//	spec              provider                    settings
+//	gemini:MODEL      Google Gemini API           GEMINI_API_KEY or GOOGLE_API_KEY
+//	openai:MODEL      OpenAI Chat Completions     OPENAI_API_KEY, OPENAI_BASE_URL (optional)
+//	anthropic:MODEL   Anthropic Messages API      ANTHROPIC_API_KEY
+//	ollama:MODEL      Ollama (OpenAI-compatible)  OLLAMA_HOST (default localhost:11434)
+//	compatible:MODEL  an OpenAI-compatible server OPENAI_BASE_URL (required), OPENAI_API_KEY
 //
 // In a configuration file the same settings are gemini_api_key,
 // openai_api_key, openai_base_url, anthropic_api_key and ollama_host (the
