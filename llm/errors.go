@@ -38,7 +38,7 @@ func (e *APIError) Error() string {
 	case (e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden) && e.KeyEnv != "":
 		return fmt.Sprintf("%s: %s was rejected (%d): %s", e.Provider, e.KeyEnv, e.Status, msg)
 	case e.Status != 0:
-		return fmt.Sprintf("%s: %s (%d): %s", e.Provider, http.StatusText(e.Status), e.Status, msg)
+		return fmt.Sprintf("%s: %s (%d): %s", e.Provider, statusText(e.Status), e.Status, msg)
 	default:
 		return fmt.Sprintf("%s: %s", e.Provider, msg)
 	}
@@ -59,4 +59,19 @@ func (e *APIError) Is(target error) bool {
 		return e.Status >= 500 || e.Status == 0 && e.Err != nil && !errors.Is(e.Err, ErrTimeout) && !errors.Is(e.Err, ErrUnsupported)
 	}
 	return false
+}
+
+// statusText names an HTTP status, including the non-standard ones providers
+// use (Anthropic's 529 "overloaded").
+func statusText(code int) string {
+	if t := http.StatusText(code); t != "" {
+		return t
+	}
+	switch code {
+	case 529:
+		return "Overloaded"
+	case 499:
+		return "Client Closed Request"
+	}
+	return "HTTP error"
 }

@@ -58,7 +58,7 @@ const specForms = "write provider:model, e.g. gemini:gemini-2.5-flash, openai:gp
 // ErrInvalidSpec and lists the accepted forms.
 //
 // Mapping a provider to its constructor is not done here: provider
-// packages import llm, so that lives with the configuration.
+// packages import llm, so that lives in package llm/providers.
 func ParseSpec(spec string) (provider, model string, err error) {
 	s := strings.TrimSpace(spec)
 	if s == "" {
