@@ -401,7 +401,7 @@ func (c *Config) String() string {
 	var b strings.Builder
 	for _, e := range entries {
 		fmt.Fprintf(&b, "%-*s  %s", w, e.Key, e.Value)
-		if e.Source != "default" {
+		if e.Source != "default" && !strings.HasPrefix(e.Value, "set (") {
 			fmt.Fprintf(&b, "  (%s)", e.Source)
 		}
 		b.WriteByte('\n')

@@ -71,6 +71,9 @@ func (e entry) emptyText() string {
 	if e.empty != "" {
 		return e.empty
 	}
+	if e.Default != "" {
+		return e.Default
+	}
 	return `""`
 }
 
@@ -88,7 +91,7 @@ func withEnv(e entry, std ...string) entry {
 var table = []entry{
 	withEnv(modelKey("model", "--model", "auto: the first provider whose key or host is set (see providers.Default)",
 		"Model spec provider:model used for every role without its own model, e.g. gemini:gemini-2.5-flash, openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, ollama:qwen3:8b, compatible:<model>.",
-		func(c *Config) *string { return &c.Model }, "auto")),
+		func(c *Config) *string { return &c.Model }, "none (no provider key is set)")),
 	withEnv(modelKey("query_generator_model", "--query-model", "model", "Model that writes the search queries.",
 		func(c *Config) *string { return &c.QueryModel }, "= model")),
 	withEnv(modelKey("reflection_model", "--reflection-model", "model", "Model that judges whether the research suffices and writes follow-up queries.",
@@ -206,8 +209,7 @@ func stringKey(name, flag, def, defText, help string, field func(*Config) *strin
 			*field(c) = s
 			return nil
 		},
-		show:  func(c *Config) string { return *field(c) },
-		empty: "none",
+		show: func(c *Config) string { return *field(c) },
 	}
 }
 

@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"github.com/deepgraph/deepgraph/config"
+	"github.com/deepgraph/deepgraph/internal/app"
+)
+
+// Exit statuses.
+const (
+	exitOK          = 0
+	exitFailed      = 1   // the run failed
+	exitUsage       = 2   // configuration or usage error
+	exitAgentFailed = 3   // research agent: the agent gave up (terminate with failure)
+	exitAgentLimit  = 4   // research agent: the step limit was reached (best-effort answer)
+	exitAgentStuck  = 5   // research agent: the agent kept repeating itself
+	exitInterrupted = 130 // Ctrl-C (SIGINT) or SIGTERM
+)
+
+// exitError carries an exit status with an error already reported (or to
+// report).
+type exitError struct {
+	code int
+	err  error // nil when the message was already printed
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageErr marks a usage error (exit 2).
+func usageErr(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// cli is one invocation of the command.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	stdinTTY       bool
+	stderrTTY      bool
+
+	// Flags that are not configuration keys.
+	configFile string
+	out        string
+	quiet      bool
+	verbose    bool
+
+	console *console
+}
+
+func newCLI(stdin io.Reader, stdout, stderr io.Writer) *cli {
+	return &cli{stdin: stdin, stdout: stdout, stderr: stderr, stdinTTY: isTerminal(stdin), stderrTTY: isTerminal(stderr)}
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// researchKeys are the configuration keys with flags on every command.
+func researchKeys() []string {
+	var keys []string
+	for _, k := range config.KeysWithFlags("") {
+		if !strings.HasPrefix(k, "agent.") {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+func (c *cli) root() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "research [flags] \"question\"",
+		Short: "Deep research with verified citations, from any LLM and any search back end",
+		Long: `research answers a question the way Google's Gemini deep-search quickstart does:
+it writes search queries, researches each in parallel, reflects on what is
+missing, searches again, and writes an answer whose citations are checked
+against the sources it actually gathered.
+
+The report (Markdown, or JSON with --format json) goes to stdout or --out;
+the activity timeline goes to stderr. Configuration: flags, then DEEPGRAPH_*
+and the providers' variables, then the config file (see research config).
+
+Exit status: 0 success, 1 the run failed, 2 configuration or usage error,
+130 interrupted (the report gathered so far is printed, marked incomplete).`,
+		Example: `  GEMINI_API_KEY=… research "Who won the Euro 2024 and who scored the most goals?"
+  research --effort high --format json --out report.json "state of RISC-V laptops"
+  SEARXNG_URL=http://localhost:8888 research -m ollama:qwen3:8b "…"
+  research --corpus ~/notes "what did we decide about checkpoints?"`,
+		Args:          cobra.ArbitraryArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE:          c.runResearch,
+	}
+	root.CompletionOptions.HiddenDefaultCmd = true
+	root.SetOut(c.stdout)
+	root.SetErr(c.stderr)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return &exitError{code: exitUsage, err: fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())}
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&c.configFile, "config", "", "config file (default $DEEPGRAPH_CONFIG, else <user config dir>/deepgraph/config.yaml)")
+	pf.BoolVarP(&c.quiet, "quiet", "q", false, "print nothing on stderr but errors")
+	pf.BoolVarP(&c.verbose, "verbose", "v", false, "debug logging on stderr")
+	if err := config.AddFlags(pf, researchKeys()...); err != nil {
+		panic(err) // the key table and this list disagree: a programming error
+	}
+	root.Flags().StringVarP(&c.out, "out", "o", "", "write the report to FILE instead of stdout")
+
+	root.AddCommand(c.graphCmd(), c.configCmd(), c.versionCmd(), c.agentCmd())
+	return root
+}
+
+// execute runs the command line and returns the exit status.
+func (c *cli) execute(ctx context.Context, args []string) (code int) {
+	c.console = newConsole(c.stderr, c.stderrTTY)
+	defer c.console.stop()
+	defer func() {
+		if r := recover(); r != nil {
+			c.console.errorLine(fmt.Sprintf("internal error: %v (please report it)", r))
+			code = exitFailed
+		}
+	}()
+	root := c.root()
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	return c.report(ctx, err)
+}
+
+// report prints err as one clear line (plus hints) and returns its status.
+func (c *cli) report(ctx context.Context, err error) int {
+	var ee *exitError
+	code := exitFailed
+	if errors.As(err, &ee) {
+		code = ee.code
+		if ee.err == nil {
+			return code
+		}
+		err = ee.err
+	}
+	if context.Cause(ctx) == errInterrupted || errors.Is(err, errInterrupted) {
+		c.console.errorLine("interrupted")
+		return exitInterrupted
+	}
+	switch {
+	case errors.Is(err, app.ErrNoModel):
+		c.console.plain(howToConfigure())
+		return exitUsage
+	case app.IsNoSearch(err):
+		c.console.errorLine(err.Error())
+		c.console.plain("\n" + app.HowToConfigureSearch)
+		return exitUsage
+	case errors.Is(err, config.ErrInvalid), errors.Is(err, app.ErrSetup):
+		code = exitUsage
+	}
+	for _, line := range errorLines(err, c.verbose) {
+		c.console.errorLine(line)
+	}
+	for _, h := range hints(err) {
+		c.console.plain("  hint: " + h + "\n")
+	}
+	return code
+}
+
+// loadConfig resolves the configuration for cmd.
+func (c *cli) loadConfig(cmd *cobra.Command) (*config.Config, error) {
+	cfg, err := config.Loader{File: c.configFile, Flags: cmd.Flags(), DefaultModel: app.DefaultModel}.Load()
+	if err != nil {
+		return nil, err
+	}
+	c.console.addSecrets(cfg)
+	return cfg, nil
+}
+
+// logger is the program's slog logger: warnings on stderr, debug records
+// with -v, nothing with -q.
+func (c *cli) logger() *slog.Logger {
+	level := slog.LevelWarn
+	switch {
+	case c.verbose:
+		level = slog.LevelDebug
+	case c.quiet:
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(c.console, &slog.HandlerOptions{Level: level}))
+}
+
+// output opens where the report goes: --out FILE or stdout.
+func (c *cli) output(data string) error {
+	if c.out == "" {
+		_, err := io.WriteString(c.stdout, data)
+		return err
+	}
+	if err := os.WriteFile(c.out, []byte(data), 0o644); err != nil {
+		return fmt.Errorf("writing the report: %w", err)
+	}
+	return nil
+}
+
+// question is the question from the arguments, or from stdin when it is
+// piped in.
+func (c *cli) question(args []string) (string, error) {
+	q := strings.TrimSpace(strings.Join(args, " "))
+	if q == "" && !c.stdinTTY && c.stdin != nil {
+		b, err := io.ReadAll(io.LimitReader(c.stdin, 64<<10))
+		if err != nil {
+			return "", fmt.Errorf("reading the question from stdin: %w", err)
+		}
+		q = strings.TrimSpace(string(b))
+	}
+	if q == "" {
+		return "", usageErr("no question: run research \"your question\" (or pipe it in); research --help lists the options")
+	}
+	return q, nil
+}

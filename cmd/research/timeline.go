@@ -1,0 +1,175 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/deepgraph/deepgraph/internal/app"
+	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/research"
+)
+
+// timeline turns research activities into stderr lines, each with the
+// elapsed time and the tokens spent so far:
+//
+//	[  0.0s      0 tok] Generating search queries
+//	[  1.2s    812 tok] Queries: "euro 2024 winner" · "euro 2024 top scorer"
+//	[  4.9s  5.3k tok] Searched "euro 2024 winner": 6 sources (uefa, wikipedia, bbc)
+//	[  7.0s  7.9k tok] Reflection 1: sufficient
+//	[  7.0s  7.9k tok] Finalizing the answer
+//	[ 10.4s 11.2k tok] Answer: 5 sources cited, 0 citations dropped
+type timeline struct {
+	c     *console
+	start time.Time
+	usage llm.UsageByRole
+	now   func() time.Time
+}
+
+func newTimeline(c *console, start time.Time) *timeline {
+	return &timeline{c: c, start: start, now: time.Now}
+}
+
+// header says which back end and models run.
+func (t *timeline) header(plan app.Plan, models *app.Models) {
+	var b strings.Builder
+	switch plan.Kind {
+	case app.BackendCorpus:
+		fmt.Fprintf(&b, "Researching the corpus %s", plan.Corpus)
+	case app.BackendSearch:
+		fmt.Fprintf(&b, "Researching the web with %s", strings.Join(plan.Providers, ", "))
+	case app.BackendGemini:
+		b.WriteString("Researching the web with Gemini's Google Search grounding")
+	}
+	specs := map[string]bool{}
+	var list []string
+	for _, role := range app.Roles {
+		if s := models.Spec(role); !specs[s] {
+			specs[s] = true
+			list = append(list, s)
+		}
+	}
+	fmt.Fprintf(&b, " using %s", strings.Join(list, ", "))
+	t.line(b.String())
+}
+
+func (t *timeline) line(msg string) {
+	tot := t.usage.Total()
+	t.c.line(fmt.Sprintf("[%5.1fs %6s tok] %s", t.now().Sub(t.start).Seconds(), compact(tokens(tot.Usage)), msg))
+}
+
+// observe is research.Observe's callback.
+func (t *timeline) observe(a research.Activity) {
+	t.usage = t.usage.Merge(a.Usage)
+	switch a.Kind {
+	case research.ActivityGenerating:
+		t.c.setStatus("generating search queries")
+		t.line("Generating search queries")
+	case research.ActivityQueries:
+		t.line("Queries: " + quoteList(a.Queries))
+		t.c.setStatus("researching " + strconv.Itoa(len(a.Queries)) + " queries")
+	case research.ActivitySearching:
+		t.c.setStatus("researching " + strconv.Quote(oneLine(a.Query, 50)))
+	case research.ActivitySearched:
+		msg := fmt.Sprintf("Searched %s: %s", strconv.Quote(oneLine(a.Query, 80)), plural(a.Sources, "source", "sources"))
+		if len(a.Labels) > 0 {
+			labels := make([]string, len(a.Labels))
+			for i, l := range a.Labels {
+				labels[i] = oneLine(l, 30)
+			}
+			msg += " (" + strings.Join(labels, ", ") + ")"
+		}
+		t.line(msg)
+	case research.ActivityReflecting:
+		t.c.setStatus("reflecting on the findings")
+	case research.ActivityReflected:
+		t.line(reflectionLine(a))
+	case research.ActivityFinalizing:
+		t.c.setStatus("writing the answer")
+		t.line("Finalizing the answer")
+	case research.ActivityAnswered:
+		t.line(fmt.Sprintf("Answer: %s cited, %s dropped", plural(a.Cited, "source", "sources"), plural(a.Dropped, "citation", "citations")))
+	case research.ActivityFailed:
+		t.line(fmt.Sprintf("%s failed: %s", a.Node, oneLine(a.Error, 200)))
+	}
+}
+
+func reflectionLine(a research.Activity) string {
+	msg := fmt.Sprintf("Reflection %d: ", a.Loop)
+	r := a.Reflection
+	if r == nil {
+		return msg + "done"
+	}
+	if r.IsSufficient {
+		return msg + "sufficient"
+	}
+	msg += "not sufficient"
+	if gap := oneLine(r.KnowledgeGap, 160); gap != "" {
+		msg += " — gap: " + gap
+	}
+	if len(a.Queries) > 0 {
+		return msg + "; follow-ups: " + quoteList(a.Queries)
+	}
+	return msg + "; answering with what was found (loop limit reached or nothing new to search)"
+}
+
+// summary prints the final line: elapsed, tokens, calls, sources cited,
+// citations dropped.
+func (t *timeline) summary(rep *research.Report, runErr error) {
+	tot := rep.Usage.Total()
+	state := "Done"
+	if rep.Incomplete || runErr != nil {
+		state = "Stopped (incomplete)"
+	}
+	t.c.line(fmt.Sprintf("%s in %.1fs · %s tokens · %s · %s cited · %s dropped", state, rep.Timings.Total.Seconds(),
+		thousands(tokens(tot.Usage)), plural(tot.Calls, "LLM call", "LLM calls"),
+		plural(len(rep.Sources), "source", "sources"), plural(rep.Dropped, "citation", "citations")))
+}
+
+// tokens is a call's total, or prompt + completion when the provider
+// reported no total.
+func tokens(u llm.Usage) int {
+	if u.TotalTokens > 0 {
+		return u.TotalTokens
+	}
+	return u.PromptTokens + u.CompletionTokens
+}
+
+func quoteList(qs []string) string {
+	parts := make([]string, len(qs))
+	for i, q := range qs {
+		parts[i] = strconv.Quote(oneLine(q, 80))
+	}
+	return strings.Join(parts, " · ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// compact writes a token count in a few characters: 812, 5.3k, 1.2M.
+func compact(n int) string {
+	switch {
+	case n < 1000:
+		return strconv.Itoa(n)
+	case n < 1_000_000:
+		return strconv.FormatFloat(float64(n)/1000, 'f', 1, 64) + "k"
+	}
+	return strconv.FormatFloat(float64(n)/1_000_000, 'f', 1, 64) + "M"
+}
+
+// thousands writes n with comma separators: 12,345.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

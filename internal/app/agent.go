@@ -1,0 +1,210 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/deepgraph/deepgraph/config"
+	"github.com/deepgraph/deepgraph/nodes"
+	"github.com/deepgraph/deepgraph/search"
+	"github.com/deepgraph/deepgraph/tools"
+)
+
+// AgentIO is how the agent reaches the user.
+type AgentIO struct {
+	// Human answers ask_human; nil leaves ask_human out (the CLI sets it
+	// only when stdin is a terminal).
+	Human tools.Asker
+	// Logger receives debug records of the tools.
+	Logger *slog.Logger
+}
+
+// TerminalHuman is the ask_human Asker on a terminal.
+func TerminalHuman(in io.Reader, out io.Writer) tools.Asker { return tools.NewTerminalAsker(in, out) }
+
+// AgentSetup is an agent built from a configuration.
+type AgentSetup struct {
+	Agent *nodes.Agent
+	Tools *tools.Collection
+	// Spec is the agent's model spec.
+	Spec string
+	// Workspace is the directory the file and exec tools work in;
+	// TempWorkspace says it was created for this run (and is kept after it,
+	// so its files can be inspected).
+	Workspace     string
+	TempWorkspace bool
+	closers       []func()
+}
+
+// Close releases what the agent's tools hold open. The workspace is kept.
+func (a *AgentSetup) Close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i]()
+	}
+	a.closers = nil
+}
+
+// NewAgent builds the agent of `research agent`:
+//
+//   - web_search when a search provider (or a corpus) is configured;
+//   - fetch_page behind the SSRF guard (allow_private_urls opens private
+//     addresses);
+//   - str_replace_editor confined to the workspace: agent.workspace, or a
+//     new temporary directory; the user's home directory and / are refused;
+//   - python_execute and bash only with agent.allow_exec;
+//   - ask_human when io.Human is set; planning; terminate.
+//
+// agent.tools narrows the set (an unknown name, or an exec tool without
+// allow_exec, is a setup error naming the available tools).
+func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSetup, err error) {
+	spec := cfg.Model
+	model, err := OpenModel(ctx, cfg, spec, aio.Logger)
+	if err != nil {
+		return nil, err
+	}
+	setup := &AgentSetup{Spec: spec}
+	defer func() {
+		if err != nil {
+			setup.Close()
+		}
+	}()
+
+	ws, temp, err := workspace(cfg)
+	if err != nil {
+		return nil, err
+	}
+	setup.Workspace, setup.TempWorkspace = ws, temp
+
+	opts := tools.DefaultOptions{
+		Editor: tools.EditorOptions{Workspace: ws},
+		Exec:   tools.ExecOptions{AllowExec: cfg.Agent.AllowExec, Workspace: ws, Logger: aio.Logger},
+	}
+	if s, closeFn, err := agentSearcher(ctx, cfg, aio.Logger); err != nil {
+		return nil, err
+	} else if s != nil {
+		opts.WebSearch = tools.WebSearchOptions{Searcher: s}
+		setup.closers = append(setup.closers, closeFn)
+	}
+	reader, err := PageReader(cfg, aio.Logger)
+	if err != nil {
+		return nil, err
+	}
+	setup.closers = append(setup.closers, reader.Close)
+	opts.FetchPage = tools.FetchPageOptions{Reader: reader}
+	if aio.Human != nil {
+		opts.AskHuman = tools.AskHumanOptions{Asker: aio.Human}
+	}
+	all, err := tools.NewDefault(opts)
+	if err != nil {
+		return nil, &setupError{fmt.Errorf("agent tools: %w", err)}
+	}
+	set := all
+	if len(cfg.Agent.Tools) > 0 {
+		for _, name := range cfg.Agent.Tools {
+			if (name == tools.PythonExecuteName || name == tools.BashName) && !cfg.Agent.AllowExec {
+				return nil, &setupError{cfg.Invalid("agent.tools", strings.Join(cfg.Agent.Tools, ","),
+					"only available tools; "+name+" also needs --allow-exec (agent.allow_exec), which lets the model run code as you", nil)}
+			}
+		}
+		set, err = all.Subset(cfg.Agent.Tools...)
+		if err != nil {
+			return nil, &setupError{cfg.Invalid("agent.tools", strings.Join(cfg.Agent.Tools, ","),
+				"names of available tools: "+strings.Join(all.Names(), ", "), errors.Unwrap(err))}
+		}
+	}
+	agent, err := nodes.NewAgent(nodes.AgentConfig{Model: model, Tools: set, MaxSteps: cfg.Agent.MaxSteps, TextMode: cfg.Agent.TextMode})
+	if err != nil {
+		return nil, &setupError{fmt.Errorf("agent: %w", err)}
+	}
+	setup.Agent, setup.Tools = agent, set
+	return setup, nil
+}
+
+// agentSearcher is the searcher behind web_search: the corpus when one is
+// set, else the configured web providers; nil when neither is.
+func agentSearcher(ctx context.Context, cfg *config.Config, logger *slog.Logger) (search.Searcher, func(), error) {
+	if cfg.Corpus != "" {
+		ix, err := OpenCorpus(ctx, cfg, logger)
+		if err != nil {
+			return nil, nil, err
+		}
+		return ix, func() { _ = ix.Close() }, nil
+	}
+	names := cfg.Search
+	if cfg.SearchAuto() || cfg.SearchGemini() {
+		names = cfg.ConfiguredWebProviders()
+	}
+	if len(names) == 0 {
+		return nil, nil, nil
+	}
+	for _, p := range names {
+		if !contains(cfg.ConfiguredWebProviders(), p) {
+			return nil, nil, setupErr("search lists %s, but %s is not set (config key %s)", p, config.ProviderVariable(p), providerKey(p))
+		}
+	}
+	chain, err := WebSearcher(cfg, names, logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	return chain, func() {}, nil
+}
+
+// workspace returns the agent's workspace: the configured directory (which
+// must exist, and may not be the home directory or a file-system root), or
+// a new temporary directory.
+func workspace(cfg *config.Config) (dir string, temp bool, err error) {
+	ws := cfg.Agent.Workspace
+	if ws == "" {
+		dir, err := os.MkdirTemp("", "deepgraph-agent-")
+		if err != nil {
+			return "", false, setupErr("creating a temporary workspace: %w", err)
+		}
+		return dir, true, nil
+	}
+	abs, err := filepath.Abs(ws)
+	if err != nil {
+		return "", false, &setupError{cfg.Invalid("agent.workspace", ws, "an existing directory", err)}
+	}
+	if resolved, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = resolved
+	}
+	info, err := os.Stat(abs)
+	if err != nil || !info.IsDir() {
+		if err == nil {
+			err = errors.New("not a directory")
+		}
+		return "", false, &setupError{cfg.Invalid("agent.workspace", ws, "an existing directory", err)}
+	}
+	if filepath.Dir(abs) == abs {
+		return "", false, &setupError{cfg.Invalid("agent.workspace", ws, "a project directory, not a file-system root", nil)}
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		if h, err := filepath.EvalSymlinks(home); err == nil {
+			home = h
+		}
+		if sameDir(abs, home) {
+			return "", false, &setupError{cfg.Invalid("agent.workspace", ws,
+				"a project directory, not your home directory (the agent may create, edit and, with --allow-exec, run anything in it)", nil)}
+		}
+	}
+	return abs, false, nil
+}
+
+func sameDir(a, b string) bool {
+	return filepath.Clean(a) == filepath.Clean(b)
+}
+
+// ExecToolNames are the tools that run code.
+var ExecToolNames = []string{tools.PythonExecuteName, tools.BashName}
+
+// HasExec reports whether the collection can run code.
+func HasExec(c *tools.Collection) bool {
+	return slices.ContainsFunc(c.Names(), func(n string) bool { return slices.Contains(ExecToolNames, n) })
+}
