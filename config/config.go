@@ -68,6 +68,8 @@ type Config struct {
 	// Retries is the retries after a failed request (429, 5xx, dropped
 	// connections) to models and search providers.
 	Retries int
+	// RetryBackoff is the first wait before a retry (doubling after).
+	RetryBackoff time.Duration
 	// Format is the report format: "markdown" or "json".
 	Format string
 

@@ -146,7 +146,7 @@ func contains(list []string, s string) bool {
 
 // SearchHTTP is the search providers' transport policy from a Config.
 func SearchHTTP(cfg *config.Config, logger *slog.Logger) search.HTTPOptions {
-	return search.HTTPOptions{MaxRetries: retries(cfg.Retries), Timeout: cfg.SearchTimeout, Logger: logger}
+	return search.HTTPOptions{MaxRetries: retries(cfg.Retries), Timeout: cfg.SearchTimeout, RetryBackoff: cfg.RetryBackoff, Logger: logger}
 }
 
 // WebSearcher builds the chain of the named web providers from cfg.
@@ -185,10 +185,11 @@ func WebSearcher(cfg *config.Config, names []string, logger *slog.Logger) (*sear
 // refused either way).
 func PageReader(cfg *config.Config, logger *slog.Logger) (*search.Reader, error) {
 	r, err := search.NewReader(search.ReaderConfig{
-		Guard:      netguard.Config{AllowPrivate: cfg.AllowPrivateURLs},
-		Timeout:    cfg.FetchTimeout,
-		MaxRetries: retries(cfg.Retries),
-		Logger:     logger,
+		Guard:        netguard.Config{AllowPrivate: cfg.AllowPrivateURLs},
+		Timeout:      cfg.FetchTimeout,
+		MaxRetries:   retries(cfg.Retries),
+		RetryBackoff: cfg.RetryBackoff,
+		Logger:       logger,
 	})
 	if err != nil {
 		return nil, &setupError{fmt.Errorf("page reader: %w", err)}

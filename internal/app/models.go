@@ -96,6 +96,7 @@ func ClientConfig(cfg *config.Config) llm.ClientConfig {
 		MaxRetries:     retries(cfg.Retries),
 		MaxConcurrency: cfg.MaxConcurrency,
 		Timeout:        cfg.LLMTimeout,
+		RetryBackoff:   cfg.RetryBackoff,
 	}
 }
 

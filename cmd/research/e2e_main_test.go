@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The end-to-end tests run the built binary, as a user would: TestMain builds
+// it once (with the race detector when the tests run with it), and each test
+// runs it with a scrubbed environment against httptest fakes of the providers'
+// real wire protocols.
+
+// binary is the path of the research binary built for the tests;
+// versionedBinary was built with -ldflags -X main.version.
+var binary, versionedBinary string
+
+const testVersion = "v9.8.7-e2e"
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "research-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: temp dir:", err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "research")
+	versionedBinary = filepath.Join(dir, "research-versioned")
+	if err := build(binary); err == nil {
+		err = build(versionedBinary, "-ldflags", "-X main.version="+testVersion)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			os.Exit(1)
+		}
+	} else {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// build compiles this package into out.
+func build(out string, extra ...string) error {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	args := []string{"build", "-o", out}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	args = append(args, extra...)
+	args = append(args, ".")
+	cmd := exec.Command(goTool, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return nil
+}
+
+// result is one run of the binary.
+type result struct {
+	stdout, stderr string
+	code           int
+	elapsed        time.Duration
+}
+
+// all is stdout and stderr together, for "never shows X" checks.
+func (r result) all() string { return r.stdout + "\n" + r.stderr }
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d after %s\n--- stdout:\n%s\n--- stderr:\n%s", r.code, r.elapsed.Round(time.Millisecond), r.stdout, r.stderr)
+}
+
+// env is a scrubbed environment: PATH, and HOME, TMPDIR and the XDG
+// directories inside a fresh temporary directory, so no real configuration
+// or cache is read; plus vars, and the test-speed settings (fast retries).
+func env(t *testing.T, vars map[string]string) []string {
+	t.Helper()
+	home := t.TempDir()
+	base := map[string]string{
+		"PATH":                      os.Getenv("PATH"),
+		"HOME":                      home,
+		"TMPDIR":                    filepath.Join(home, "tmp"),
+		"XDG_CONFIG_HOME":           filepath.Join(home, "config"),
+		"XDG_CACHE_HOME":            filepath.Join(home, "cache"),
+		"DEEPGRAPH_RETRY_BACKOFF":   "5ms",
+		"DEEPGRAPH_LLM_TIMEOUT":     "20s",
+		"DEEPGRAPH_SEARCH_TIMEOUT":  "10s",
+		"DEEPGRAPH_FETCH_TIMEOUT":   "10s",
+		"DEEPGRAPH_MAX_CONCURRENCY": "8",
+		// A race-enabled binary otherwise sleeps 1 s at exit; a race it
+		// finds still fails the run (exit status 66).
+		"GORACE": "atexit_sleep_ms=0",
+	}
+	require.NoError(t, os.MkdirAll(base["TMPDIR"], 0o700))
+	for k, v := range vars {
+		if v == "" {
+			delete(base, k)
+			continue
+		}
+		base[k] = v
+	}
+	out := make([]string, 0, len(base))
+	for k, v := range base {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// run runs bin with args in environment envv and waits for it (at most
+// 60 s, a safety net that fails the test).
+func run(t *testing.T, envv []string, args ...string) result {
+	t.Helper()
+	return runBin(t, binary, envv, "", args...)
+}
+
+func runBin(t *testing.T, bin string, envv []string, dir string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = envv
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Stdin = strings.NewReader("")
+	start := time.Now()
+	err := cmd.Run()
+	res := result{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		require.True(t, ok, "running %s: %v", bin, err)
+		res.code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.code = 128 + int(ws.Signal())
+		}
+	}
+	require.NoError(t, ctx.Err(), "the binary did not finish within 60 s:\n%s", res)
+	return res
+}
+
+// started is a running binary (for signal tests).
+type started struct {
+	cmd            *exec.Cmd
+	stdout, stderr *lockedBuffer
+	start          time.Time
+}
+
+func startBin(t *testing.T, envv []string, args ...string) *started {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = envv
+	s := &started{cmd: cmd, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}}
+	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
+	cmd.Stdin = strings.NewReader("")
+	require.NoError(t, cmd.Start())
+	s.start = time.Now()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return s
+}
+
+// waitStderr waits until stderr contains want.
+func (s *started) waitStderr(t *testing.T, want string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if strings.Contains(s.stderr.String(), want) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("stderr never showed %q within %s:\n%s", want, within, s.stderr.String())
+}
+
+// wait waits for the process (at most within) and returns its result.
+func (s *started) wait(t *testing.T, within time.Duration) result {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case err := <-done:
+		res := result{stdout: s.stdout.String(), stderr: s.stderr.String(), elapsed: time.Since(s.start)}
+		if ee, ok := err.(*exec.ExitError); ok {
+			res.code = ee.ExitCode()
+		} else {
+			require.NoError(t, err)
+		}
+		return res
+	case <-time.After(within):
+		_ = s.cmd.Process.Kill()
+		<-done
+		t.Fatalf("the binary did not exit within %s:\nstdout:\n%s\nstderr:\n%s", within, s.stdout.String(), s.stderr.String())
+		return result{}
+	}
+}
