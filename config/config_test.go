@@ -466,6 +466,23 @@ func TestDefaultModel(t *testing.T) {
 	})
 }
 
+func TestPathsExpandHome(t *testing.T) {
+	l := isolate(t)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	l.File = writeFile(t, "config.yaml", "corpus: ~/notes\nagent:\n  workspace: ~/ws\n")
+	t.Setenv("DEEPGRAPH_CORPUS_CACHE_DIR", "~/cache/x")
+	c, err := l.Load()
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(home, "notes"), c.Corpus)
+	assert.Equal(t, filepath.Join(home, "ws"), c.Agent.Workspace)
+	assert.Equal(t, filepath.Join(home, "cache", "x"), c.CorpusCacheDir)
+	l.File = writeFile(t, "config.yaml", "corpus: ~other/notes\n")
+	c, err = l.Load()
+	require.NoError(t, err)
+	assert.Equal(t, "~other/notes", c.Corpus, "only the user's own ~ is expanded")
+}
+
 func TestSearchHelpers(t *testing.T) {
 	l := isolate(t)
 	t.Setenv("TAVILY_API_KEY", tavilySecret)
@@ -503,4 +520,21 @@ func TestClosest(t *testing.T) {
 	assert.Equal(t, 3, distance("kitten", "sitting"))
 	assert.Equal(t, 0, distance("", ""))
 	assert.True(t, errors.Is(&UnknownKeyError{}, ErrInvalid))
+}
+
+// TestREADMEListsEveryKey keeps the README's key table in step with the key
+// table here, the one place defaults are written down.
+func TestREADMEListsEveryKey(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	require.NoError(t, err)
+	readme := string(b)
+	esc := strings.NewReplacer("<", "&lt;", ">", "&gt;", "|", `\|`)
+	for _, k := range Keys() {
+		envs := make([]string, len(k.Env))
+		for i, e := range k.Env {
+			envs[i] = "`" + e + "`"
+		}
+		row := fmt.Sprintf("| `%s` | %s | %s | ", k.Name, esc.Replace(k.Default), strings.Join(envs, ", "))
+		assert.Contains(t, readme, row, "README.md must list key %s with its default and variables", k.Name)
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -89,16 +91,16 @@ func withEnv(e entry, std ...string) entry {
 
 // table is every key, in documentation order.
 var table = []entry{
-	withEnv(modelKey("model", "--model", "auto: the first provider whose key or host is set (see providers.Default)",
+	withEnv(modelKey("model", "--model", "auto: the first provider with a key set (Gemini, OpenAI, Anthropic), else OLLAMA_HOST",
 		"Model spec provider:model used for every role without its own model, e.g. gemini:gemini-2.5-flash, openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, ollama:qwen3:8b, compatible:<model>.",
 		func(c *Config) *string { return &c.Model }, "none (no provider key is set)")),
-	withEnv(modelKey("query_generator_model", "--query-model", "model", "Model that writes the search queries.",
+	withEnv(modelKey("query_generator_model", "--query-model", "same as model", "Model that writes the search queries.",
 		func(c *Config) *string { return &c.QueryModel }, "= model")),
-	withEnv(modelKey("reflection_model", "--reflection-model", "model", "Model that judges whether the research suffices and writes follow-up queries.",
+	withEnv(modelKey("reflection_model", "--reflection-model", "same as model", "Model that judges whether the research suffices and writes follow-up queries.",
 		func(c *Config) *string { return &c.ReflectionModel }, "= model")),
-	withEnv(modelKey("answer_model", "--answer-model", "model", "Model that writes the final answer.",
+	withEnv(modelKey("answer_model", "--answer-model", "same as model", "Model that writes the final answer.",
 		func(c *Config) *string { return &c.AnswerModel }, "= model")),
-	withEnv(modelKey("research_model", "--research-model", "model", "Model that researches each query (with the gemini back end it must be a Gemini model).",
+	withEnv(modelKey("research_model", "--research-model", "same as model", "Model that researches each query (with the gemini back end it must be a Gemini model).",
 		func(c *Config) *string { return &c.ResearchModel }, "= model")),
 	withEnv(intKey("number_of_initial_queries", "--queries", 3, 1, MaxInitialQueries,
 		"Most search queries of the first round, and of each follow-up round. Set explicitly, it wins over effort.",
@@ -112,10 +114,10 @@ var table = []entry{
 	withEnv(searchKey()),
 	withEnv(stringKey("corpus", "--corpus", "", "none (search the web)",
 		"Directory of Markdown, text and HTML files searched instead of the web (no web access at all).",
-		func(c *Config) *string { return &c.Corpus }, nil)),
+		func(c *Config) *string { return &c.Corpus }, expandHome)),
 	withEnv(stringKey("corpus_cache_dir", "--corpus-cache-dir", "", "<user cache dir>/deepgraph/corpus",
 		"Where corpus indexes are kept.",
-		func(c *Config) *string { return &c.CorpusCacheDir }, nil)),
+		func(c *Config) *string { return &c.CorpusCacheDir }, expandHome)),
 	withEnv(stringKey("searxng_url", "", "", "none",
 		"Base URL of a SearXNG instance, e.g. http://localhost:8888 (its settings.yml must enable the json format).",
 		func(c *Config) *string { return &c.SearXNGURL }, checkURL), "SEARXNG_URL"),
@@ -165,7 +167,7 @@ var table = []entry{
 		func(c *Config) *string { return &c.Format }, FormatMarkdown, FormatJSON)),
 	withEnv(stringKey("agent.workspace", "--workspace", "", "a new temporary directory per run",
 		"Directory the agent's editor and exec tools are confined to. It must exist and may not be your home directory or /.",
-		func(c *Config) *string { return &c.Agent.Workspace }, nil)),
+		func(c *Config) *string { return &c.Agent.Workspace }, expandHome)),
 	withEnv(boolKey("agent.allow_exec", "--allow-exec", false,
 		"Offer python_execute and bash to the agent. They run model-written code as you: not a sandbox.",
 		func(c *Config) *bool { return &c.Agent.AllowExec })),
@@ -191,7 +193,9 @@ func lookup(name string) (entry, bool) {
 
 // --- key constructors ---------------------------------------------------
 
-func stringKey(name, flag, def, defText, help string, field func(*Config) *string, check func(string) error) entry {
+// stringKey is a string key; check, if set, validates a non-empty value and
+// returns it normalised.
+func stringKey(name, flag, def, defText, help string, field func(*Config) *string, check func(string) (string, error)) entry {
 	if defText == "" {
 		defText = def
 	}
@@ -205,7 +209,7 @@ func stringKey(name, flag, def, defText, help string, field func(*Config) *strin
 			}
 			s = strings.TrimSpace(s)
 			if check != nil && s != "" {
-				if err := check(s); err != nil {
+				if s, err = check(s); err != nil {
 					return err
 				}
 			}
@@ -217,11 +221,11 @@ func stringKey(name, flag, def, defText, help string, field func(*Config) *strin
 }
 
 func modelKey(name, flag, defText, help string, field func(*Config) *string, empty string) entry {
-	e := stringKey(name, flag, "", defText, help, field, func(s string) error {
+	e := stringKey(name, flag, "", defText, help, field, func(s string) (string, error) {
 		if _, _, err := llm.ParseSpec(s); err != nil {
-			return allowedError{"a model spec provider:model, e.g. gemini:gemini-2.5-flash, openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, ollama:qwen3:8b or compatible:<model>", nil}
+			return "", allowedError{"a model spec provider:model, e.g. gemini:gemini-2.5-flash, openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, ollama:qwen3:8b or compatible:<model>", nil}
 		}
-		return nil
+		return s, nil
 	})
 	e.empty = empty
 	return e
@@ -385,15 +389,28 @@ func toolsKey() entry {
 	}
 }
 
-func checkURL(s string) error {
+// expandHome turns a leading "~" or "~/" into the home directory, as a
+// shell would, for paths written in config files and DEEPGRAPH_ variables.
+func expandHome(s string) (string, error) {
+	if s != "~" && !strings.HasPrefix(s, "~/") {
+		return s, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", allowedError{"a path; ~ cannot be expanded without a home directory", err}
+	}
+	return filepath.Join(home, strings.TrimPrefix(s, "~")), nil
+}
+
+func checkURL(s string) (string, error) {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return allowedError{"an http or https URL such as http://localhost:8888", nil}
+		return "", allowedError{"an http or https URL such as http://localhost:8888", nil}
 	}
 	if u.User != nil {
-		return allowedError{"an http or https URL without user:password in it", nil}
+		return "", allowedError{"an http or https URL without user:password in it", nil}
 	}
-	return nil
+	return s, nil
 }
 
 // allowedError is a value's failure: what is allowed, and the cause if any.
