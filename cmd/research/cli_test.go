@@ -167,3 +167,25 @@ func TestKeysTable(t *testing.T) {
 	assert.Contains(t, s, "max_research_loops\n    default: 2\n    env:     DEEPGRAPH_MAX_RESEARCH_LOOPS\n    flag:    --loops\n")
 	assert.Contains(t, s, "gemini_api_key\n    default: none\n    env:     DEEPGRAPH_GEMINI_API_KEY, GEMINI_API_KEY, GOOGLE_API_KEY\n    secret:  never printed\n")
 }
+
+// FuzzOneLine: untrusted text shown on a terminal line never carries a
+// control character or a line break, and respects the length cap.
+func FuzzOneLine(f *testing.F) {
+	f.Add("plain", 10)
+	f.Add("\x1b]0;title\a\x1b[2Jmulti\nline\u2028x", 5)
+	f.Add("日本語テキスト", 3)
+	f.Fuzz(func(t *testing.T, s string, max int) {
+		max = max%200 + 1
+		if max < 2 {
+			max = 2
+		}
+		got := oneLine(s, max)
+		assert.LessOrEqual(t, len([]rune(got)), max)
+		for _, r := range got {
+			assert.False(t, r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029', "control %U in %q", r, got)
+		}
+		for _, r := range cleanText(s) {
+			assert.False(t, (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0), "control %U", r)
+		}
+	})
+}
