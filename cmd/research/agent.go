@@ -12,6 +12,7 @@ import (
 	"github.com/deepgraph/deepgraph/config"
 	"github.com/deepgraph/deepgraph/internal/app"
 	"github.com/deepgraph/deepgraph/nodes"
+	"github.com/deepgraph/deepgraph/tools"
 )
 
 func (c *cli) agentCmd() *cobra.Command {
@@ -70,7 +71,7 @@ func (c *cli) runAgent(cmd *cobra.Command, args []string) error {
 
 	aio := app.AgentIO{Logger: logger}
 	if c.stdinTTY {
-		aio.Human = app.TerminalHuman(c.stdin, c.stderr)
+		aio.Human = &pausingAsker{inner: app.TerminalHuman(c.stdin, c.console), c: c.console}
 	}
 	setup, err := app.NewAgent(ctx, cfg, aio)
 	if err != nil {
@@ -117,6 +118,19 @@ func (c *cli) runAgent(cmd *cobra.Command, args []string) error {
 		return &exitError{code: exitAgentStuck, err: errors.New("the agent was stuck repeating itself and stopped; try a more capable model or rephrase the task")}
 	}
 	return &exitError{code: exitFailed, err: fmt.Errorf("the agent ended with status %q", res.Status)}
+}
+
+// pausingAsker stops the spinner while the human is asked, so it does not
+// draw over the question and the answer being typed.
+type pausingAsker struct {
+	inner tools.Asker
+	c     *console
+}
+
+func (p *pausingAsker) Ask(ctx context.Context, question string) (string, error) {
+	p.c.stop()
+	defer p.c.start("thinking")
+	return p.inner.Ask(ctx, question)
 }
 
 // agentSteps shows the agent's steps on stderr.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -189,3 +190,28 @@ func FuzzOneLine(f *testing.F) {
 		}
 	})
 }
+
+func TestPausingAsker(t *testing.T) {
+	var buf lockedBuffer
+	c := newConsole(&buf, true)
+	c.start("thinking")
+	a := &pausingAsker{inner: askerFunc(func(ctx context.Context, q string) (string, error) {
+		c.mu.Lock()
+		spinning := c.stopCh != nil
+		c.mu.Unlock()
+		assert.False(t, spinning, "no spinner while the human is asked")
+		return "yes", nil
+	}), c: c}
+	got, err := a.Ask(context.Background(), "ok?")
+	require.NoError(t, err)
+	assert.Equal(t, "yes", got)
+	c.mu.Lock()
+	spinning := c.stopCh != nil
+	c.mu.Unlock()
+	assert.True(t, spinning, "the spinner resumes")
+	c.stop()
+}
+
+type askerFunc func(ctx context.Context, q string) (string, error)
+
+func (f askerFunc) Ask(ctx context.Context, q string) (string, error) { return f(ctx, q) }
