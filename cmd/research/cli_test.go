@@ -68,7 +68,7 @@ func TestTimelineLines(t *testing.T) {
 		Usage: llm.UsageFor(llm.RoleResearch, llm.Usage{TotalTokens: 4500})})
 	tl.observe(research.Activity{Kind: research.ActivityReflected, Loop: 1, Reflection: &schemas.Reflection{KnowledgeGap: "gap"}})
 	tl.observe(research.Activity{Kind: research.ActivityReflected, Loop: 2, Reflection: &schemas.Reflection{KnowledgeGap: "more"}, Queries: []string{"c"}})
-	tl.observe(research.Activity{Kind: research.ActivityFailed, Node: "web_research", Error: "boom\nsecond line"})
+	tl.observe(research.Activity{Kind: research.ActivityFailed, Node: "web_research", Error: "graph: node \"web_research\" failed in step 2: boom\nsecond line"})
 	tl.observe(research.Activity{Kind: research.ActivityAnswered, Cited: 1, Dropped: 2})
 	tl.observe(research.Activity{Kind: research.ActivityToken, Token: "ignored"})
 

@@ -567,7 +567,7 @@ func TestE2ETimeout(t *testing.T) {
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &doc), res)
 	assert.Equal(t, true, doc["incomplete"])
-	assert.Equal(t, "string", jsonType(doc["error"]))
+	assert.Equal(t, "timed out after 1s", doc["error"])
 	assert.NotEmpty(t, doc["sources"])
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -59,8 +60,17 @@ func (c *cli) runResearch(cmd *cobra.Command, args []string) error {
 
 	if rep != nil {
 		tl.summary(rep, runErr)
+		docErr := runErr
+		switch {
+		case interrupted:
+			docErr = errors.New("interrupted")
+		case timedOut:
+			docErr = fmt.Errorf("timed out after %s", cfg.Timeout)
+		case runErr != nil:
+			docErr = errors.New(c.console.redact(strings.Join(errorLines(runErr, false), "; ")))
+		}
 		if runErr == nil || interrupted || timedOut || rep.Answer != "" {
-			if err := c.writeReport(cfg, rep, r.Models, runErr); err != nil {
+			if err := c.writeReport(cfg, rep, r.Models, docErr); err != nil {
 				return err
 			}
 		}

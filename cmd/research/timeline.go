@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -91,9 +92,13 @@ func (t *timeline) observe(a research.Activity) {
 	case research.ActivityAnswered:
 		t.line(fmt.Sprintf("Answer: %s cited, %s dropped", plural(a.Cited, "source", "sources"), plural(a.Dropped, "citation", "citations")))
 	case research.ActivityFailed:
-		t.line(fmt.Sprintf("%s failed: %s", a.Node, oneLine(a.Error, 200)))
+		t.line(fmt.Sprintf("%s failed: %s", a.Node, oneLine(nodeErrPrefix.ReplaceAllString(a.Error, ""), 200)))
 	}
 }
+
+// nodeErrPrefix is the graph engine's wrapping of a node's error, which the
+// timeline line already says.
+var nodeErrPrefix = regexp.MustCompile(`^graph: node "[^"]*" failed in step \d+( after \d+ attempts)?: `)
 
 func reflectionLine(a research.Activity) string {
 	msg := fmt.Sprintf("Reflection %d: ", a.Loop)
