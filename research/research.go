@@ -374,6 +374,10 @@ func (r *Researcher) Run(ctx context.Context, question string, opts ...RunOption
 	start := time.Now()
 	timer := newTimer(start)
 	last := in
+	// Findings of web research tasks that finished in a step that has not
+	// completed yet: if the run stops mid-step, the incomplete report still
+	// has them.
+	var unmerged []Finding
 	var runErr error
 	for ev, err := range r.graph.Stream(ctx, in, gopts...) {
 		if err != nil {
@@ -383,13 +387,20 @@ func (r *Researcher) Run(ctx context.Context, question string, opts ...RunOption
 		timer.observe(ev)
 		switch ev.Kind {
 		case graph.EventStep, graph.EventEnd:
-			last = ev.State
+			last, unmerged = ev.State, nil
+		case graph.EventTaskEnd:
+			if fs, ok := fFindings.Written(ev.Update); ok && ev.Err == nil && ev.Node == NodeWebResearch {
+				unmerged = append(unmerged, fs...)
+			}
 		}
 		if o.observe != nil {
 			if a, ok := Describe(ev); ok {
 				o.observe(a)
 			}
 		}
+	}
+	if runErr != nil && len(unmerged) > 0 {
+		last.Findings = append(last.Findings[:len(last.Findings):len(last.Findings)], unmerged...)
 	}
 	rep := newReport(question, r.cfg.Backend.Name(), last, runErr != nil)
 	rep.Timings = timer.timings(time.Now())

@@ -17,6 +17,7 @@ import (
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/llm/fake"
 	"github.com/deepgraph/deepgraph/research"
+	"github.com/deepgraph/deepgraph/research/citation"
 	"github.com/deepgraph/deepgraph/schemas"
 	"github.com/deepgraph/deepgraph/search"
 )
@@ -369,4 +370,34 @@ func TestMermaid(t *testing.T) {
 		"reflection -.-> web_research;", "reflection -.-> finalize_answer;", "finalize_answer --> __end__;"} {
 		assert.Contains(t, md, line)
 	}
+}
+
+func TestCancelDuringWebResearchKeepsFinishedFindings(t *testing.T) {
+	m := fake.New(queries("fast", "slow"))
+	b := &slowOne{}
+	r := newResearcher(t, m, b, research.Config{})
+	ctx, cancel := context.WithCancel(context.Background())
+	rep, err := r.Run(ctx, "question", research.Observe(func(a research.Activity) {
+		if a.Kind == research.ActivitySearched && a.Query == "fast" {
+			cancel()
+		}
+	}))
+	require.ErrorIs(t, err, context.Canceled)
+	assert.True(t, rep.Incomplete)
+	assert.Contains(t, rep.Answer, "facts about fast")
+	assert.Contains(t, rep.Answer, "[1](https://example.com/fast)")
+	assert.NotContains(t, rep.Answer, "slow")
+}
+
+// slowOne researches "fast" at once and blocks on anything else.
+type slowOne struct{}
+
+func (slowOne) Name() string { return "slow-one" }
+func (slowOne) Research(ctx context.Context, _ llm.Model, q research.Query) (research.Finding, error) {
+	if q.Text != "fast" {
+		<-ctx.Done()
+		return research.Finding{}, ctx.Err()
+	}
+	src := citationFor(q)
+	return research.Finding{Summary: "facts about fast [" + src.Label + "](" + src.ShortURL + ")", Sources: []citation.Source{src}}, nil
 }
