@@ -474,9 +474,9 @@ func (e *Editor) create(root *os.Root, rel, text string) Result {
 	e.remember(rel, snap)
 	n := len(splitLines(text))
 	if snap.existed {
-		return Text(fmt.Sprintf("Replaced the content of %s (%d lines); undo_edit restores the previous version.", display(rel), n))
+		return Text(fmt.Sprintf("Replaced the content of %s (%s); undo_edit restores the previous version.", display(rel), plural(n, "line")))
 	}
-	return Text(fmt.Sprintf("Created %s (%d lines).", display(rel), n))
+	return Text(fmt.Sprintf("Created %s (%s).", display(rel), plural(n, "line")))
 }
 
 func (e *Editor) strReplace(root *os.Root, rel, oldStr, newStr string) Result {
@@ -598,4 +598,12 @@ func joinInts(ns []int) string {
 		parts[i] = fmt.Sprint(n)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// plural writes "1 line", "2 lines".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
