@@ -305,10 +305,10 @@ func (r *run[S]) execute() error {
 func (r *run[S]) parallel(pending int) error {
 	ctx, cancel := context.WithCancelCause(r.ctx)
 	defer cancel(nil)
-	todo := make([]int, 0, pending)
+	queued := make([]int, 0, pending)
 	for i := range r.tasks {
 		if !r.tasks[i].done {
-			todo = append(todo, i)
+			queued = append(queued, i)
 		}
 	}
 	workers := pending
@@ -327,10 +327,10 @@ func (r *run[S]) parallel(pending int) error {
 		defer wg.Done()
 		for {
 			k := int(nextIdx.Add(1)) - 1
-			if k >= len(todo) {
+			if k >= len(queued) {
 				return
 			}
-			t := &r.tasks[todo[k]]
+			t := &r.tasks[queued[k]]
 			if ctx.Err() != nil {
 				t.err = context.Canceled // a sibling failed or the run stopped before this task began
 			} else {
@@ -340,7 +340,7 @@ func (r *run[S]) parallel(pending int) error {
 				}
 			}
 			if finished != nil {
-				finished <- todo[k]
+				finished <- queued[k]
 			}
 		}
 	}
@@ -352,7 +352,7 @@ func (r *run[S]) parallel(pending int) error {
 		r.drain(finished, pending, cancel)
 	}
 	wg.Wait()
-	for _, i := range todo {
+	for _, i := range queued {
 		r.tasks[i].done = true
 	}
 	if r.stop {
@@ -361,14 +361,14 @@ func (r *run[S]) parallel(pending int) error {
 	if cause := context.Cause(ctx); cause != nil && r.ctx.Err() == nil {
 		// The first failure cancelled the others: report it, not their
 		// cancellation.
-		for _, i := range todo {
+		for _, i := range queued {
 			if err := r.tasks[i].err; err == cause {
 				return r.taskErr(err)
 			}
 		}
 		return r.taskErr(cause)
 	}
-	for _, i := range todo {
+	for _, i := range queued {
 		if err := r.tasks[i].err; err != nil {
 			return r.taskErr(err)
 		}
