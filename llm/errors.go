@@ -2,9 +2,10 @@ package llm
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/deepgraph/deepgraph/internal/httpx"
 )
 
 // Conditions callers branch on. Errors from providers match them with
@@ -34,14 +35,7 @@ func (e *APIError) Error() string {
 	if msg == "" && e.Err != nil {
 		msg = e.Err.Error()
 	}
-	switch {
-	case (e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden) && e.KeyEnv != "":
-		return fmt.Sprintf("%s: %s was rejected (%d): %s", e.Provider, e.KeyEnv, e.Status, msg)
-	case e.Status != 0:
-		return fmt.Sprintf("%s: %s (%d): %s", e.Provider, statusText(e.Status), e.Status, msg)
-	default:
-		return fmt.Sprintf("%s: %s", e.Provider, msg)
-	}
+	return httpx.ErrorText(e.Provider, e.KeyEnv, e.Status, msg)
 }
 
 func (e *APIError) Unwrap() error { return e.Err }
@@ -59,19 +53,4 @@ func (e *APIError) Is(target error) bool {
 		return e.Status >= 500 || e.Status == 0 && e.Err != nil && !errors.Is(e.Err, ErrTimeout) && !errors.Is(e.Err, ErrUnsupported)
 	}
 	return false
-}
-
-// statusText names an HTTP status, including the non-standard ones providers
-// use (Anthropic's 529 "overloaded").
-func statusText(code int) string {
-	if t := http.StatusText(code); t != "" {
-		return t
-	}
-	switch code {
-	case 529:
-		return "Overloaded"
-	case 499:
-		return "Client Closed Request"
-	}
-	return "HTTP error"
 }

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/deepgraph/deepgraph/internal/httpx"
 )
 
 // Conditions callers branch on. Errors from this package match them with
@@ -47,18 +49,7 @@ func (e *APIError) Error() string {
 	if msg == "" && e.Err != nil {
 		msg = e.Err.Error()
 	}
-	switch {
-	case (e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden) && e.KeyEnv != "":
-		return fmt.Sprintf("%s: %s was rejected (%d): %s", e.Provider, e.KeyEnv, e.Status, msg)
-	case e.Status != 0:
-		text := http.StatusText(e.Status)
-		if text == "" {
-			text = "HTTP error"
-		}
-		return fmt.Sprintf("%s: %s (%d): %s", e.Provider, text, e.Status, msg)
-	default:
-		return fmt.Sprintf("%s: %s", e.Provider, msg)
-	}
+	return httpx.ErrorText(e.Provider, e.KeyEnv, e.Status, msg)
 }
 
 // Unwrap returns the underlying error.

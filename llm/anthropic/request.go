@@ -171,7 +171,7 @@ func objectArguments(raw json.RawMessage) json.RawMessage {
 // tools). Anthropic wants an object as tool input, so a schema whose root is
 // not an object is wrapped as {"value": schema}; wrapped says so.
 func schemaTool(name string, s *jsonschema.Schema, taken map[string]bool) (llms.Tool, bool, error) {
-	tool := toolName(name)
+	tool := llm.APIName(name)
 	for taken[tool] {
 		tool = strings.TrimSuffix(tool[:min(len(tool), 56)], "_") + "_answer"
 	}
@@ -201,28 +201,6 @@ func isObjectSchema(s *jsonschema.Schema) bool {
 		return true
 	}
 	return len(s.Types) == 1 && s.Types[0] == "object"
-}
-
-// toolName makes name fit Anthropic's rule for tool names (letters, digits,
-// '_' and '-', at most 64): other characters become '_'; "" becomes
-// "response".
-func toolName(name string) string {
-	var b strings.Builder
-	for _, r := range name {
-		if b.Len() >= 64 {
-			break
-		}
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	if b.Len() == 0 {
-		return "response"
-	}
-	return b.String()
 }
 
 // toolChoice maps the neutral choice to Anthropic's tool_choice

@@ -225,30 +225,8 @@ func responseFormat(name string, s *jsonschema.Schema) (json.RawMessage, error) 
 			Name   string          `json:"name"`
 			Strict bool            `json:"strict"`
 			Schema json.RawMessage `json:"schema"`
-		}{Name: schemaName(name), Strict: StrictCompatible(s), Schema: schema},
+		}{Name: llm.APIName(name), Strict: StrictCompatible(s), Schema: schema},
 	})
-}
-
-// schemaName makes name fit OpenAI's rule for schema names (letters, digits,
-// '_' and '-', at most 64): other characters become '_'; "" becomes
-// "response".
-func schemaName(name string) string {
-	var b strings.Builder
-	for _, r := range name {
-		if b.Len() >= 64 {
-			break
-		}
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
-		}
-	}
-	if b.Len() == 0 {
-		return "response"
-	}
-	return b.String()
 }
 
 // StrictCompatible reports whether s meets OpenAI's strict structured-output
