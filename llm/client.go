@@ -48,22 +48,10 @@ func (c ClientConfig) Client() *http.Client {
 		*out = *c.HTTPClient
 		base = c.HTTPClient.Transport
 	}
-	attempts := DefaultMaxRetries + 1
-	if c.MaxRetries > 0 {
-		attempts = c.MaxRetries + 1
-	} else if c.MaxRetries < 0 {
-		attempts = 1
-	}
-	conc := DefaultMaxConcurrency
-	if c.MaxConcurrency > 0 {
-		conc = c.MaxConcurrency
-	} else if c.MaxConcurrency < 0 {
-		conc = 0
-	}
 	out.Transport = httpx.NewTransport(base, httpx.Policy{
-		MaxAttempts:    attempts,
+		MaxAttempts:    httpx.Setting(c.MaxRetries, DefaultMaxRetries) + 1,
 		InitialBackoff: c.RetryBackoff,
-		Concurrency:    conc,
+		Concurrency:    httpx.Setting(c.MaxConcurrency, DefaultMaxConcurrency),
 	})
 	return out
 }

@@ -87,23 +87,11 @@ func newAPIClient(provider string, o HTTPOptions, keyEnv, secret string, wrap fu
 	if wrap != nil {
 		base = wrap(base)
 	}
-	attempts := DefaultMaxRetries + 1
-	if o.MaxRetries > 0 {
-		attempts = o.MaxRetries + 1
-	} else if o.MaxRetries < 0 {
-		attempts = 1
-	}
-	conc := DefaultMaxConcurrency
-	if o.MaxConcurrency > 0 {
-		conc = o.MaxConcurrency
-	} else if o.MaxConcurrency < 0 {
-		conc = 0
-	}
 	client.Transport = httpx.NewTransport(base, httpx.Policy{
-		MaxAttempts:    attempts,
+		MaxAttempts:    httpx.Setting(o.MaxRetries, DefaultMaxRetries) + 1,
 		InitialBackoff: o.RetryBackoff,
 		MaxRetryAfter:  maxRetryAfter,
-		Concurrency:    conc,
+		Concurrency:    httpx.Setting(o.MaxConcurrency, DefaultMaxConcurrency),
 	})
 	timeout := DefaultTimeout
 	if o.Timeout != 0 {

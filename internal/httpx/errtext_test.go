@@ -24,3 +24,9 @@ func TestErrorText(t *testing.T) {
 		assert.Equal(t, tt.want, ErrorText(tt.provider, tt.env, tt.status, tt.msg))
 	}
 }
+
+func TestSetting(t *testing.T) {
+	assert.Equal(t, 3, Setting(0, 3))
+	assert.Equal(t, 0, Setting(-1, 3))
+	assert.Equal(t, 7, Setting(7, 3))
+}

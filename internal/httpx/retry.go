@@ -289,3 +289,15 @@ func (b *slotBody) Close() error {
 	b.once.Do(b.release)
 	return err
 }
+
+// Setting resolves a count from a config where 0 means the default and a
+// negative value means none: it returns def for 0, 0 for v < 0, v otherwise.
+func Setting(v, def int) int {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}
