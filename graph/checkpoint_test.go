@@ -51,7 +51,7 @@ func TestResumeRerunsOnlyUnfinishedTasks(t *testing.T) {
 	_, err := c.Invoke(ctx, tState{}, graph.Thread("t1"))
 	require.ErrorIs(t, err, errBoom)
 
-	snap, err := c.GetState(ctx, "t1")
+	snap, err := c.State(ctx, "t1", "")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"work", "work", "work"}, snap.Next)
 	assert.Equal(t, 1, snap.Step)
@@ -73,7 +73,7 @@ func TestResumeRerunsOnlyUnfinishedTasks(t *testing.T) {
 	again, err := c.Resume(ctx, graph.Thread("t1"))
 	require.NoError(t, err)
 	assert.Equal(t, out, again)
-	snap, err = c.GetState(ctx, "t1")
+	snap, err = c.State(ctx, "t1", "")
 	require.NoError(t, err)
 	assert.Empty(t, snap.Next)
 }

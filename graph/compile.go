@@ -17,6 +17,9 @@ type settings struct {
 	concurrency  int
 	defaults     nodeOptions
 	hasDefaults  bool
+	before       []string
+	after        []string
+	maxBytes     int
 }
 
 // DefaultRecursionLimit is the number of steps a run may take unless
@@ -32,6 +35,26 @@ func WithRecursionLimit(steps int) Option { return func(s *settings) { s.limit =
 // WithMaxConcurrency bounds how many tasks of one step run at once (default:
 // all of them).
 func WithMaxConcurrency(n int) Option { return func(s *settings) { s.concurrency = n } }
+
+// WithInterruptBefore pauses every run before a step in which one of nodes
+// would run (a static breakpoint, LangGraph's interrupt_before). The step's
+// checkpoint is stored first; Resume runs it. It needs WithCheckpointer.
+func WithInterruptBefore(nodes ...string) Option {
+	return func(s *settings) { s.before = append(s.before, nodes...) }
+}
+
+// WithInterruptAfter pauses every run after a step in which one of nodes
+// ran, once the step is stored; Resume goes on with the next step. A run
+// whose last step ran the node simply finishes. It needs WithCheckpointer.
+func WithInterruptAfter(nodes ...string) Option {
+	return func(s *settings) { s.after = append(s.after, nodes...) }
+}
+
+// WithMaxCheckpointBytes bounds the encoded state, each Send payload, each
+// task update and each answer that runs write to or read from the
+// checkpointer (default DefaultMaxCheckpointBytes). Stored data over the
+// bound is refused with ErrCheckpointTooLarge before it is decoded.
+func WithMaxCheckpointBytes(n int) Option { return func(s *settings) { s.maxBytes = n } }
 
 // WithNodeDefaults sets graph-wide defaults for retry and timeout, used by
 // every node that does not set its own.
@@ -54,6 +77,10 @@ type Compiled[S any] struct {
 	start  *cnode[S]
 	joins  []cjoin
 	set    settings
+
+	// Breakpoints, by node index.
+	before, after []bool
+	breakpoints   bool
 }
 
 // endIdx is the index End resolves to.
@@ -80,7 +107,7 @@ type cjoin struct {
 // Compile validates the graph and returns it ready to run. The error is a
 // *CompileError listing every problem, each naming the node or edge at fault.
 func (g *Graph[S]) Compile(opts ...Option) (*Compiled[S], error) {
-	st := settings{limit: DefaultRecursionLimit}
+	st := settings{limit: DefaultRecursionLimit, maxBytes: DefaultMaxCheckpointBytes}
 	for _, o := range opts {
 		o(&st)
 	}
@@ -88,6 +115,9 @@ func (g *Graph[S]) Compile(opts ...Option) (*Compiled[S], error) {
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Errorf(format, args...)) }
 	if st.limit <= 0 {
 		bad("recursion limit %d: it must be at least 1", st.limit)
+	}
+	if st.maxBytes <= 0 {
+		bad("checkpoint size limit %d: it must be at least 1 byte", st.maxBytes)
 	}
 
 	c := &Compiled[S]{g: g, fields: g.fields, byName: map[string]int{}, set: st}
@@ -222,6 +252,24 @@ func (g *Graph[S]) Compile(opts ...Option) (*Compiled[S], error) {
 			to(d, fmt.Sprintf("destination of node %q", n.name))
 		}
 	}
+	c.before, c.after = make([]bool, len(c.nodes)), make([]bool, len(c.nodes))
+	for _, bp := range []struct {
+		names []string
+		set   []bool
+		what  string
+	}{{st.before, c.before, "WithInterruptBefore"}, {st.after, c.after, "WithInterruptAfter"}} {
+		for _, name := range bp.names {
+			i, ok := c.byName[name]
+			if !ok {
+				bad("%s names unknown node %q", bp.what, name)
+				continue
+			}
+			bp.set[i], c.breakpoints = true, true
+		}
+		if len(bp.names) > 0 && st.checkpointer == nil {
+			bad("%s needs a checkpointer to pause and resume runs: add graph.WithCheckpointer", bp.what)
+		}
+	}
 
 	if len(c.start.edges) == 0 && len(c.start.branches) == 0 {
 		bad("no edge from graph.Start: add one, e.g. AddEdge(graph.Start, %q)", firstOr(g.order, "first_node"))
@@ -312,6 +360,26 @@ func (c *Compiled[S]) decodeArg(nodeName string, data json.RawMessage) (any, err
 		return nil, fmt.Errorf("decoding the %s payload of task node %q: %w", n.payload, nodeName, err)
 	}
 	return arg, nil
+}
+
+// decodeState decodes a checkpoint's state into st, after checking its
+// format and size.
+func (c *Compiled[S]) decodeState(cp *Checkpoint, st *S) error {
+	if cp.Format > CheckpointFormat {
+		return fmt.Errorf("%w: checkpoint %s of thread %q has format %d, and this version of deepgraph reads up to %d: upgrade it to continue this thread",
+			ErrCheckpointFormat, cp.ID, cp.Thread, cp.Format, CheckpointFormat)
+	}
+	if len(cp.State) > c.set.maxBytes {
+		return c.tooLarge(fmt.Sprintf("the state of checkpoint %s of thread %q", cp.ID, cp.Thread), len(cp.State))
+	}
+	if err := json.Unmarshal(cp.State, st); err != nil {
+		return fmt.Errorf("graph: decoding the state of thread %q (checkpoint %s) into %T: %w", cp.Thread, cp.ID, *st, err)
+	}
+	return nil
+}
+
+func (c *Compiled[S]) tooLarge(what string, n int) error {
+	return fmt.Errorf("%w: %s is %d bytes, over the limit of %d (graph.WithMaxCheckpointBytes)", ErrCheckpointTooLarge, what, n, c.set.maxBytes)
 }
 
 func decodeJSON[P any](data []byte) (any, error) {

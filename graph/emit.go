@@ -35,6 +35,16 @@ type taskInfo struct {
 	step  int
 	index int
 	sink  chan<- custom // nil when nobody listens
+
+	// Interrupts: hitl is the top-level task's interrupt state (nil when the
+	// run cannot be interrupted), hitlKey this task's place below it ("" for
+	// the top-level task), calls the Interrupt calls of this attempt, subruns
+	// the subgraph runs it started, and stopped whether it was interrupted.
+	hitl    *hitl
+	hitlKey string
+	calls   int
+	subruns int
+	stopped bool
 }
 
 // custom is an Emit value on its way to the stream.

@@ -20,6 +20,17 @@ var (
 	ErrNoCheckpointer = errors.New("graph: no checkpointer")
 	// ErrNothingToResume: Resume found no checkpoint for the thread.
 	ErrNothingToResume = errors.New("graph: nothing to resume")
+	// ErrInterrupted: the run paused at an interrupt and waits for Resume.
+	// The error is an *InterruptError listing the pending interrupts.
+	ErrInterrupted = errors.New("graph: run paused at an interrupt")
+	// ErrBadAnswer: Resume was given answers that match no pending interrupt.
+	ErrBadAnswer = errors.New("graph: answers do not match the pending interrupts")
+	// ErrCheckpointTooLarge: a state, payload or update is larger than the
+	// checkpoint size limit (WithMaxCheckpointBytes).
+	ErrCheckpointTooLarge = errors.New("graph: checkpoint data over the size limit")
+	// ErrCheckpointFormat: a stored checkpoint was written in a format this
+	// version does not read.
+	ErrCheckpointFormat = errors.New("graph: unknown checkpoint format")
 )
 
 // NodeError is a failure of one node. errors.Is and errors.As see through it

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"runtime/debug"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +24,9 @@ type runSettings struct {
 	limit       int
 	concurrency int
 	kinds       EventKind // bit set; 0 means all
+	from        string    // FromCheckpoint
+	runID       string
+	answers     []givenAnswer
 }
 
 // Thread names the conversation the run belongs to. With a Checkpointer the
@@ -35,6 +40,17 @@ func RecursionLimit(steps int) RunOption { return func(r *runSettings) { r.limit
 // MaxConcurrency overrides the graph's bound on parallel tasks for one run.
 func MaxConcurrency(n int) RunOption { return func(r *runSettings) { r.concurrency = n } }
 
+// FromCheckpoint runs from checkpoint id of the thread instead of its newest
+// — time travel. When id is not the newest, the run starts a branch: its
+// first checkpoint follows id (SourceFork), the step after id runs again in
+// full, and the checkpoints after id stay as they were, in History. With
+// Invoke or Stream, the input is merged into that checkpoint's state.
+func FromCheckpoint(id string) RunOption { return func(r *runSettings) { r.from = id } }
+
+// RunID labels the checkpoints the run writes (Checkpoint.Run), so that an
+// application can tell its runs apart in a thread's history.
+func RunID(id string) RunOption { return func(r *runSettings) { r.runID = id } }
+
 // run is one execution of a compiled graph.
 type run[S any] struct {
 	c     *Compiled[S]
@@ -47,6 +63,17 @@ type run[S any] struct {
 	cp     Checkpointer
 	thread string
 	cpID   string
+	from   string
+	runID  string
+	source CheckpointSource // of the next checkpoint written
+	ran    []string         // nodes that ran in the step of checkpoint cpID
+	paused *InterruptError  // set when this run paused
+
+	// hitl and hitlKey: a subgraph run inherits its parent task's interrupt
+	// state, so that its nodes' interrupts pause the parent's task.
+	hitl    *hitl
+	hitlKey string
+	answers []givenAnswer
 
 	// out is where tasks' Emit values go: this run's own sink when it is
 	// streamed, the parent's when it is a subgraph of a streamed run, nil
@@ -81,6 +108,16 @@ type task[S any] struct {
 	done bool
 	info taskInfo
 	tctx taskCtx
+
+	// Interrupts. rec: the task has a record in the checkpointer (it was
+	// released from a breakpoint, or interrupted); pause: the interrupts of
+	// its last pause; answers: the answers given to them; paused: the task is
+	// stopped at interrupts (intr lists those still unanswered).
+	rec     bool
+	pause   []PendingInterrupt
+	answers []AnswerRecord
+	intr    []PendingInterrupt
+	paused  bool
 }
 
 // taskCtx is a task's context: its step's context plus the task's identity,
@@ -106,15 +143,29 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 	if rs.limit <= 0 {
 		return nil, fmt.Errorf("graph: recursion limit %d: it must be at least 1", rs.limit)
 	}
-	r := &run[S]{c: c, ctx: ctx, limit: rs.limit, conc: rs.concurrency, thread: rs.thread, kinds: rs.kinds}
+	r := &run[S]{c: c, ctx: ctx, limit: rs.limit, conc: rs.concurrency, thread: rs.thread, kinds: rs.kinds,
+		from: rs.from, runID: rs.runID, answers: rs.answers, source: SourceInput}
 	if rs.thread != "" {
 		if c.set.checkpointer == nil {
 			return nil, fmt.Errorf("%w: graph.Thread(%q) needs a checkpointer; compile the graph with graph.WithCheckpointer", ErrNoCheckpointer, rs.thread)
 		}
 		r.cp = c.set.checkpointer
+	} else if rs.from != "" || len(rs.answers) > 0 {
+		return nil, fmt.Errorf("graph: FromCheckpoint and Answer need graph.Thread(id): they refer to a stored thread")
 	}
-	if parent, _ := ctx.Value(taskKey{}).(*taskInfo); parent != nil && parent.sink != nil {
-		r.out, r.prefix = parent.sink, parent.path+"/"
+	if parent, _ := ctx.Value(taskKey{}).(*taskInfo); parent != nil {
+		if parent.sink != nil {
+			r.out, r.prefix = parent.sink, parent.path+"/"
+		}
+		if r.cp == nil && parent.hitl != nil {
+			parent.hitl.mu.Lock()
+			parent.subruns++
+			r.hitl, r.hitlKey = parent.hitl, parent.hitlKey+"/"+parent.path+"#run"+strconv.Itoa(parent.subruns)
+			parent.hitl.mu.Unlock()
+			if r.prefix == "" {
+				r.prefix = parent.path + "/"
+			}
+		}
 	}
 	r.planned = make([]int, len(c.nodes))
 	r.routed = make([]int, len(c.nodes))
@@ -134,18 +185,27 @@ func (r *run[S]) begin(in S) error {
 	parent := ""
 	r.state = in
 	if r.cp != nil {
-		prev, err := r.cp.Get(r.ctx, r.thread, "")
+		prev, err := r.cp.Get(r.ctx, r.thread, r.from)
 		switch {
+		case errors.Is(err, ErrCheckpointNotFound) && r.from != "":
+			return fmt.Errorf("%w: thread %q has no checkpoint %q", ErrCheckpointNotFound, r.thread, r.from)
 		case errors.Is(err, ErrCheckpointNotFound):
 		case err != nil:
 			return fmt.Errorf("graph: loading thread %q: %w", r.thread, err)
 		default:
 			var st S
-			if err := json.Unmarshal(prev.State, &st); err != nil {
-				return fmt.Errorf("graph: decoding the state of thread %q (checkpoint %s): %w", r.thread, prev.ID, err)
+			if err := r.c.decodeState(prev, &st); err != nil {
+				return err
 			}
 			r.c.mergeInput(&st, &in)
 			r.state, parent = st, prev.ID
+			if r.from != "" {
+				if fork, err := r.isFork(prev.ID); err != nil {
+					return err
+				} else if fork {
+					r.source = SourceFork
+				}
+			}
 		}
 	}
 	for _, f := range r.c.fields {
@@ -178,22 +238,84 @@ func (c *Compiled[S]) mergeInput(st, in *S) {
 	}
 }
 
-// resume prepares to continue the thread's newest checkpoint.
+// resume prepares to continue the thread's newest checkpoint (or, with
+// FromCheckpoint, an older one, on a new branch): it applies the answers
+// given, releases breakpoints and stores both before anything runs.
 func (r *run[S]) resume() (done bool, err error) {
 	if r.cp == nil {
 		return false, fmt.Errorf("graph: Resume needs graph.Thread(id) and a checkpointer")
 	}
-	cp, err := r.cp.Get(r.ctx, r.thread, "")
-	if errors.Is(err, ErrCheckpointNotFound) {
+	cp, err := r.cp.Get(r.ctx, r.thread, r.from)
+	switch {
+	case errors.Is(err, ErrCheckpointNotFound) && r.from != "":
+		return false, fmt.Errorf("%w: thread %q has no checkpoint %q", ErrNothingToResume, r.thread, r.from)
+	case errors.Is(err, ErrCheckpointNotFound):
 		return false, fmt.Errorf("%w: thread %q has no checkpoint", ErrNothingToResume, r.thread)
+	case err != nil:
+		return false, fmt.Errorf("graph: loading thread %q: %w", r.thread, err)
 	}
+	if r.from != "" {
+		fork, err := r.isFork(cp.ID)
+		if err != nil {
+			return false, err
+		}
+		if fork {
+			if cp, err = r.forkFrom(cp); err != nil {
+				return false, err
+			}
+		}
+	}
+	if err := r.load(cp); err != nil {
+		return false, err
+	}
+	var records []TaskWrite
+	changed, err := r.applyAnswers()
+	if err != nil {
+		return false, err
+	}
+	for _, i := range changed {
+		t := &r.tasks[i]
+		records = append(records, TaskWrite{Task: i, Node: t.node.name, Interrupts: t.pause, Answers: t.answers})
+	}
+	for _, i := range r.gated() {
+		r.tasks[i].rec = true
+		records = append(records, TaskWrite{Task: i, Node: r.tasks[i].node.name})
+	}
+	if len(records) > 0 {
+		if err := r.cp.PutWrites(r.ctx, r.thread, r.cpID, records...); err != nil {
+			return false, fmt.Errorf("graph: storing the answers and released breakpoints of thread %q: %w", r.thread, err)
+		}
+	}
+	return len(r.tasks) == 0, nil
+}
+
+// isFork reports whether id is not the thread's newest checkpoint.
+func (r *run[S]) isFork(id string) (bool, error) {
+	newest, err := r.cp.Get(r.ctx, r.thread, "")
 	if err != nil {
 		return false, fmt.Errorf("graph: loading thread %q: %w", r.thread, err)
 	}
-	if err := json.Unmarshal(cp.State, &r.state); err != nil {
-		return false, fmt.Errorf("graph: decoding the state of thread %q (checkpoint %s): %w", r.thread, cp.ID, err)
+	return newest.ID != id, nil
+}
+
+// forkFrom starts a branch at cp: a copy of it, without its task records,
+// stored as the thread's newest checkpoint.
+func (r *run[S]) forkFrom(cp *Checkpoint) (*Checkpoint, error) {
+	fork := &Checkpoint{Format: CheckpointFormat, Thread: r.thread, ID: newCheckpointID(cp.Step), Parent: cp.ID, Step: cp.Step,
+		State: cp.State, Next: cp.Next, Joins: cp.Joins, Created: time.Now(), Source: SourceFork, Run: r.runID}
+	if err := r.cp.Put(r.ctx, fork); err != nil {
+		return nil, fmt.Errorf("graph: starting a branch of thread %q from checkpoint %s: %w", r.thread, cp.ID, err)
 	}
-	r.step, r.cpID = cp.Step, cp.ID
+	return fork, nil
+}
+
+// load sets the run up at checkpoint cp: its state, step, joins, pending
+// tasks and what is recorded of them.
+func (r *run[S]) load(cp *Checkpoint) error {
+	if err := r.c.decodeState(cp, &r.state); err != nil {
+		return err
+	}
+	r.step, r.cpID, r.ran = cp.Step, cp.ID, cp.Ran
 	for _, jp := range cp.Joins {
 		for ji, j := range r.c.joins {
 			if r.c.nodes[j.to].name != jp.To {
@@ -208,28 +330,171 @@ func (r *run[S]) resume() (done bool, err error) {
 			}
 		}
 	}
+	r.tasks = r.tasks[:0]
 	for _, pt := range cp.Next {
-		i, ok := r.c.byName[pt.Node]
-		if !ok {
-			return false, fmt.Errorf("graph: thread %q: the checkpoint refers to node %q, which this graph does not have", r.thread, pt.Node)
+		if _, ok := r.c.byName[pt.Node]; !ok {
+			return fmt.Errorf("graph: thread %q: the checkpoint refers to node %q, which this graph does not have", r.thread, pt.Node)
+		}
+		if len(pt.Arg) > r.c.set.maxBytes {
+			return r.c.tooLarge(fmt.Sprintf("the Send payload for %q in checkpoint %s of thread %q", pt.Node, cp.ID, r.thread), len(pt.Arg))
 		}
 		arg, err := r.c.decodeArg(pt.Node, pt.Arg)
 		if err != nil {
-			return false, fmt.Errorf("graph: thread %q: %w", r.thread, err)
+			return fmt.Errorf("graph: thread %q: %w", r.thread, err)
 		}
-		r.tasks = append(r.tasks, task[S]{node: r.c.nodes[i], arg: arg})
+		r.tasks = append(r.tasks, task[S]{node: r.c.nodes[r.c.byName[pt.Node]], arg: arg})
 	}
 	for _, w := range cp.Writes {
 		if w.Task < 0 || w.Task >= len(r.tasks) || r.tasks[w.Task].node.name != w.Node {
-			return false, fmt.Errorf("graph: thread %q: checkpoint %s has a write for task %d (%s) that its next step does not have", r.thread, cp.ID, w.Task, w.Node)
+			return fmt.Errorf("graph: thread %q: checkpoint %s has a record of task %d (%s) that its next step does not have", r.thread, cp.ID, w.Task, w.Node)
 		}
-		u, err := r.c.decodeUpdate(w.Update)
-		if err != nil {
-			return false, fmt.Errorf("graph: thread %q: decoding the update of task %d (%s): %w", r.thread, w.Task, w.Node, err)
+		t := &r.tasks[w.Task]
+		if w.Finished() {
+			if len(w.Update) > r.c.set.maxBytes {
+				return r.c.tooLarge(fmt.Sprintf("the update of task %d (%s) in thread %q", w.Task, w.Node, r.thread), len(w.Update))
+			}
+			u, err := r.c.decodeUpdate(w.Update)
+			if err != nil {
+				return fmt.Errorf("graph: thread %q: decoding the update of task %d (%s): %w", r.thread, w.Task, w.Node, err)
+			}
+			t.upd, t.done = u, true
+			continue
 		}
-		r.tasks[w.Task].upd, r.tasks[w.Task].done = u, true
+		t.rec, t.pause, t.answers = true, w.Interrupts, w.Answers
+		t.intr = unanswered(w.Interrupts, w.Answers)
 	}
-	return len(r.tasks) == 0, nil
+	return nil
+}
+
+// unanswered returns the interrupts of pause that answers do not answer.
+func unanswered(pause []PendingInterrupt, answers []AnswerRecord) []PendingInterrupt {
+	var out []PendingInterrupt
+	for _, pi := range pause {
+		if !slices.ContainsFunc(answers, func(a AnswerRecord) bool { return a.ID == pi.ID }) {
+			out = append(out, pi)
+		}
+	}
+	return out
+}
+
+// applyAnswers matches the answers given to Resume with the pending
+// interrupts and returns the tasks whose records changed.
+func (r *run[S]) applyAnswers() ([]int, error) {
+	if len(r.answers) == 0 {
+		return nil, nil
+	}
+	var waiting []PendingInterrupt
+	for _, t := range r.tasks {
+		waiting = append(waiting, t.intr...)
+	}
+	ids := func() string {
+		if len(waiting) == 0 {
+			return "none is"
+		}
+		var b strings.Builder
+		for i, pi := range waiting {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s (node %q)", pi.ID, pi.Node)
+		}
+		return b.String()
+	}
+	var changed []int
+	answered := map[string]bool{}
+	for _, ga := range r.answers {
+		id := ga.id
+		if !ga.byID {
+			if len(waiting) != 1 || len(r.answers) != 1 {
+				return nil, fmt.Errorf("%w: graph.Answer answers the one pending interrupt, but thread %q has %d waiting for an answer (%s); answer each with graph.AnswerFor(id, value)",
+					ErrBadAnswer, r.thread, len(waiting), ids())
+			}
+			id = waiting[0].ID
+		}
+		if answered[id] {
+			return nil, fmt.Errorf("%w: interrupt %s is answered twice", ErrBadAnswer, id)
+		}
+		answered[id] = true
+		ti := -1
+		for i := range r.tasks {
+			if slices.ContainsFunc(r.tasks[i].intr, func(pi PendingInterrupt) bool { return pi.ID == id }) {
+				ti = i
+			}
+		}
+		if ti < 0 {
+			return nil, fmt.Errorf("%w: thread %q has no interrupt %q waiting for an answer; waiting: %s", ErrBadAnswer, r.thread, id, ids())
+		}
+		data, err := json.Marshal(ga.value)
+		if err != nil {
+			return nil, fmt.Errorf("graph: the answer to interrupt %s cannot be encoded as JSON: %w", id, err)
+		}
+		if len(data) > r.c.set.maxBytes {
+			return nil, r.c.tooLarge("the answer to interrupt "+id, len(data))
+		}
+		t := &r.tasks[ti]
+		t.answers = append(slices.Clip(t.answers), AnswerRecord{ID: id, Value: data})
+		t.intr = unanswered(t.pause, t.answers)
+		if !slices.Contains(changed, ti) {
+			changed = append(changed, ti)
+		}
+	}
+	return changed, nil
+}
+
+// gated returns the tasks that a breakpoint holds: tasks of an
+// InterruptBefore node, or every task after a step in which an
+// InterruptAfter node ran — unless already released.
+func (r *run[S]) gated() []int {
+	if r.cp == nil || !r.c.breakpoints {
+		return nil
+	}
+	after := r.afterNode()
+	var out []int
+	for i, t := range r.tasks {
+		if !t.rec && !t.done && (after != "" || r.c.before[t.node.idx]) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// afterNode is the first node of the last step that has an InterruptAfter.
+func (r *run[S]) afterNode() string {
+	for _, name := range r.ran {
+		if i, ok := r.c.byName[name]; ok && r.c.after[i] {
+			return name
+		}
+	}
+	return ""
+}
+
+// breakpoints describes the interrupts of the gated tasks.
+func (r *run[S]) breakpoints(gated []int) []PendingInterrupt {
+	if len(gated) == 0 {
+		return nil
+	}
+	if after := r.afterNode(); after != "" {
+		return []PendingInterrupt{{ID: breakpointID(r.thread, r.cpID, InterruptAfter, after), Kind: InterruptAfter, Node: after, Task: -1, Step: r.step + 1}}
+	}
+	var out []PendingInterrupt
+	for _, i := range gated {
+		name := r.tasks[i].node.name
+		if !slices.ContainsFunc(out, func(pi PendingInterrupt) bool { return pi.Node == name }) {
+			out = append(out, PendingInterrupt{ID: breakpointID(r.thread, r.cpID, InterruptBefore, name), Kind: InterruptBefore, Node: name, Task: i, Step: r.step + 1})
+		}
+	}
+	return out
+}
+
+// pending lists what the step after the current checkpoint waits on.
+func (r *run[S]) pending() []PendingInterrupt {
+	out := r.breakpoints(r.gated())
+	for _, t := range r.tasks {
+		if !t.done {
+			out = append(out, t.intr...)
+		}
+	}
+	return out
 }
 
 // loop runs steps until no task is left.
@@ -242,14 +507,29 @@ func (r *run[S]) loop() error {
 			}
 			return &RecursionError{Limit: r.limit, Next: next}
 		}
+		if gated := r.gated(); len(gated) > 0 {
+			return r.pauseAt(r.breakpoints(gated))
+		}
 		r.step++
 		if err := r.execute(); err != nil || r.stop {
+			return err
+		}
+		if err := r.interrupted(); err != nil {
+			r.step--
 			return err
 		}
 		if err := r.merge(); err != nil {
 			return err
 		}
 		tasks := r.tasks
+		if r.cp != nil {
+			r.ran = r.ran[:0:0]
+			for i := range tasks {
+				if name := tasks[i].node.name; !slices.Contains(r.ran, name) {
+					r.ran = append(r.ran, name)
+				}
+			}
+		}
 		r.next = r.next[:0]
 		for i := range tasks {
 			if err := r.plan(tasks[i].node, &tasks[i]); err != nil {
@@ -269,6 +549,33 @@ func (r *run[S]) loop() error {
 	return nil
 }
 
+// interrupted stops the run when tasks of the step are paused at
+// interrupts; the step's finished tasks are stored already.
+func (r *run[S]) interrupted() error {
+	var intr []PendingInterrupt
+	paused := false
+	for i := range r.tasks {
+		if t := &r.tasks[i]; t.paused || len(t.intr) > 0 {
+			paused = true
+			intr = append(intr, t.intr...)
+		}
+	}
+	if !paused {
+		return nil
+	}
+	if r.cp == nil {
+		// A subgraph run: its interrupts are recorded by the parent's task,
+		// which this error pauses.
+		return &InterruptError{}
+	}
+	return r.pauseAt(intr)
+}
+
+func (r *run[S]) pauseAt(intr []PendingInterrupt) error {
+	r.paused = &InterruptError{Thread: r.thread, Interrupts: intr}
+	return r.paused
+}
+
 // execute runs the step's unfinished tasks: inline when there is one and
 // nobody streams this run, otherwise on goroutines, at most conc at a time.
 func (r *run[S]) execute() error {
@@ -276,7 +583,7 @@ func (r *run[S]) execute() error {
 	for i := range r.tasks {
 		t := &r.tasks[i]
 		t.info = taskInfo{path: r.prefix + t.node.name, step: r.step, index: i, sink: r.out}
-		if !t.done {
+		if t.runnable() {
 			pending++
 			if r.emit != nil && r.wants(EventTaskStart) && !r.emit(Event[S]{Kind: EventTaskStart, Step: r.step, Node: t.node.name, Task: i, Arg: t.arg}) {
 				r.stop = true
@@ -289,10 +596,10 @@ func (r *run[S]) execute() error {
 	}
 	if pending == 1 && !r.ownSink {
 		for i := range r.tasks {
-			if t := &r.tasks[i]; !t.done {
+			if t := &r.tasks[i]; t.runnable() {
 				r.runTask(r.ctx, t)
 				t.done = true
-				if r.emit != nil && r.wants(EventTaskEnd) && !r.emit(Event[S]{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, Task: i, Update: t.upd, Err: t.err}) {
+				if !t.paused && r.emit != nil && r.wants(EventTaskEnd) && !r.emit(Event[S]{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, Task: i, Update: t.upd, Err: t.err}) {
 					r.stop = true
 				}
 				return r.taskErr(t.err)
@@ -307,7 +614,7 @@ func (r *run[S]) parallel(pending int) error {
 	defer cancel(nil)
 	queued := make([]int, 0, pending)
 	for i := range r.tasks {
-		if !r.tasks[i].done {
+		if r.tasks[i].runnable() {
 			queued = append(queued, i)
 		}
 	}
@@ -407,7 +714,7 @@ func (r *run[S]) drain(finished chan int, n int, cancel context.CancelCauseFunc)
 		case i := <-finished:
 			n--
 			flush() // the task's own Emits happened before it finished
-			if t := &r.tasks[i]; r.wants(EventTaskEnd) && !errors.Is(t.err, context.Canceled) {
+			if t := &r.tasks[i]; r.wants(EventTaskEnd) && !t.paused && !errors.Is(t.err, context.Canceled) {
 				deliver(Event[S]{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, Task: i, Update: t.upd, Err: t.err})
 			}
 		}
@@ -427,11 +734,24 @@ func (r *run[S]) taskErr(err error) error {
 	return err
 }
 
+// runnable reports whether the task runs in this step: it has not finished
+// and waits for no answer.
+func (t *task[S]) runnable() bool { return !t.done && len(t.intr) == 0 }
+
 // runTask runs one task with its node's retry policy and timeout, recording
-// its update and, with a checkpointer, saving it.
+// its outcome — its update, or the interrupts it stopped at — and, with a
+// checkpointer, storing it.
 func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 	n := t.node
-	if t.info.sink != nil {
+	var h *hitl
+	switch {
+	case r.cp != nil:
+		h = &hitl{base: r.thread + "\x00" + r.cpID + "\x00" + strconv.Itoa(t.info.index), node: n.name, task: t.info.index, step: r.step, answers: t.answers}
+		t.info.hitl = h
+	case r.hitl != nil:
+		t.info.hitl, t.info.hitlKey = r.hitl, r.hitlKey+"/"+t.info.path+"@"+strconv.Itoa(r.step)+"."+strconv.Itoa(t.info.index)
+	}
+	if t.info.sink != nil || t.info.hitl != nil {
 		t.tctx = taskCtx{Context: ctx, info: &t.info}
 		ctx = &t.tctx
 	}
@@ -440,7 +760,26 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 		attempts = n.policy.MaxAttempts
 	}
 	for a := 1; ; a++ {
+		t.info.calls, t.info.subruns, t.info.stopped = 0, 0, false
 		upd, err := r.attempt(ctx, t)
+		if h != nil && len(h.rejected) > 0 {
+			// An answer of the wrong type: set it aside, keep the interrupt
+			// waiting, and fail the run saying so.
+			t.answers = h.answers
+			t.intr = unanswered(t.pause, t.answers)
+			t.err = &NodeError{Node: r.prefix + n.name, Step: r.step, Err: h.rejected[0]}
+			r.record(t, TaskWrite{Task: t.info.index, Node: n.name, Interrupts: t.pause, Answers: t.answers})
+			return
+		}
+		if h != nil && len(h.raised) > 0 || h == nil && (t.info.stopped || errors.Is(err, ErrInterrupted) && t.info.hitl != nil) {
+			t.paused, t.upd, t.err = true, Update[S]{}, nil
+			if h != nil {
+				t.pause, t.answers = h.raised, h.answers
+				t.intr = slices.Clone(h.raised)
+				r.record(t, TaskWrite{Task: t.info.index, Node: n.name, Interrupts: t.pause, Answers: t.answers})
+			}
+			return
+		}
 		if err == nil {
 			t.upd, t.err = upd, nil
 			break
@@ -464,12 +803,22 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 	}
 	if r.cp != nil {
 		data, err := json.Marshal(t.upd)
-		if err == nil {
-			err = r.cp.PutWrites(r.ctx, r.thread, r.cpID, TaskWrite{Task: t.info.index, Node: n.name, Update: data})
+		switch {
+		case err != nil:
+			t.err = &NodeError{Node: r.prefix + n.name, Step: r.step, Err: fmt.Errorf("its update cannot be checkpointed as JSON: %w", err)}
+		case len(data) > r.c.set.maxBytes:
+			t.err = &NodeError{Node: r.prefix + n.name, Step: r.step, Err: r.c.tooLarge("its update", len(data))}
+		default:
+			r.record(t, TaskWrite{Task: t.info.index, Node: n.name, Update: data})
 		}
-		if err != nil {
-			t.err = &NodeError{Node: r.prefix + n.name, Step: r.step, Err: fmt.Errorf("saving its update to the checkpointer: %w", err)}
-		}
+	}
+}
+
+// record stores a task's outcome; a failure to store fails the task.
+func (r *run[S]) record(t *task[S], w TaskWrite) {
+	if err := r.cp.PutWrites(r.ctx, r.thread, r.cpID, w); err != nil {
+		t.paused, t.intr = false, nil
+		t.err = &NodeError{Node: r.prefix + t.node.name, Step: r.step, Err: fmt.Errorf("saving its outcome to the checkpointer: %w", err)}
 	}
 }
 
@@ -661,12 +1010,19 @@ func (r *run[S]) checkpoint(parent string) error {
 	if err != nil {
 		return fmt.Errorf("graph: the state cannot be checkpointed as JSON: %w", err)
 	}
-	cp := &Checkpoint{Thread: r.thread, ID: newCheckpointID(r.step), Parent: parent, Step: r.step, State: state, Created: time.Now()}
+	if len(state) > r.c.set.maxBytes {
+		return r.c.tooLarge(fmt.Sprintf("the state after step %d", r.step), len(state))
+	}
+	cp := &Checkpoint{Format: CheckpointFormat, Thread: r.thread, ID: newCheckpointID(r.step), Parent: parent, Step: r.step, State: state,
+		Created: time.Now(), Source: r.source, Ran: r.ran, Run: r.runID}
 	for _, t := range r.tasks {
 		pt := PendingTask{Node: t.node.name}
 		if t.node.payload != nil {
 			if pt.Arg, err = json.Marshal(t.arg); err != nil {
 				return fmt.Errorf("graph: the Send payload for %q cannot be checkpointed as JSON: %w", t.node.name, err)
+			}
+			if len(pt.Arg) > r.c.set.maxBytes {
+				return r.c.tooLarge(fmt.Sprintf("the Send payload for %q", t.node.name), len(pt.Arg))
 			}
 		}
 		cp.Next = append(cp.Next, pt)
@@ -685,7 +1041,7 @@ func (r *run[S]) checkpoint(parent string) error {
 	if err := r.cp.Put(r.ctx, cp); err != nil {
 		return fmt.Errorf("graph: saving checkpoint of thread %q after step %d: %w", r.thread, r.step, err)
 	}
-	r.cpID = cp.ID
+	r.cpID, r.source = cp.ID, SourceLoop
 	return nil
 }
 

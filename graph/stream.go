@@ -2,7 +2,12 @@ package graph
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"iter"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // EventKind says what an Event reports. Kinds are bits, so a set of them
@@ -26,6 +31,11 @@ const (
 	EventCustom
 	// EventEnd: the run finished. State is the final state.
 	EventEnd
+	// EventInterrupt: the run paused at interrupts (Interrupts lists them)
+	// and waits for Resume. It is the last event of the stream, which ends
+	// without an error: pausing is not failing. State is the state before the
+	// paused step.
+	EventInterrupt
 )
 
 func (k EventKind) String() string {
@@ -40,6 +50,8 @@ func (k EventKind) String() string {
 		return "custom"
 	case EventEnd:
 		return "end"
+	case EventInterrupt:
+		return "interrupt"
 	}
 	return "unknown"
 }
@@ -53,8 +65,10 @@ type Event[S any] struct {
 	Arg    any    // EventTaskStart of a Send task: its payload
 	Update Update[S]
 	Err    error // EventTaskEnd of a failed task
-	State  S     // EventStep and EventEnd
+	State  S     // EventStep, EventEnd and EventInterrupt
 	Value  any   // EventCustom
+	// Interrupts are what an EventInterrupt waits on.
+	Interrupts []PendingInterrupt
 }
 
 // Events limits a stream to the given kinds of event (default: all).
@@ -68,7 +82,10 @@ func Events(kinds ...EventKind) RunOption {
 
 // Invoke runs the graph from in and returns the final state. On failure it
 // returns the error together with the state as of the last completed step,
-// so a caller can still use what was gathered.
+// so a caller can still use what was gathered. A run that pauses at an
+// interrupt returns an *InterruptError (errors.Is ErrInterrupted) with the
+// state before the paused step: a paused run is never mistaken for a
+// finished one.
 func (c *Compiled[S]) Invoke(ctx context.Context, in S, opts ...RunOption) (S, error) {
 	r, err := c.newRun(ctx, opts)
 	if err != nil {
@@ -83,8 +100,13 @@ func (c *Compiled[S]) Invoke(ctx context.Context, in S, opts ...RunOption) (S, e
 }
 
 // Resume continues the newest checkpoint of a thread (named with Thread):
-// after a failure, only the tasks of the interrupted step that had not
-// finished run again. Resuming a finished thread returns its final state.
+// after a failure, a crash or an interrupt, only the tasks of the stopped
+// step that had not finished run again. Answer and AnswerFor give the
+// answers to pending interrupts (the interrupted nodes run again from their
+// start and Interrupt returns the answers); breakpoints are released; tasks
+// still waiting for an answer stay paused while the rest run. With
+// FromCheckpoint it continues an older checkpoint, on a new branch.
+// Resuming a finished thread returns its final state.
 func (c *Compiled[S]) Resume(ctx context.Context, opts ...RunOption) (S, error) {
 	r, err := c.newRun(ctx, opts)
 	if err != nil {
@@ -128,6 +150,10 @@ func (c *Compiled[S]) stream(ctx context.Context, opts []RunOption, start func(*
 		}
 		switch {
 		case r.stop:
+		case err != nil && err == error(r.paused):
+			if r.wants(EventInterrupt) {
+				yield(Event[S]{Kind: EventInterrupt, Step: r.step + 1, State: r.state, Interrupts: r.paused.Interrupts}, nil)
+			}
 		case err != nil:
 			yield(Event[S]{}, err)
 		case r.wants(EventEnd):
@@ -136,27 +162,152 @@ func (c *Compiled[S]) stream(ctx context.Context, opts []RunOption, start func(*
 	}
 }
 
-// Snapshot is a thread's state as of its newest checkpoint.
+// Snapshot is a thread's state at one checkpoint.
 type Snapshot[S any] struct {
-	State        S
-	Step         int
-	Next         []string // nodes of the pending step; empty when the run finished
+	State S
+	// Step is the number of steps the run that wrote the checkpoint had
+	// completed.
+	Step int
+	// Next are the nodes of the pending step, in task order; empty when the
+	// run finished there.
+	Next         []string
 	CheckpointID string
+	Parent       string // the checkpoint this one follows
+	Created      time.Time
+	Source       CheckpointSource
+	Ran          []string // nodes of the step that led here, or UpdateState's node
+	Run          string   // the run id, when the run gave one (RunID)
+	// Interrupts are what the pending step waits on (State only; History
+	// leaves them out).
+	Interrupts []PendingInterrupt
 }
 
-// GetState returns the newest checkpointed state of a thread.
-func (c *Compiled[S]) GetState(ctx context.Context, thread string) (Snapshot[S], error) {
-	var snap Snapshot[S]
+// Done reports whether the run finished at this checkpoint.
+func (s Snapshot[S]) Done() bool { return len(s.Next) == 0 }
+
+// State returns the state of a thread at checkpoint id — its newest when id
+// is "" — with the pending step and the interrupts it waits on.
+func (c *Compiled[S]) State(ctx context.Context, thread, id string) (Snapshot[S], error) {
 	r, err := c.newRun(ctx, []RunOption{Thread(thread)})
 	if err != nil {
-		return snap, err
+		return Snapshot[S]{}, err
 	}
-	if _, err := r.resume(); err != nil {
-		return snap, err
+	cp, err := r.cp.Get(ctx, thread, id)
+	if err != nil {
+		if errors.Is(err, ErrCheckpointNotFound) {
+			return Snapshot[S]{}, fmt.Errorf("%w: thread %q has no checkpoint%s", err, thread, quoted(" ", id))
+		}
+		return Snapshot[S]{}, fmt.Errorf("graph: loading thread %q: %w", thread, err)
 	}
-	snap.State, snap.Step, snap.CheckpointID = r.state, r.step, r.cpID
-	for _, t := range r.tasks {
-		snap.Next = append(snap.Next, t.node.name)
+	if err := r.load(cp); err != nil {
+		return Snapshot[S]{}, err
 	}
+	snap := snapshotOf[S](cp, r.state)
+	snap.Interrupts = r.pending()
 	return snap, nil
+}
+
+// History returns a thread's checkpoints, newest first — at most limit of
+// them, all when limit ≤ 0 — across every branch, each with its state.
+func (c *Compiled[S]) History(ctx context.Context, thread string, limit int) ([]Snapshot[S], error) {
+	r, err := c.newRun(ctx, []RunOption{Thread(thread)})
+	if err != nil {
+		return nil, err
+	}
+	cps, err := r.cp.List(ctx, thread, limit)
+	if err != nil {
+		return nil, fmt.Errorf("graph: listing the checkpoints of thread %q: %w", thread, err)
+	}
+	out := make([]Snapshot[S], 0, len(cps))
+	for _, cp := range cps {
+		var st S
+		if err := c.decodeState(cp, &st); err != nil {
+			return nil, err
+		}
+		out = append(out, snapshotOf[S](cp, st))
+	}
+	return out, nil
+}
+
+// UpdateState edits a thread's state: it applies u to the state of
+// checkpoint id (the newest when id is "") through the fields' reducers, as
+// if node asNode had returned it, and stores the result as a new checkpoint.
+// What runs next is what would follow asNode — its edges and routers on the
+// new state, and u's Goto and Send — or, when asNode is "", the pending step
+// of checkpoint id unchanged (its tasks run again in full on the new state).
+// Editing an older checkpoint starts a branch (SourceFork); the newest
+// checkpoint's branch stays in History. Resume continues from the update.
+func (c *Compiled[S]) UpdateState(ctx context.Context, thread, id, asNode string, u Update[S]) (Snapshot[S], error) {
+	r, err := c.newRun(ctx, []RunOption{Thread(thread)})
+	if err != nil {
+		return Snapshot[S]{}, err
+	}
+	cp, err := r.cp.Get(ctx, thread, id)
+	if err != nil {
+		if errors.Is(err, ErrCheckpointNotFound) {
+			return Snapshot[S]{}, fmt.Errorf("%w: thread %q has no checkpoint%s to update", err, thread, quoted(" ", id))
+		}
+		return Snapshot[S]{}, fmt.Errorf("graph: loading thread %q: %w", thread, err)
+	}
+	source := SourceUpdate
+	if id != "" {
+		if fork, err := r.isFork(cp.ID); err != nil {
+			return Snapshot[S]{}, err
+		} else if fork {
+			source = SourceFork
+		}
+	}
+	if err := r.load(cp); err != nil {
+		return Snapshot[S]{}, err
+	}
+	var from *cnode[S]
+	if asNode != "" {
+		i, ok := c.byName[asNode]
+		if !ok {
+			return Snapshot[S]{}, fmt.Errorf("graph: UpdateState as node %q: the graph has no such node (nodes: %s)", asNode, strings.Join(c.g.order, ", "))
+		}
+		from = c.nodes[i]
+	}
+	for _, w := range u.writes {
+		if !c.hasField(w.field()) {
+			return Snapshot[S]{}, fmt.Errorf("graph: UpdateState writes field %s, which is not declared: pass its handle to graph.New", w.field().goName())
+		}
+		w.apply(&r.state)
+	}
+	for _, w := range u.writes {
+		w.field().afterMerge(&r.state)
+	}
+	if from != nil {
+		r.next = r.next[:0]
+		if err := r.plan(from, &task[S]{node: from, upd: u}); err != nil {
+			return Snapshot[S]{}, err
+		}
+		r.planJoins()
+		r.tasks, r.ran = r.next, []string{asNode}
+	} else if len(u.gotos) > 0 || len(u.sends) > 0 {
+		return Snapshot[S]{}, errors.New("graph: UpdateState with Goto or Send needs asNode: the node whose routing they stand for")
+	} else {
+		r.ran = nil
+	}
+	r.source = source
+	if err := r.checkpoint(cp.ID); err != nil {
+		return Snapshot[S]{}, err
+	}
+	return c.State(ctx, thread, r.cpID)
+}
+
+func snapshotOf[S any](cp *Checkpoint, st S) Snapshot[S] {
+	snap := Snapshot[S]{State: st, Step: cp.Step, CheckpointID: cp.ID, Parent: cp.Parent, Created: cp.Created,
+		Source: cp.Source, Ran: cp.Ran, Run: cp.Run}
+	for _, t := range cp.Next {
+		snap.Next = append(snap.Next, t.Node)
+	}
+	return snap
+}
+
+func quoted(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + strconv.Quote(s)
 }

@@ -5,6 +5,9 @@
 //   - Chain: three trivial nodes in a row passing a small struct;
 //   - FanOut: one node, width Send tasks, one join node;
 //   - Loop: one node looping through a conditional edge n times.
+//
+// Each takes Compile options, so that stores can be measured on the same
+// shapes (with graph.WithCheckpointer).
 package benchshapes
 
 import (
@@ -23,7 +26,7 @@ var (
 )
 
 // Chain returns Start → a → b → c → End; the result has C == 3.
-func Chain() (*graph.Compiled[ChainState], error) {
+func Chain(opts ...graph.Option) (*graph.Compiled[ChainState], error) {
 	g := graph.New[ChainState](chainA, chainB, chainC)
 	g.AddNode("a", func(_ context.Context, s ChainState) (graph.Update[ChainState], error) {
 		return graph.Writes(chainA.Set(s.A + 1)), nil
@@ -35,7 +38,7 @@ func Chain() (*graph.Compiled[ChainState], error) {
 		return graph.Writes(chainC.Set(s.B + 1)), nil
 	})
 	g.AddSequence(graph.Start, "a", "b", "c", graph.End)
-	return g.Compile()
+	return g.Compile(opts...)
 }
 
 // FanState is the state of the fan-out.
@@ -51,7 +54,7 @@ var (
 
 // FanOut returns split → width × work → join; the result's Sum is
 // width*(width-1).
-func FanOut(width int) (*graph.Compiled[FanState], error) {
+func FanOut(width int, opts ...graph.Option) (*graph.Compiled[FanState], error) {
 	g := graph.New[FanState](fanResults, fanSum)
 	g.AddNode("split", func(context.Context, FanState) (graph.Update[FanState], error) {
 		return graph.Update[FanState]{}, nil
@@ -76,7 +79,7 @@ func FanOut(width int) (*graph.Compiled[FanState], error) {
 	})
 	g.AddEdge("work", "join")
 	g.AddEdge("join", graph.End)
-	return g.Compile()
+	return g.Compile(opts...)
 }
 
 // LoopState is the state of the loop.
@@ -86,7 +89,7 @@ var loopN = graph.Value(func(s *LoopState) *int { return &s.N })
 
 // Loop returns one node that increments N, looping through a conditional
 // edge until N == iterations.
-func Loop(iterations int) (*graph.Compiled[LoopState], error) {
+func Loop(iterations int, opts ...graph.Option) (*graph.Compiled[LoopState], error) {
 	g := graph.New[LoopState](loopN)
 	g.AddNode("inc", func(_ context.Context, s LoopState) (graph.Update[LoopState], error) {
 		return graph.Writes(loopN.Set(s.N + 1)), nil
@@ -98,5 +101,5 @@ func Loop(iterations int) (*graph.Compiled[LoopState], error) {
 		}
 		return graph.Goto(graph.End)
 	}, "inc", graph.End)
-	return g.Compile(graph.WithRecursionLimit(iterations + 1))
+	return g.Compile(append([]graph.Option{graph.WithRecursionLimit(iterations + 1)}, opts...)...)
 }
