@@ -36,12 +36,18 @@ type taskInfo struct {
 	index int
 	sink  chan<- custom // nil when nobody listens
 
-	// Interrupts: hitl is the top-level task's interrupt state (nil when the
-	// run cannot be interrupted), hitlKey this task's place below it ("" for
-	// the top-level task), calls the Interrupt calls of this attempt, subruns
-	// the subgraph runs it started, and stopped whether it was interrupted.
-	hitl    *hitl
-	hitlKey string
+	// hi is the task's interrupt state; nil when the run cannot be
+	// interrupted.
+	hi *taskHITL
+}
+
+// taskHITL is one task's interrupt state: the top-level task's shared state
+// (root), this task's place below it (key, "" for the top-level task), the
+// Interrupt calls of this attempt, the subgraph runs it started, and whether
+// it was interrupted.
+type taskHITL struct {
+	root    *hitl
+	key     string
 	calls   int
 	subruns int
 	stopped bool

@@ -44,15 +44,15 @@ import (
 func Interrupt[A, P any](ctx context.Context, payload P) (A, error) {
 	var zero A
 	info, _ := ctx.Value(taskKey{}).(*taskInfo)
-	if info == nil || info.hitl == nil {
+	if info == nil || info.hi == nil {
 		return zero, fmt.Errorf("%w: graph.Interrupt needs a run with a checkpointer and a thread (graph.WithCheckpointer and graph.Thread)", ErrNoCheckpointer)
 	}
-	h := info.hitl
+	h := info.hi.root
 	h.mu.Lock()
-	k := info.calls
-	info.calls++
+	k := info.hi.calls
+	info.hi.calls++
 	h.mu.Unlock()
-	id := interruptID(h.base, info.hitlKey+"#"+strconv.Itoa(k))
+	id := interruptID(h.base, info.hi.key+"#"+strconv.Itoa(k))
 	if raw, ok := h.answer(id); ok {
 		var a A
 		if err := json.Unmarshal(raw, &a); err != nil {
@@ -67,7 +67,7 @@ func Interrupt[A, P any](ctx context.Context, payload P) (A, error) {
 		return zero, fmt.Errorf("graph.Interrupt in node %q: the payload cannot be encoded as JSON: %w", info.path, err)
 	}
 	h.raise(PendingInterrupt{ID: id, Kind: InterruptNode, Node: info.path, Task: h.task, Step: h.step, Payload: data})
-	info.stopped = true
+	info.hi.stopped = true
 	return zero, errInterruptRaised
 }
 

@@ -109,16 +109,41 @@ type task[S any] struct {
 	info taskInfo
 	tctx taskCtx
 
-	// Interrupts. rec: the task has a record in the checkpointer (it was
-	// released from a breakpoint, or interrupted); pause: the interrupts of
-	// its last pause; answers: the answers given to them; paused: the task is
-	// stopped at interrupts (intr lists those still unanswered).
+	// hold is what interrupts left of the task; nil for almost every task.
+	hold *taskHold
+}
+
+// taskHold is a task's interrupt record. rec: the task has a record in the
+// checkpointer (it was released from a breakpoint, or interrupted); pause:
+// the interrupts of its last pause; answers: the answers given to them;
+// intr: those still unanswered; paused: the task stopped at an interrupt in
+// this run.
+type taskHold struct {
 	rec     bool
 	pause   []PendingInterrupt
 	answers []AnswerRecord
 	intr    []PendingInterrupt
 	paused  bool
 }
+
+// held returns the task's hold, making it on first use.
+func (t *task[S]) held() *taskHold {
+	if t.hold == nil {
+		t.hold = new(taskHold)
+	}
+	return t.hold
+}
+
+// waiting returns the interrupts the task waits on.
+func (t *task[S]) waiting() []PendingInterrupt {
+	if t.hold == nil {
+		return nil
+	}
+	return t.hold.intr
+}
+
+// paused reports whether the task stopped at an interrupt in this run.
+func (t *task[S]) paused() bool { return t.hold != nil && t.hold.paused }
 
 // taskCtx is a task's context: its step's context plus the task's identity,
 // found by Emit and by nested graphs. It lives inside the task, so giving a
@@ -157,11 +182,12 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 		if parent.sink != nil {
 			r.out, r.prefix = parent.sink, parent.path+"/"
 		}
-		if r.cp == nil && parent.hitl != nil {
-			parent.hitl.mu.Lock()
-			parent.subruns++
-			r.hitl, r.hitlKey = parent.hitl, parent.hitlKey+"/"+parent.path+"#run"+strconv.Itoa(parent.subruns)
-			parent.hitl.mu.Unlock()
+		if r.cp == nil && parent.hi != nil {
+			hi := parent.hi
+			hi.root.mu.Lock()
+			hi.subruns++
+			r.hitl, r.hitlKey = hi.root, hi.key+"/"+parent.path+"#run"+strconv.Itoa(hi.subruns)
+			hi.root.mu.Unlock()
 			if r.prefix == "" {
 				r.prefix = parent.path + "/"
 			}
@@ -275,10 +301,10 @@ func (r *run[S]) resume() (done bool, err error) {
 	}
 	for _, i := range changed {
 		t := &r.tasks[i]
-		records = append(records, TaskWrite{Task: i, Node: t.node.name, Interrupts: t.pause, Answers: t.answers})
+		records = append(records, TaskWrite{Task: i, Node: t.node.name, Interrupts: t.hold.pause, Answers: t.hold.answers})
 	}
 	for _, i := range r.gated() {
-		r.tasks[i].rec = true
+		r.tasks[i].held().rec = true
 		records = append(records, TaskWrite{Task: i, Node: r.tasks[i].node.name})
 	}
 	if len(records) > 0 {
@@ -360,8 +386,7 @@ func (r *run[S]) load(cp *Checkpoint) error {
 			t.upd, t.done = u, true
 			continue
 		}
-		t.rec, t.pause, t.answers = true, w.Interrupts, w.Answers
-		t.intr = unanswered(w.Interrupts, w.Answers)
+		t.hold = &taskHold{rec: true, pause: w.Interrupts, answers: w.Answers, intr: unanswered(w.Interrupts, w.Answers)}
 	}
 	return nil
 }
@@ -384,8 +409,8 @@ func (r *run[S]) applyAnswers() ([]int, error) {
 		return nil, nil
 	}
 	var waiting []PendingInterrupt
-	for _, t := range r.tasks {
-		waiting = append(waiting, t.intr...)
+	for i := range r.tasks {
+		waiting = append(waiting, r.tasks[i].waiting()...)
 	}
 	ids := func() string {
 		if len(waiting) == 0 {
@@ -417,7 +442,7 @@ func (r *run[S]) applyAnswers() ([]int, error) {
 		answered[id] = true
 		ti := -1
 		for i := range r.tasks {
-			if slices.ContainsFunc(r.tasks[i].intr, func(pi PendingInterrupt) bool { return pi.ID == id }) {
+			if slices.ContainsFunc(r.tasks[i].waiting(), func(pi PendingInterrupt) bool { return pi.ID == id }) {
 				ti = i
 			}
 		}
@@ -431,9 +456,9 @@ func (r *run[S]) applyAnswers() ([]int, error) {
 		if len(data) > r.c.set.maxBytes {
 			return nil, r.c.tooLarge("the answer to interrupt "+id, len(data))
 		}
-		t := &r.tasks[ti]
-		t.answers = append(slices.Clip(t.answers), AnswerRecord{ID: id, Value: data})
-		t.intr = unanswered(t.pause, t.answers)
+		h := r.tasks[ti].hold
+		h.answers = append(slices.Clip(h.answers), AnswerRecord{ID: id, Value: data})
+		h.intr = unanswered(h.pause, h.answers)
 		if !slices.Contains(changed, ti) {
 			changed = append(changed, ti)
 		}
@@ -451,7 +476,7 @@ func (r *run[S]) gated() []int {
 	after := r.afterNode()
 	var out []int
 	for i, t := range r.tasks {
-		if !t.rec && !t.done && (after != "" || r.c.before[t.node.idx]) {
+		if (t.hold == nil || !t.hold.rec) && !t.done && (after != "" || r.c.before[t.node.idx]) {
 			out = append(out, i)
 		}
 	}
@@ -489,9 +514,9 @@ func (r *run[S]) breakpoints(gated []int) []PendingInterrupt {
 // pending lists what the step after the current checkpoint waits on.
 func (r *run[S]) pending() []PendingInterrupt {
 	out := r.breakpoints(r.gated())
-	for _, t := range r.tasks {
-		if !t.done {
-			out = append(out, t.intr...)
+	for i := range r.tasks {
+		if t := &r.tasks[i]; !t.done {
+			out = append(out, t.waiting()...)
 		}
 	}
 	return out
@@ -555,9 +580,9 @@ func (r *run[S]) interrupted() error {
 	var intr []PendingInterrupt
 	paused := false
 	for i := range r.tasks {
-		if t := &r.tasks[i]; t.paused || len(t.intr) > 0 {
+		if t := &r.tasks[i]; t.paused() || len(t.waiting()) > 0 {
 			paused = true
-			intr = append(intr, t.intr...)
+			intr = append(intr, t.waiting()...)
 		}
 	}
 	if !paused {
@@ -599,7 +624,7 @@ func (r *run[S]) execute() error {
 			if t := &r.tasks[i]; t.runnable() {
 				r.runTask(r.ctx, t)
 				t.done = true
-				if !t.paused && r.emit != nil && r.wants(EventTaskEnd) && !r.emit(Event[S]{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, Task: i, Update: t.upd, Err: t.err}) {
+				if !t.paused() && r.emit != nil && r.wants(EventTaskEnd) && !r.emit(Event[S]{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, Task: i, Update: t.upd, Err: t.err}) {
 					r.stop = true
 				}
 				return r.taskErr(t.err)
@@ -714,7 +739,7 @@ func (r *run[S]) drain(finished chan int, n int, cancel context.CancelCauseFunc)
 		case i := <-finished:
 			n--
 			flush() // the task's own Emits happened before it finished
-			if t := &r.tasks[i]; r.wants(EventTaskEnd) && !t.paused && !errors.Is(t.err, context.Canceled) {
+			if t := &r.tasks[i]; r.wants(EventTaskEnd) && !t.paused() && !errors.Is(t.err, context.Canceled) {
 				deliver(Event[S]{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, Task: i, Update: t.upd, Err: t.err})
 			}
 		}
@@ -736,7 +761,7 @@ func (r *run[S]) taskErr(err error) error {
 
 // runnable reports whether the task runs in this step: it has not finished
 // and waits for no answer.
-func (t *task[S]) runnable() bool { return !t.done && len(t.intr) == 0 }
+func (t *task[S]) runnable() bool { return !t.done && len(t.waiting()) == 0 }
 
 // runTask runs one task with its node's retry policy and timeout, recording
 // its outcome — its update, or the interrupts it stopped at — and, with a
@@ -746,12 +771,15 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 	var h *hitl
 	switch {
 	case r.cp != nil:
-		h = &hitl{base: r.thread + "\x00" + r.cpID + "\x00" + strconv.Itoa(t.info.index), node: n.name, task: t.info.index, step: r.step, answers: t.answers}
-		t.info.hitl = h
+		h = &hitl{base: r.thread + "\x00" + r.cpID + "\x00" + strconv.Itoa(t.info.index), node: n.name, task: t.info.index, step: r.step}
+		if t.hold != nil {
+			h.answers = t.hold.answers
+		}
+		t.info.hi = &taskHITL{root: h}
 	case r.hitl != nil:
-		t.info.hitl, t.info.hitlKey = r.hitl, r.hitlKey+"/"+t.info.path+"@"+strconv.Itoa(r.step)+"."+strconv.Itoa(t.info.index)
+		t.info.hi = &taskHITL{root: r.hitl, key: r.hitlKey + "/" + t.info.path + "@" + strconv.Itoa(r.step) + "." + strconv.Itoa(t.info.index)}
 	}
-	if t.info.sink != nil || t.info.hitl != nil {
+	if t.info.sink != nil || t.info.hi != nil {
 		t.tctx = taskCtx{Context: ctx, info: &t.info}
 		ctx = &t.tctx
 	}
@@ -760,23 +788,27 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 		attempts = n.policy.MaxAttempts
 	}
 	for a := 1; ; a++ {
-		t.info.calls, t.info.subruns, t.info.stopped = 0, 0, false
+		if hi := t.info.hi; hi != nil {
+			hi.calls, hi.subruns, hi.stopped = 0, 0, false
+		}
 		upd, err := r.attempt(ctx, t)
 		if h != nil && len(h.rejected) > 0 {
 			// An answer of the wrong type: set it aside, keep the interrupt
 			// waiting, and fail the run saying so.
-			t.answers = h.answers
-			t.intr = unanswered(t.pause, t.answers)
+			hold := t.held()
+			hold.answers = h.answers
+			hold.intr = unanswered(hold.pause, hold.answers)
 			t.err = &NodeError{Node: r.prefix + n.name, Step: r.step, Err: h.rejected[0]}
-			r.record(t, TaskWrite{Task: t.info.index, Node: n.name, Interrupts: t.pause, Answers: t.answers})
+			r.record(t, TaskWrite{Task: t.info.index, Node: n.name, Interrupts: hold.pause, Answers: hold.answers})
 			return
 		}
-		if h != nil && len(h.raised) > 0 || h == nil && (t.info.stopped || errors.Is(err, ErrInterrupted) && t.info.hitl != nil) {
-			t.paused, t.upd, t.err = true, Update[S]{}, nil
+		if h != nil && len(h.raised) > 0 || h == nil && t.info.hi != nil && (t.info.hi.stopped || errors.Is(err, ErrInterrupted)) {
+			t.upd, t.err = Update[S]{}, nil
+			hold := t.held()
+			hold.paused = true
 			if h != nil {
-				t.pause, t.answers = h.raised, h.answers
-				t.intr = slices.Clone(h.raised)
-				r.record(t, TaskWrite{Task: t.info.index, Node: n.name, Interrupts: t.pause, Answers: t.answers})
+				hold.pause, hold.answers, hold.intr = h.raised, h.answers, slices.Clone(h.raised)
+				r.record(t, TaskWrite{Task: t.info.index, Node: n.name, Interrupts: hold.pause, Answers: hold.answers})
 			}
 			return
 		}
@@ -817,7 +849,9 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 // record stores a task's outcome; a failure to store fails the task.
 func (r *run[S]) record(t *task[S], w TaskWrite) {
 	if err := r.cp.PutWrites(r.ctx, r.thread, r.cpID, w); err != nil {
-		t.paused, t.intr = false, nil
+		if t.hold != nil {
+			t.hold.paused, t.hold.intr = false, nil
+		}
 		t.err = &NodeError{Node: r.prefix + t.node.name, Step: r.step, Err: fmt.Errorf("saving its outcome to the checkpointer: %w", err)}
 	}
 }
