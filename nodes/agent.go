@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -77,6 +79,20 @@ type AgentConfig struct {
 	// prompt and the task (default 40); a tool call is never separated from
 	// its result.
 	Window int
+	// Checkpointer stores the agent's runs: Run and Resume with graph.Thread
+	// continue a run after a crash or a failure without repeating finished
+	// steps. With it, ask_human calls (when Tools has ask_human) pause the
+	// run instead of calling their Asker: Run returns a
+	// *graph.InterruptError whose payload is a HumanQuestion, and Resume
+	// with graph.Answer(text) goes on — in this process or another.
+	Checkpointer graph.Checkpointer
+}
+
+// HumanQuestion is the payload of the interrupt an agent pauses at when it
+// calls ask_human with a Checkpointer; the answer is a string.
+type HumanQuestion struct {
+	Question string `json:"question"`
+	Step     int    `json:"step"`
 }
 
 // Agent is a ReAct agent — think with the model, act with tools, observe the
@@ -88,6 +104,7 @@ type Agent struct {
 	tools *tools.Collection
 	defs  []schemas.ToolDef
 	graph *graph.Compiled[AgentState]
+	asks  bool // ask_human calls pause the run (AgentNodeAsk)
 }
 
 // AgentState is the agent graph's state.
@@ -124,6 +141,9 @@ const (
 	AgentNodeThink = "think"
 	AgentNodeAct   = "act"
 	AgentNodeFinal = "best_effort"
+	// AgentNodeAsk answers the step's ask_human calls through interrupts,
+	// before act runs the other calls (only with a Checkpointer).
+	AgentNodeAsk = "ask_human"
 )
 
 // NewAgent checks cfg and builds the agent's graph.
@@ -153,17 +173,28 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 			return nil, fmt.Errorf("nodes: agent tools: %w", err)
 		}
 	}
-	a := &Agent{cfg: cfg, tools: tc, defs: tc.Defs()}
+	_, hasAsk := tc.Get(tools.AskHumanName)
+	a := &Agent{cfg: cfg, tools: tc, defs: tc.Defs(), asks: hasAsk && cfg.Checkpointer != nil}
 
 	g := graph.New[AgentState](aMessages, aCalls, aSteps, aSignatures, aNudged, aNudgeNext, aStatus, aAnswer, aUsage)
 	g.AddNode(AgentNodeThink, a.think)
 	g.AddNode(AgentNodeAct, a.act)
 	g.AddNode(AgentNodeFinal, a.bestEffort)
 	g.AddEdge(graph.Start, AgentNodeThink)
-	g.AddConditional(AgentNodeThink, a.afterThink, AgentNodeAct, AgentNodeThink, AgentNodeFinal, graph.End)
+	thinkTo := []string{AgentNodeAct, AgentNodeThink, AgentNodeFinal, graph.End}
+	if a.asks {
+		g.AddNode(AgentNodeAsk, a.ask)
+		g.AddEdge(AgentNodeAsk, AgentNodeAct)
+		thinkTo = append(thinkTo, AgentNodeAsk)
+	}
+	g.AddConditional(AgentNodeThink, a.afterThink, thinkTo...)
 	g.AddConditional(AgentNodeAct, a.afterAct, AgentNodeThink, AgentNodeFinal, graph.End)
 	g.AddEdge(AgentNodeFinal, graph.End)
-	compiled, err := g.Compile(graph.WithRecursionLimit(2*cfg.MaxSteps + 3))
+	opts := []graph.Option{graph.WithRecursionLimit(3*cfg.MaxSteps + 3)}
+	if cfg.Checkpointer != nil {
+		opts = append(opts, graph.WithCheckpointer(cfg.Checkpointer))
+	}
+	compiled, err := g.Compile(opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -184,6 +215,9 @@ type AgentResult struct {
 	Steps      int               `json:"steps"`
 	Messages   []schemas.Message `json:"messages"`
 	Usage      llm.UsageByRole   `json:"usage,omitempty"`
+	// Waiting is the question a paused run waits on (see
+	// AgentConfig.Checkpointer).
+	Waiting *HumanQuestion `json:"waiting,omitempty"`
 }
 
 func resultOf(s AgentState) *AgentResult {
@@ -220,14 +254,30 @@ type AgentEvent struct {
 }
 
 // Run runs the agent on task. observe, if not nil, receives each step as it
-// happens. The result comes back with the error of a failed run (the state
-// as of its last completed step), so a caller can still show the steps.
-func (a *Agent) Run(ctx context.Context, task string, observe func(AgentEvent)) (*AgentResult, error) {
+// happens; opts are the graph's run options (graph.Thread and graph.RunID
+// with a Checkpointer). The result comes back with the error of a failed run
+// (the state as of its last completed step), so a caller can still show the
+// steps. A run paused by ask_human returns its result so far, with Waiting
+// set, and a *graph.InterruptError.
+func (a *Agent) Run(ctx context.Context, task string, observe func(AgentEvent), opts ...graph.RunOption) (*AgentResult, error) {
 	if strings.TrimSpace(task) == "" {
 		return nil, errors.New("nodes: agent: the task is empty")
 	}
-	last := AgentState{Task: task}
-	for ev, err := range a.graph.Stream(ctx, last) {
+	return a.drive(AgentState{Task: task}, observe, a.graph.Stream(ctx, AgentState{Task: task}, opts...))
+}
+
+// Resume continues a stored run of the agent (graph.Thread in opts), after
+// a crash, a failure or an interrupt — graph.Answer(text) answers the
+// question it waits on. Finished steps are not repeated.
+func (a *Agent) Resume(ctx context.Context, observe func(AgentEvent), opts ...graph.RunOption) (*AgentResult, error) {
+	if a.cfg.Checkpointer == nil {
+		return nil, errors.New("nodes: agent: Resume needs AgentConfig.Checkpointer")
+	}
+	return a.drive(AgentState{}, observe, a.graph.ResumeStream(ctx, opts...))
+}
+
+func (a *Agent) drive(last AgentState, observe func(AgentEvent), events iter.Seq2[graph.Event[AgentState], error]) (*AgentResult, error) {
+	for ev, err := range events {
 		if err != nil {
 			return resultOf(last), err
 		}
@@ -238,6 +288,14 @@ func (a *Agent) Run(ctx context.Context, task string, observe func(AgentEvent)) 
 			if e, ok := ev.Value.(AgentEvent); ok && observe != nil {
 				observe(e)
 			}
+		case graph.EventInterrupt:
+			res := resultOf(ev.State)
+			for _, pi := range ev.Interrupts {
+				if q, err := graph.PayloadOf[HumanQuestion](pi); err == nil && pi.Node == AgentNodeAsk {
+					res.Waiting = &q
+				}
+			}
+			return res, &graph.InterruptError{Interrupts: ev.Interrupts}
 		}
 	}
 	return resultOf(last), nil
@@ -328,6 +386,8 @@ func (a *Agent) afterThink(s AgentState) graph.Route {
 	switch {
 	case s.Status != "":
 		return graph.Goto(graph.End)
+	case a.asks && slices.ContainsFunc(s.Calls, func(c schemas.ToolCall) bool { return c.Name == tools.AskHumanName }):
+		return graph.Goto(AgentNodeAsk)
 	case len(s.Calls) > 0:
 		return graph.Goto(AgentNodeAct)
 	case s.Steps >= a.cfg.MaxSteps:
@@ -364,14 +424,7 @@ func (a *Agent) act(ctx context.Context, s AgentState) (graph.Update[AgentState]
 	var msgs []schemas.Message
 	u := graph.Writes(aCalls.Set(nil))
 	for i, call := range s.Calls {
-		content := fenceOutput(call.Name, capOutput(results[i].Content(), a.cfg.MaxToolOutput))
-		if a.cfg.TextMode {
-			msgs = append(msgs, schemas.UserMessage("Observation: "+content))
-		} else {
-			m := schemas.ToolResultMessage(call, content)
-			m.Images = results[i].Images
-			msgs = append(msgs, m)
-		}
+		msgs = append(msgs, a.observation(call, results[i]))
 		if tools.IsTerminate(call) && !results[i].Failed() {
 			if t, err := tools.ParseTerminate(call); err == nil {
 				status := AgentSuccess
@@ -388,6 +441,52 @@ func (a *Agent) act(ctx context.Context, s AgentState) (graph.Update[AgentState]
 		u = u.With(aNudgeNext.Set(false))
 	}
 	return u.With(aMessages.Add(msgs...)), nil
+}
+
+// observation is the message that shows the model a tool's result.
+func (a *Agent) observation(call schemas.ToolCall, res tools.Result) schemas.Message {
+	content := fenceOutput(call.Name, capOutput(res.Content(), a.cfg.MaxToolOutput))
+	if a.cfg.TextMode {
+		return schemas.UserMessage("Observation: " + content)
+	}
+	m := schemas.ToolResultMessage(call, content)
+	m.Images = res.Images
+	return m
+}
+
+// ask answers the step's ask_human calls, one interrupt each, in the order
+// of the calls, and leaves the other calls to act. Only this node runs again
+// when the run resumes with an answer, so no other tool runs twice.
+func (a *Agent) ask(ctx context.Context, s AgentState) (graph.Update[AgentState], error) {
+	var msgs []schemas.Message
+	var rest []schemas.ToolCall
+	for _, call := range s.Calls {
+		if call.Name != tools.AskHumanName {
+			rest = append(rest, call)
+			continue
+		}
+		start := time.Now()
+		res, err := a.askOne(ctx, call, s.Steps)
+		if err != nil {
+			return graph.Update[AgentState]{}, err
+		}
+		graph.Emit(ctx, AgentEvent{Kind: AgentEventAct, Step: s.Steps, Tool: call.Name, Args: call.Arguments,
+			Output: res.Content(), Failed: res.Failed(), Duration: time.Since(start)})
+		msgs = append(msgs, a.observation(call, res))
+	}
+	return graph.Writes(aCalls.Set(rest), aMessages.Add(msgs...)), nil
+}
+
+func (a *Agent) askOne(ctx context.Context, call schemas.ToolCall, step int) (tools.Result, error) {
+	q, err := tools.ParseAskHuman(call)
+	if err != nil {
+		return tools.Failf("%v", err), nil
+	}
+	answer, err := graph.Interrupt[string](ctx, HumanQuestion{Question: q, Step: step})
+	if err != nil {
+		return tools.Result{}, err
+	}
+	return tools.AskHumanAnswer(answer, 0), nil
 }
 
 func (a *Agent) afterAct(s AgentState) graph.Route {

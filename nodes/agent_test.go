@@ -347,3 +347,84 @@ func TestAgentAsANodeInAGraph(t *testing.T) {
 	assert.Equal(t, "success", final.Status)
 	assert.Equal(t, []string{"agent/think:think", "agent/act:act", "agent/think:think", "agent/act:act", "agent/act:done"}, steps)
 }
+
+// neverAsked fails the test if ask_human's Asker is called: with a
+// checkpointer, the agent's ask_human node answers instead.
+type neverAsked struct{ t *testing.T }
+
+func (n neverAsked) Ask(context.Context, string) (string, error) {
+	n.t.Error("the Asker was called; the run should have paused")
+	return "", tools.ErrNoHuman
+}
+
+func TestAgentAskHumanPausesTheRunWithACheckpointer(t *testing.T) {
+	var n atomic.Int32
+	saver := graph.NewMemorySaver()
+	ask, err := tools.NewAskHuman(tools.AskHumanOptions{Asker: neverAsked{t}})
+	require.NoError(t, err)
+	script := func() *fake.Model {
+		return fake.New(
+			// One reply asks the user and looks something up in parallel.
+			fake.ToolCalls(fake.ToolCall("ask_human", map[string]string{"question": "Which city?"}), fake.ToolCall("lookup", lookupArgs{Key: "capital"})),
+			fake.ToolCalls(terminate("success", "Lyon it is.")),
+		)
+	}
+	m := script()
+	a := newAgent(t, m, nodes.AgentConfig{Checkpointer: saver}, lookup(t, &n, map[string]string{"capital": "Paris"}), ask)
+	ctx := context.Background()
+	res, err := a.Run(ctx, "Plan a trip", nil, graph.Thread("trip"))
+	var ie *graph.InterruptError
+	require.ErrorAs(t, err, &ie)
+	require.NotNil(t, res.Waiting)
+	assert.Equal(t, "Which city?", res.Waiting.Question)
+	assert.Equal(t, 1, res.Waiting.Step)
+	require.Len(t, ie.Interrupts, 1)
+	assert.Equal(t, nodes.AgentNodeAsk, ie.Interrupts[0].Node)
+	assert.Equal(t, int32(0), n.Load(), "the other call waits for the answer")
+
+	// Another agent instance over the same store (another process) answers.
+	m2 := fake.New(fake.ToolCalls(terminate("success", "Lyon it is.")))
+	a2 := newAgent(t, m2, nodes.AgentConfig{Checkpointer: saver}, lookup(t, &n, map[string]string{"capital": "Paris"}), ask)
+	var acts []string
+	res, err = a2.Resume(ctx, func(e nodes.AgentEvent) {
+		if e.Kind == nodes.AgentEventAct {
+			acts = append(acts, e.Tool+": "+e.Output)
+		}
+	}, graph.Thread("trip"), graph.Answer("Lyon"))
+	require.NoError(t, err)
+	assert.Equal(t, nodes.AgentSuccess, res.Status)
+	assert.Equal(t, "Lyon it is.", res.Answer)
+	assert.Equal(t, int32(1), n.Load(), "lookup ran once")
+	assert.Equal(t, []string{"ask_human: The user answered: Lyon", "lookup: Paris", "terminate: The task is finished (status: success)."}, acts)
+	assert.Len(t, m.Calls(), 1, "the first think was not repeated")
+	require.Len(t, m2.Calls(), 1)
+	msgs := m2.Calls()[0].Messages
+	var results []string
+	for _, msg := range msgs {
+		if msg.Role == schemas.Tool {
+			results = append(results, msg.Name)
+			if msg.Name == "ask_human" {
+				assert.Contains(t, msg.Content, "The user answered: Lyon")
+			}
+		}
+	}
+	assert.ElementsMatch(t, []string{"ask_human", "lookup"}, results, "both calls have their results")
+
+	// Without a checkpointer, ask_human calls its Asker as before.
+	answered, err := tools.NewAskHuman(tools.AskHumanOptions{Asker: fixedAsker("Nice")})
+	require.NoError(t, err)
+	a3 := newAgent(t, script(), nodes.AgentConfig{}, lookup(t, &n, map[string]string{"capital": "Paris"}), answered)
+	res, err = a3.Run(ctx, "Plan a trip", nil)
+	require.NoError(t, err)
+	assert.Equal(t, nodes.AgentSuccess, res.Status)
+}
+
+type fixedAsker string
+
+func (f fixedAsker) Ask(context.Context, string) (string, error) { return string(f), nil }
+
+func TestAgentResumeNeedsACheckpointer(t *testing.T) {
+	a := newAgent(t, fake.New(), nodes.AgentConfig{})
+	_, err := a.Resume(context.Background(), nil, graph.Thread("x"))
+	assert.ErrorContains(t, err, "Checkpointer")
+}

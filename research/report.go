@@ -33,6 +33,8 @@ type Report struct {
 	// Incomplete is set when the run stopped before its answer: the report
 	// is then built from the research gathered so far.
 	Incomplete bool `json:"incomplete,omitempty"`
+	// Review is the review the run waits on, when it paused for one.
+	Review *ReviewRequest `json:"review,omitempty"`
 }
 
 func newReport(question, backend string, s State, failed bool) *Report {
@@ -71,7 +73,10 @@ func countURLs(srcs []citation.Source) int {
 // Sources list. An incomplete report says so at the top.
 func (r *Report) Markdown() string {
 	var b strings.Builder
-	if r.Incomplete {
+	switch {
+	case r.Review != nil:
+		b.WriteString("> **Waiting for review.** The research paused before searching; below is what was gathered so far.\n\n")
+	case r.Incomplete:
 		b.WriteString("> **Incomplete report.** The research stopped before the final answer; below is what was gathered.\n\n")
 	}
 	answer := strings.TrimSpace(r.Answer)
@@ -175,6 +180,7 @@ const (
 	ActivityAnswered   ActivityKind = "answered" // Cited sources, Dropped citations
 	ActivityToken      ActivityKind = "token"    // a piece of the streamed answer
 	ActivityFailed     ActivityKind = "failed"   // Node failed with Error
+	ActivityReview     ActivityKind = "review"   // the run waits for a person to review Queries
 )
 
 // Activity is one entry of a run's timeline, derived from a graph event.
@@ -242,6 +248,12 @@ func Describe(ev graph.Event[State]) (Activity, bool) {
 			}
 			a.Loop, _ = fLoops.Written(ev.Update)
 			a.Queries, _ = fPending.Written(ev.Update)
+		case NodeReviewQueries:
+			a.Kind = ActivityQueries
+			a.Queries, _ = fQueries.Written(ev.Update)
+			if pending, followUp := fPending.Written(ev.Update); followUp {
+				a.Queries = pending
+			}
 		case NodeFinalizeAnswer:
 			a.Kind = ActivityAnswered
 			cited, _ := fCited.Written(ev.Update)
@@ -251,6 +263,11 @@ func Describe(ev graph.Event[State]) (Activity, bool) {
 			return a, false
 		}
 		return a, true
+	case graph.EventInterrupt:
+		if req := pendingReview(ev.Interrupts); req != nil {
+			a.Kind, a.Node, a.Queries, a.Loop = ActivityReview, NodeReviewQueries, req.Queries, req.Loop
+			return a, true
+		}
 	case graph.EventCustom:
 		if t, ok := ev.Value.(llm.Token); ok && t.Content != "" {
 			a.Kind, a.Token = ActivityToken, t.Content

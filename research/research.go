@@ -142,20 +142,24 @@ func (r *Researcher) build() (*graph.Compiled[State], error) {
 		Usage:   fUsage,
 	}.Node())
 
+	g.AddNode(NodeReviewQueries, r.reviewQueries)
+
 	g.AddEdge(graph.Start, NodeGenerateQuery)
-	graph.AddFanOut(g, NodeGenerateQuery, NodeWebResearch, r.initialTasks)
+	g.AddConditional(NodeGenerateQuery, r.afterQueries, NodeWebResearch, NodeReviewQueries)
 	g.AddEdge(NodeWebResearch, NodeReflection)
-	g.AddConditional(NodeReflection, r.evaluateResearch, NodeWebResearch, NodeFinalizeAnswer)
+	g.AddConditional(NodeReflection, r.evaluateResearch, NodeWebResearch, NodeReviewQueries, NodeFinalizeAnswer)
+	g.AddConditional(NodeReviewQueries, r.afterReview, NodeWebResearch, NodeFinalizeAnswer)
 	g.AddEdge(NodeFinalizeAnswer, graph.End)
 
-	opts := []graph.Option{graph.WithMaxConcurrency(r.cfg.MaxConcurrency), graph.WithRecursionLimit(2*r.maxLoopsCap() + 4)}
+	opts := []graph.Option{graph.WithMaxConcurrency(r.cfg.MaxConcurrency), graph.WithRecursionLimit(3*r.maxLoopsCap() + 4)}
 	if r.cfg.Checkpointer != nil {
 		opts = append(opts, graph.WithCheckpointer(r.cfg.Checkpointer))
 	}
 	return g.Compile(opts...)
 }
 
-// maxLoopsCap bounds the loops any run may ask for, for the recursion limit.
+// maxLoopsCap bounds the loops any run may ask for, for the recursion limit
+// (each loop takes up to three steps: review, research, reflection).
 func (r *Researcher) maxLoopsCap() int { return max(r.cfg.MaxLoops, maxRunLoops) }
 
 // maxRunLoops is the most loops a run can ask for with the Loops option.
@@ -196,13 +200,25 @@ func (r *Researcher) startTurn(s State, out schemas.SearchQueryList) graph.Updat
 	)
 }
 
-func (r *Researcher) initialTasks(s State) []Task {
-	topic := Topic(s.Messages)
-	tasks := make([]Task, len(s.Queries))
-	for i, q := range s.Queries {
-		tasks[i] = Task{Query: q, ID: i, Topic: topic}
+// afterQueries sends the first round's queries to web research, or to the
+// review first.
+func (r *Researcher) afterQueries(s State) graph.Route {
+	if reviewing(s) {
+		return graph.Goto(NodeReviewQueries)
 	}
-	return tasks
+	return r.research(s, s.Queries)
+}
+
+// research sends queries — the last len(queries) of the turn's — to web
+// research, one task each; a query's ID is its index in s.Queries.
+func (r *Researcher) research(s State, queries []string) graph.Route {
+	topic := Topic(s.Messages)
+	first := len(s.Queries) - len(queries)
+	sends := make([]graph.Send, len(queries))
+	for i, q := range queries {
+		sends[i] = graph.Send{Node: NodeWebResearch, Arg: Task{Query: q, ID: first + i, Topic: topic}}
+	}
+	return graph.Sends(sends...)
 }
 
 func (r *Researcher) webResearch(ctx context.Context, t Task) (graph.Update[State], error) {
@@ -235,19 +251,17 @@ func (r *Researcher) reflect(s State, out schemas.Reflection) graph.Update[State
 }
 
 // evaluateResearch routes to another round of web research for the pending
-// follow-ups, or to the answer. "Not sufficient" without any new follow-up
-// query finalises: a run never ends without an answer.
+// follow-ups (through the review when the turn has one), or to the answer.
+// "Not sufficient" without any new follow-up query finalises: a run never
+// ends without an answer.
 func (r *Researcher) evaluateResearch(s State) graph.Route {
-	if len(s.Pending) == 0 {
+	switch {
+	case len(s.Pending) == 0:
 		return graph.Goto(NodeFinalizeAnswer)
+	case reviewing(s):
+		return graph.Goto(NodeReviewQueries)
 	}
-	topic := Topic(s.Messages)
-	first := len(s.Queries) - len(s.Pending)
-	sends := make([]graph.Send, len(s.Pending))
-	for i, q := range s.Pending {
-		sends[i] = graph.Send{Node: NodeWebResearch, Arg: Task{Query: q, ID: first + i, Topic: topic}}
-	}
-	return graph.Sends(sends...)
+	return r.research(s, s.Pending)
 }
 
 func (r *Researcher) answerPrompt(s State) []schemas.Message {
@@ -313,14 +327,23 @@ type RunOption func(*runOptions)
 
 type runOptions struct {
 	thread  string
+	runID   string
 	queries int
 	loops   int
+	review  *bool
+	answer  *ReviewAnswer
 	observe func(Activity)
 }
 
 // Thread continues (or starts) a conversation stored by the Checkpointer:
-// a follow-up question sees the earlier ones and their answers.
+// a follow-up question sees the earlier ones and their answers. With a
+// Checkpointer, every step of the run is stored under the thread, so that
+// Resume can continue it after a crash, a failure or a review.
 func Thread(id string) RunOption { return func(o *runOptions) { o.thread = id } }
+
+// RunID labels the checkpoints the run writes, to tell the runs of a thread
+// apart in its history.
+func RunID(id string) RunOption { return func(o *runOptions) { o.runID = id } }
 
 // InitialQueries overrides Config.InitialQueries for one run.
 func InitialQueries(n int) RunOption { return func(o *runOptions) { o.queries = n } }
@@ -328,58 +351,125 @@ func InitialQueries(n int) RunOption { return func(o *runOptions) { o.queries = 
 // MaxLoops overrides Config.MaxLoops for one run (at most 50).
 func MaxLoops(n int) RunOption { return func(o *runOptions) { o.loops = n } }
 
+// Review makes the run pause before each round of searches — after the
+// queries are written, and after each reflection that asks for more — so
+// that a person approves or edits the queries: Run returns the report so far
+// with Report.Review set and an error matching graph.ErrInterrupted, and
+// Resume with Answer continues. It needs a Checkpointer and a Thread.
+func Review(on bool) RunOption { return func(o *runOptions) { o.review = &on } }
+
+// Answer answers the review a paused run waits on (Resume).
+func Answer(a ReviewAnswer) RunOption { return func(o *runOptions) { o.answer = &a } }
+
 // Observe receives the run's activity as it happens: queries, searches,
 // reflections, answer tokens. It is called from the goroutine running Run.
 func Observe(f func(Activity)) RunOption { return func(o *runOptions) { o.observe = f } }
 
-func (r *Researcher) input(question string, o runOptions) (State, []graph.RunOption, error) {
-	question = strings.TrimSpace(question)
-	if question == "" {
-		return State{}, nil, errors.New("research: the question is empty")
+func collectOptions(opts []RunOption) runOptions {
+	var o runOptions
+	for _, opt := range opts {
+		opt(&o)
 	}
-	in := State{Messages: []schemas.Message{schemas.UserMessage(question)}, InitialQueries: o.queries, MaxLoops: o.loops}
+	return o
+}
+
+func (o runOptions) graphOptions() []graph.RunOption {
 	var opts []graph.RunOption
 	if o.thread != "" {
 		opts = append(opts, graph.Thread(o.thread))
 	}
-	return in, opts, nil
+	if o.runID != "" {
+		opts = append(opts, graph.RunID(o.runID))
+	}
+	if o.answer != nil {
+		opts = append(opts, graph.Answer(*o.answer))
+	}
+	return opts
+}
+
+func (r *Researcher) input(question string, o runOptions) (State, error) {
+	question = strings.TrimSpace(question)
+	if question == "" {
+		return State{}, errors.New("research: the question is empty")
+	}
+	if o.review != nil && *o.review && (o.thread == "" || r.cfg.Checkpointer == nil) {
+		return State{}, errors.New("research: Review needs a Checkpointer (Config.Checkpointer) and a Thread, to pause and resume the run")
+	}
+	review := o.review
+	if review == nil && o.thread != "" {
+		off := false // a new turn reviews only when asked again
+		review = &off
+	}
+	return State{Messages: []schemas.Message{schemas.UserMessage(question)}, InitialQueries: o.queries, MaxLoops: o.loops, Review: review}, nil
 }
 
 // Stream runs the graph for question and yields its events (see package
 // graph); Describe turns them into timeline activities.
 func (r *Researcher) Stream(ctx context.Context, question string, opts ...RunOption) iter.Seq2[graph.Event[State], error] {
-	var o runOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	in, gopts, err := r.input(question, o)
+	o := collectOptions(opts)
+	in, err := r.input(question, o)
 	if err != nil {
 		return func(yield func(graph.Event[State], error) bool) { yield(graph.Event[State]{}, err) }
 	}
-	return r.graph.Stream(ctx, in, gopts...)
+	return r.graph.Stream(ctx, in, o.graphOptions()...)
 }
 
 // Run researches question and returns the report. If the run fails or is
 // cancelled part-way, it returns the error together with a report built from
-// what was gathered, marked Incomplete.
+// what was gathered, marked Incomplete. If it pauses for a review, the error
+// matches graph.ErrInterrupted and Report.Review says what waits.
 func (r *Researcher) Run(ctx context.Context, question string, opts ...RunOption) (*Report, error) {
-	var o runOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	in, gopts, err := r.input(question, o)
+	o := collectOptions(opts)
+	in, err := r.input(question, o)
 	if err != nil {
 		return nil, err
 	}
+	return r.report(question, in, o, r.graph.Stream(ctx, in, o.graphOptions()...))
+}
+
+// Resume continues a stored run of thread — after a crash, a failure, a
+// timeout or Ctrl-C, or with the Answer to the review it waits on. Work that
+// finished before is not done again: no model call or search is repeated.
+func (r *Researcher) Resume(ctx context.Context, thread string, opts ...RunOption) (*Report, error) {
+	if r.cfg.Checkpointer == nil {
+		return nil, errors.New("research: Resume needs a Checkpointer (Config.Checkpointer)")
+	}
+	o := collectOptions(opts)
+	o.thread = thread
+	snap, err := r.graph.State(ctx, thread, "")
+	if err != nil {
+		return nil, fmt.Errorf("research: resuming thread %q: %w", thread, err)
+	}
+	return r.report(lastQuestion(snap.State.Messages), snap.State, o, r.graph.ResumeStream(ctx, o.graphOptions()...))
+}
+
+// Saved returns the report of a stored thread as of its newest checkpoint:
+// the final report of a finished run, or, for one that stopped — or waits
+// for a review — what it had gathered, marked Incomplete.
+func (r *Researcher) Saved(ctx context.Context, thread string) (*Report, error) {
+	if r.cfg.Checkpointer == nil {
+		return nil, errors.New("research: Saved needs a Checkpointer (Config.Checkpointer)")
+	}
+	snap, err := r.graph.State(ctx, thread, "")
+	if err != nil {
+		return nil, fmt.Errorf("research: reading thread %q: %w", thread, err)
+	}
+	rep := newReport(lastQuestion(snap.State.Messages), r.cfg.Backend.Name(), snap.State, !snap.Done())
+	rep.Review = pendingReview(snap.Interrupts)
+	return rep, nil
+}
+
+// report drives a run's events to its report.
+func (r *Researcher) report(question string, last State, o runOptions, events iter.Seq2[graph.Event[State], error]) (*Report, error) {
 	start := time.Now()
 	timer := newTimer(start)
-	last := in
 	// Findings of web research tasks that finished in a step that has not
 	// completed yet: if the run stops mid-step, the incomplete report still
 	// has them.
 	var unmerged []Finding
 	var runErr error
-	for ev, err := range r.graph.Stream(ctx, in, gopts...) {
+	var review *ReviewRequest
+	for ev, err := range events {
 		if err != nil {
 			runErr = err
 			break
@@ -392,6 +482,10 @@ func (r *Researcher) Run(ctx context.Context, question string, opts ...RunOption
 			if fs, ok := fFindings.Written(ev.Update); ok && ev.Err == nil && ev.Node == NodeWebResearch {
 				unmerged = append(unmerged, fs...)
 			}
+		case graph.EventInterrupt:
+			last = ev.State
+			review = pendingReview(ev.Interrupts)
+			runErr = &graph.InterruptError{Thread: o.thread, Interrupts: ev.Interrupts}
 		}
 		if o.observe != nil {
 			if a, ok := Describe(ev); ok {
@@ -403,6 +497,20 @@ func (r *Researcher) Run(ctx context.Context, question string, opts ...RunOption
 		last.Findings = append(last.Findings[:len(last.Findings):len(last.Findings)], unmerged...)
 	}
 	rep := newReport(question, r.cfg.Backend.Name(), last, runErr != nil)
+	rep.Review = review
 	rep.Timings = timer.timings(time.Now())
 	return rep, runErr
+}
+
+// pendingReview is the review among interrupts, if any.
+func pendingReview(intr []graph.PendingInterrupt) *ReviewRequest {
+	for _, pi := range intr {
+		if pi.Node != NodeReviewQueries {
+			continue
+		}
+		if req, err := graph.PayloadOf[ReviewRequest](pi); err == nil {
+			return &req
+		}
+	}
+	return nil
 }

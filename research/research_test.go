@@ -404,3 +404,131 @@ func (slowOne) Research(ctx context.Context, _ llm.Model, q research.Query) (res
 	src := citationFor(q)
 	return research.Finding{Summary: "facts about fast [" + src.Label + "](" + src.ShortURL + ")", Sources: []citation.Source{src}}, nil
 }
+
+func TestReviewPausesBeforeEachRoundOfSearches(t *testing.T) {
+	m := fake.New(
+		queries("a", "b"),
+		reflection(false, "what about c?", "c", "d"),
+		reflection(true, ""),
+		fake.Text("final").When(fake.Contains("well-researched answer")),
+	)
+	b := &scripted{}
+	saver := graph.NewMemorySaver()
+	r := newResearcher(t, m, b, research.Config{Checkpointer: saver, MaxLoops: 3})
+	ctx := context.Background()
+	var acts []research.ActivityKind
+	observe := research.Observe(func(a research.Activity) { acts = append(acts, a.Kind) })
+
+	rep, err := r.Run(ctx, "question", research.Thread("rv"), research.Review(true), observe)
+	require.ErrorIs(t, err, graph.ErrInterrupted)
+	require.NotNil(t, rep.Review)
+	assert.Equal(t, research.ReviewInitial, rep.Review.Stage)
+	assert.Equal(t, []string{"a", "b"}, rep.Review.Queries)
+	assert.Equal(t, "question", rep.Review.Question)
+	assert.Empty(t, b.queries(), "nothing is searched before the review")
+	assert.Contains(t, rep.Markdown(), "Waiting for review")
+	assert.Equal(t, research.ActivityReview, acts[len(acts)-1])
+
+	saved, err := r.Saved(ctx, "rv")
+	require.NoError(t, err)
+	require.NotNil(t, saved.Review)
+	assert.True(t, saved.Incomplete)
+
+	// Approve as proposed; the follow-ups pause again, with the gap.
+	rep, err = r.Resume(ctx, "rv", research.Answer(research.ReviewAnswer{}))
+	require.ErrorIs(t, err, graph.ErrInterrupted)
+	assert.ElementsMatch(t, []string{"a", "b"}, b.queries())
+	require.NotNil(t, rep.Review)
+	assert.Equal(t, research.ReviewFollowUp, rep.Review.Stage)
+	assert.Equal(t, []string{"c", "d"}, rep.Review.Queries)
+	assert.Equal(t, "what about c?", rep.Review.KnowledgeGap)
+	assert.Equal(t, 1, rep.Review.Loop)
+
+	// Edit them: "a" was searched already and is dropped; "e" is new.
+	rep, err = r.Resume(ctx, "rv", research.Answer(research.ReviewAnswer{Queries: []string{"c", "a", "e"}}))
+	require.NoError(t, err)
+	assert.Equal(t, "final", rep.Answer)
+	assert.Equal(t, []string{"a", "b", "c", "e"}, rep.Queries)
+	assert.ElementsMatch(t, []string{"a", "b", "c", "e"}, b.queries())
+	assert.Len(t, m.Calls(), 4, "one query call, two reflections, one answer: nothing asked twice")
+}
+
+func TestReviewCanStopTheResearch(t *testing.T) {
+	m := fake.New(
+		queries("a"),
+		reflection(false, "gap", "more"),
+		fake.Text("final from a").When(fake.Contains("well-researched answer")),
+	)
+	b := &scripted{}
+	r := newResearcher(t, m, b, research.Config{Checkpointer: graph.NewMemorySaver(), MaxLoops: 3})
+	ctx := context.Background()
+	_, err := r.Run(ctx, "question", research.Thread("st"), research.Review(true))
+	require.ErrorIs(t, err, graph.ErrInterrupted)
+	_, err = r.Resume(ctx, "st", research.Answer(research.ReviewAnswer{Queries: []string{"  a2  "}}))
+	require.ErrorIs(t, err, graph.ErrInterrupted)
+	rep, err := r.Resume(ctx, "st", research.Answer(research.ReviewAnswer{Stop: true}))
+	require.NoError(t, err)
+	assert.Equal(t, "final from a", rep.Answer)
+	assert.Equal(t, []string{"a2"}, b.queries(), "the edited first round only")
+	assert.Equal(t, []string{"a2"}, rep.Queries)
+}
+
+func TestReviewNeedsAThread(t *testing.T) {
+	r := newResearcher(t, fake.New(), &scripted{}, research.Config{})
+	_, err := r.Run(context.Background(), "q", research.Review(true))
+	assert.ErrorContains(t, err, "Review needs a Checkpointer")
+	_, err = r.Resume(context.Background(), "t")
+	assert.ErrorContains(t, err, "Resume needs a Checkpointer")
+}
+
+func TestResumeAfterAFailureRepeatsNoFinishedWork(t *testing.T) {
+	m := fake.New(
+		queries("a", "b", "c"),
+		reflection(true, ""),
+		fake.Text("final").When(fake.Contains("well-researched answer")),
+	)
+	b := &flakyOnce{fail: "b"}
+	r := newResearcher(t, m, b, research.Config{Checkpointer: graph.NewMemorySaver()})
+	ctx := context.Background()
+	rep, err := r.Run(ctx, "question", research.Thread("fl"))
+	require.ErrorContains(t, err, "b is flaky")
+	assert.True(t, rep.Incomplete)
+
+	rep, err = r.Resume(ctx, "fl")
+	require.NoError(t, err)
+	assert.Equal(t, "final", rep.Answer)
+	assert.Equal(t, "question", rep.Question)
+	assert.Len(t, m.Calls(), 3, "the queries were not written twice")
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	assert.Equal(t, 2, b.calls["b"])
+	assert.LessOrEqual(t, b.calls["a"], 1)
+	assert.LessOrEqual(t, b.calls["c"], 1)
+	assert.Equal(t, []string{"a", "b", "c"}, rep.Queries)
+	saved, err := r.Saved(ctx, "fl")
+	require.NoError(t, err)
+	assert.False(t, saved.Incomplete)
+	assert.Equal(t, "final", saved.Answer)
+}
+
+// flakyOnce fails the first research of one query.
+type flakyOnce struct {
+	mu    sync.Mutex
+	fail  string
+	calls map[string]int
+}
+
+func (b *flakyOnce) Name() string { return "flaky" }
+func (b *flakyOnce) Research(ctx context.Context, _ llm.Model, q research.Query) (research.Finding, error) {
+	b.mu.Lock()
+	if b.calls == nil {
+		b.calls = map[string]int{}
+	}
+	b.calls[q.Text]++
+	n := b.calls[q.Text]
+	b.mu.Unlock()
+	if q.Text == b.fail && n == 1 {
+		return research.Finding{}, fmt.Errorf("%s is flaky", q.Text)
+	}
+	return research.Finding{Summary: "facts about " + q.Text}, nil
+}

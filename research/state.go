@@ -15,6 +15,9 @@ type State struct {
 	// InitialQueries and MaxLoops are the run's limits (0: the Researcher's).
 	InitialQueries int `json:"initial_search_query_count,omitempty"`
 	MaxLoops       int `json:"max_research_loops,omitempty"`
+	// Review makes the turn pause for a person to approve or edit the
+	// queries before each round of searches (nil: as the thread's last turn).
+	Review *bool `json:"review,omitempty"`
 
 	// Queries lists every query of this turn, once each, in the order they
 	// were searched; a query's ID is its index here.

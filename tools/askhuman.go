@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/deepgraph/deepgraph/schemas"
 )
 
 // ErrNoHuman is returned by an Asker when nobody can answer (the input was
@@ -17,10 +19,10 @@ var ErrNoHuman = errors.New("tools: no human is available to answer")
 
 // Asker puts a question to a human and returns the answer.
 //
-// TerminalAsker asks on a terminal now. When durable runs land, the agent
-// node will supply an Asker that raises a graph interrupt instead, so the
-// run can stop, be persisted, and resume with the answer — ask_human itself
-// does not change.
+// TerminalAsker asks on a terminal. An agent that runs with a checkpointer
+// (nodes.AgentConfig.Checkpointer) does not call the Asker: it answers
+// ask_human calls in a node of its own that pauses the run (a graph
+// interrupt) until the answer is given, even in another process.
 type Asker interface {
 	// Ask blocks until the human answers or ctx is done. It returns
 	// ErrNoHuman when nobody can answer.
@@ -47,26 +49,54 @@ func NewAskHuman(opts AskHumanOptions) (Tool, error) {
 	if opts.MaxAnswerBytes <= 0 {
 		opts.MaxAnswerBytes = DefaultMaxOutputBytes
 	}
-	return Func(AskHumanName,
-		"Ask the user a question and wait for the answer. Use it only for information or a decision that only the user can give (a preference, a missing detail, an approval); do not use it to report progress.",
-		func(ctx context.Context, a askArgs) (Result, error) {
-			q := strings.TrimSpace(a.Question)
-			if q == "" {
-				return Failf("the question is empty"), nil
-			}
-			answer, err := opts.Asker.Ask(ctx, q)
-			if errors.Is(err, ErrNoHuman) {
-				return Failf("no human is available to answer; continue with your best judgement and state your assumptions"), nil
-			}
-			if err != nil {
-				return Result{}, err
-			}
-			answer = strings.TrimSpace(cleanText(answer))
-			if answer == "" {
-				return Text("(the user gave an empty answer)"), nil
-			}
-			return Text("The user answered: " + truncateText(answer, opts.MaxAnswerBytes)), nil
-		})
+	return Func(AskHumanName, askHumanDescription, func(ctx context.Context, a askArgs) (Result, error) {
+		q := strings.TrimSpace(a.Question)
+		if q == "" {
+			return Failf("the question is empty"), nil
+		}
+		answer, err := opts.Asker.Ask(ctx, q)
+		if errors.Is(err, ErrNoHuman) {
+			return Failf("no human is available to answer; continue with your best judgement and state your assumptions"), nil
+		}
+		if err != nil {
+			return Result{}, err
+		}
+		return AskHumanAnswer(answer, opts.MaxAnswerBytes), nil
+	})
+}
+
+const askHumanDescription = "Ask the user a question and wait for the answer. Use it only for information or a decision that only the user can give (a preference, a missing detail, an approval); do not use it to report progress."
+
+// ParseAskHuman reads the question of an ask_human call, with the tool's own
+// validation. An empty question is an error.
+func ParseAskHuman(call schemas.ToolCall) (string, error) {
+	if call.Name != AskHumanName {
+		return "", fmt.Errorf("tools: ParseAskHuman: call of %q is not an %s call", call.Name, AskHumanName)
+	}
+	a, err := MustFunc(AskHumanName, askHumanDescription, func(context.Context, askArgs) (Result, error) {
+		return Result{}, nil
+	}).Decode(call.Arguments)
+	if err != nil {
+		return "", err
+	}
+	if q := strings.TrimSpace(a.Question); q != "" {
+		return q, nil
+	}
+	return "", errors.New("the question is empty")
+}
+
+// AskHumanAnswer is what ask_human tells the model of the user's answer: the
+// answer cleaned of control characters and cut to maxBytes (≤ 0: the
+// default, DefaultMaxOutputBytes).
+func AskHumanAnswer(answer string, maxBytes int) Result {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxOutputBytes
+	}
+	answer = strings.TrimSpace(cleanText(answer))
+	if answer == "" {
+		return Text("(the user gave an empty answer)")
+	}
+	return Text("The user answered: " + truncateText(answer, maxBytes))
 }
 
 // MaxTerminalAnswerBytes caps one answer line read by TerminalAsker; the
