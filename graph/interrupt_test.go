@@ -588,3 +588,23 @@ func FuzzResumeFromStoredBytes(f *testing.F) {
 		}
 	})
 }
+
+func TestStateShowsThePendingStepsTasks(t *testing.T) {
+	var n runs
+	c := askFanOut(t, graph.NewMemorySaver(), []string{"a", "b"}, []string{"b"}, &n)
+	_, err := c.Invoke(context.Background(), tState{}, graph.Thread("ts"))
+	require.ErrorIs(t, err, graph.ErrInterrupted)
+	snap, err := c.State(context.Background(), "ts", "")
+	require.NoError(t, err)
+	require.Len(t, snap.Tasks, 2)
+	a, b := snap.Tasks[0], snap.Tasks[1]
+	assert.Equal(t, "work", a.Node)
+	assert.Equal(t, "a", a.Arg)
+	assert.True(t, a.Done)
+	items, ok := tItems.Written(a.Update)
+	assert.True(t, ok)
+	assert.Equal(t, []string{"a"}, items)
+	assert.False(t, b.Done)
+	require.Len(t, b.Interrupts, 1)
+	assert.Equal(t, snap.Interrupts, b.Interrupts)
+}

@@ -177,8 +177,22 @@ type Snapshot[S any] struct {
 	Source       CheckpointSource
 	Ran          []string // nodes of the step that led here, or UpdateState's node
 	Run          string   // the run id, when the run gave one (RunID)
-	// Interrupts are what the pending step waits on (State only; History
-	// leaves them out).
+	// Interrupts are what the pending step waits on, and Tasks the pending
+	// step's tasks with what is stored of each (State only; History leaves
+	// both out).
+	Interrupts []PendingInterrupt
+	Tasks      []TaskState[S]
+}
+
+// TaskState is a task of a snapshot's pending step.
+type TaskState[S any] struct {
+	Node string
+	Arg  any // the Send payload of a task node
+	// Done: the task finished and Update is what it wrote (merged into the
+	// state when the whole step has finished).
+	Done   bool
+	Update Update[S]
+	// Interrupts are what the task waits on.
 	Interrupts []PendingInterrupt
 }
 
@@ -204,6 +218,10 @@ func (c *Compiled[S]) State(ctx context.Context, thread, id string) (Snapshot[S]
 	}
 	snap := snapshotOf[S](cp, r.state)
 	snap.Interrupts = r.pending()
+	for i := range r.tasks {
+		t := &r.tasks[i]
+		snap.Tasks = append(snap.Tasks, TaskState[S]{Node: t.node.name, Arg: t.arg, Done: t.done, Update: t.upd, Interrupts: t.waiting()})
+	}
 	return snap, nil
 }
 

@@ -454,7 +454,14 @@ func (r *Researcher) Saved(ctx context.Context, thread string) (*Report, error) 
 	if err != nil {
 		return nil, fmt.Errorf("research: reading thread %q: %w", thread, err)
 	}
-	rep := newReport(lastQuestion(snap.State.Messages), r.cfg.Backend.Name(), snap.State, !snap.Done())
+	st := snap.State
+	for _, t := range snap.Tasks {
+		// Searches that finished in the step the run stopped in.
+		if fs, ok := fFindings.Written(t.Update); ok && t.Done {
+			st.Findings = append(st.Findings[:len(st.Findings):len(st.Findings)], fs...)
+		}
+	}
+	rep := newReport(lastQuestion(st.Messages), r.cfg.Backend.Name(), st, !snap.Done())
 	rep.Review = pendingReview(snap.Interrupts)
 	return rep, nil
 }
