@@ -1,0 +1,52 @@
+// Package runstore is the registry of the research command's runs: one
+// record per run of `research "question"` or `research agent "task"`, kept
+// next to the run's graph checkpoints in the same database, so that runs can
+// be listed, shown, removed, pruned and resumed.
+//
+// # The model
+//
+// A Run is created by the process that starts it (status running, with its
+// host and pid), updated by that process after every step (tokens, model
+// calls) and when it stops: done with its report, failed with why,
+// interrupted, or needs-input when it waits for a human's answers. Resuming
+// a run, in the same or another process, updates the same record back to
+// running with the new process's host and pid. The run's progress itself —
+// the graph state — is in the checkpoints of its Thread; a follow-up
+// question starts a new run on the thread of an earlier one, so one thread
+// may have several runs (ThreadRuns).
+//
+// The stored status is what the process last wrote; a process that is
+// killed or crashes cannot write "interrupted". Effective corrects that when
+// reading: a run stored as running whose process is gone (Alive: its pid no
+// longer exists on this machine) is interrupted, and so is a run of another
+// machine, whose process cannot be checked, that has not been updated for
+// StaleAfter. Commands that show a status should show Effective's; Prune
+// removes only runs that are not running by that measure.
+//
+// Run ids are 8 random characters (NewID); Get also accepts a unique prefix
+// of at least MinPrefix characters, like git.
+//
+// # Stores
+//
+// NewMemory is for tests. OpenSQLite and OpenPostgres keep the runs in the
+// database of the checkpoint store, in two tables of their own (the
+// checkpoint store's start with deepgraph_):
+//
+//   - research_runs: one row per run; times in UTC to the microsecond;
+//     Settings and Report as JSON bytes, verbatim; indexed by started time
+//     (List) and by thread (ThreadRuns);
+//   - research_runs_meta: key/value rows, with schema_version, the version of
+//     the tables, for future migrations.
+//
+// The tables are created when missing, in one transaction that serializes
+// processes opening the store together (SQLite's write lock, a PostgreSQL
+// advisory lock). Tables at a newer version — made by a newer deepgraph —
+// are refused with an error asking for an upgrade.
+//
+// All three stores behave the same: ids are compared byte by byte (also by
+// prefix), List orders by Started then ID, newest first, and List,
+// ThreadRuns and Prune return runs without Settings and Report, which can be
+// large: Get returns a whole run. Settings and Report are limited to
+// MaxDocumentBytes when written, and a stored one over the limit is refused
+// when read (ErrTooLarge) before it is loaded.
+package runstore

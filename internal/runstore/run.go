@@ -1,0 +1,206 @@
+package runstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Status is the state of a run as its process last wrote it. Effective
+// tells what it means now.
+type Status string
+
+// The statuses of a run.
+const (
+	// StatusRunning: a process is working on the run.
+	StatusRunning Status = "running"
+	// StatusDone: the run finished with a report.
+	StatusDone Status = "done"
+	// StatusFailed: the run stopped on an error (Run.Error says which).
+	StatusFailed Status = "failed"
+	// StatusInterrupted: the run was stopped before it finished (cancelled,
+	// killed, or its process crashed); it can be resumed.
+	StatusInterrupted Status = "interrupted"
+	// StatusNeedsInput: the run paused for answers from a human; resuming
+	// it with the answers goes on.
+	StatusNeedsInput Status = "needs-input"
+)
+
+// Kind is the command that started a run.
+type Kind string
+
+// The kinds of run.
+const (
+	// KindResearch is a run of `research "question"`.
+	KindResearch Kind = "research"
+	// KindAgent is a run of `research agent "task"`.
+	KindAgent Kind = "agent"
+)
+
+// MinPrefix is the shortest id prefix Get resolves.
+const MinPrefix = 4
+
+// MaxDocumentBytes bounds Run.Settings and Run.Report, when written and
+// when read back.
+const MaxDocumentBytes = 16 << 20
+
+// StaleAfter is how long a running run of another machine may go without
+// an update before Effective reports it as interrupted: its process cannot
+// be checked from here, and a live one writes after every step.
+const StaleAfter = 24 * time.Hour
+
+// The errors of a Store, wrapped with the run id and what to do.
+var (
+	// ErrNotFound: no run has the id (or the prefix matches none).
+	ErrNotFound = errors.New("runstore: no such run")
+	// ErrAmbiguous: an id prefix matches more than one run.
+	ErrAmbiguous = errors.New("runstore: ambiguous run id")
+	// ErrExists: Create was given an id that is already stored.
+	ErrExists = errors.New("runstore: run id already exists")
+	// ErrInvalid: a run given to Create or Update is incomplete or malformed.
+	ErrInvalid = errors.New("runstore: invalid run")
+	// ErrTooLarge: a run's Settings or Report is over MaxDocumentBytes.
+	ErrTooLarge = errors.New("runstore: document too large")
+	// ErrCorrupt: a stored run cannot be read back.
+	ErrCorrupt = errors.New("runstore: stored run is corrupt")
+)
+
+// Run is one run of the research command: one row of the registry.
+//
+// Times are stored in UTC to the microsecond. Question, Error and Host are
+// stored as valid UTF-8 without NUL (other bytes become U+FFFD); ID and
+// Thread must be so already. Settings and Report are JSON documents stored
+// verbatim; List, ThreadRuns and Prune leave them out (nil), and so does
+// JSON output then.
+type Run struct {
+	// ID names the run (NewID); the CLI accepts a unique prefix of it.
+	ID string `json:"id"`
+	// Thread is the graph thread of the run's checkpoints; a follow-up
+	// question reuses the thread of an earlier run.
+	Thread string `json:"thread"`
+	// Kind is the command that started the run.
+	Kind Kind `json:"kind"`
+	// Question is the question or the task.
+	Question string `json:"question"`
+	// Status is the state its process last wrote; see Effective.
+	Status Status `json:"status"`
+	// Started is when the run was created.
+	Started time.Time `json:"started"`
+	// Updated is when the run was last written.
+	Updated time.Time `json:"updated,omitzero"`
+	// Ended is when the run last stopped; zero while it has not.
+	Ended time.Time `json:"ended,omitzero"`
+	// Error says why the run failed or stopped, already redacted.
+	Error string `json:"error,omitempty"`
+	// Tokens is the number of tokens spent so far.
+	Tokens int64 `json:"tokens"`
+	// Calls is the number of model calls so far.
+	Calls int `json:"calls"`
+	// Host is the host name of the machine of the process running the run
+	// (CurrentProcess).
+	Host string `json:"host,omitempty"`
+	// PID is the process id of that process.
+	PID int `json:"pid,omitempty"`
+	// Settings is what resuming needs (model specs, back end, limits) as
+	// the application encodes it; never secrets.
+	Settings json.RawMessage `json:"settings,omitempty"`
+	// Report is the finished report as a JSON document, when there is one.
+	Report json.RawMessage `json:"report,omitempty"`
+}
+
+// Effective is the status of the run as it stands: a run stored as running
+// whose process is gone — killed, crashed, its machine rebooted — is
+// interrupted. alive reports whether the process of a host and pid may still
+// be running (Alive, or a fake in tests). Because the process of another
+// machine cannot be checked, a running run whose Host is not this machine is
+// also interrupted once it has not been updated for StaleAfter.
+func (r *Run) Effective(now time.Time, alive func(host string, pid int) bool) Status {
+	if r.Status != StatusRunning {
+		return r.Status
+	}
+	if !alive(r.Host, r.PID) {
+		return StatusInterrupted
+	}
+	last := r.Updated
+	if last.Before(r.Started) {
+		last = r.Started
+	}
+	if now.Sub(last) > StaleAfter && !isLocal(r.Host) {
+		return StatusInterrupted
+	}
+	return StatusRunning
+}
+
+// Duration is how long the run took: Ended-Started, or now-Started while it
+// has not ended. It is never negative.
+func (r *Run) Duration(now time.Time) time.Duration {
+	end := r.Ended
+	if end.IsZero() {
+		end = now
+	}
+	return max(end.Sub(r.Started), 0)
+}
+
+// idAlphabet is Crockford's base32 alphabet in lower case without i, l, o
+// and u: no two of its characters are easily confused.
+const idAlphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+
+// NewID returns a new random run id: 8 characters of 0-9 and a-z without i,
+// l, o and u (40 random bits). Ids may collide once a store holds many
+// thousands of runs; Create then fails with ErrExists and the caller draws
+// another.
+func NewID() string {
+	var b [5]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	v := uint64(b[0])<<32 | uint64(b[1])<<24 | uint64(b[2])<<16 | uint64(b[3])<<8 | uint64(b[4])
+	id := make([]byte, 8)
+	for i := range id {
+		id[len(id)-1-i] = idAlphabet[v&31]
+		v >>= 5
+	}
+	return string(id)
+}
+
+// ListOptions select the runs List returns.
+type ListOptions struct {
+	// Limit caps the number of runs; 0 (or less) returns them all.
+	Limit int
+	// Kind, when set, keeps the runs of that kind.
+	Kind Kind
+	// Thread, when set, keeps the runs of that thread.
+	Thread string
+}
+
+// Store is the registry of runs. The implementations (NewMemory,
+// OpenSQLite, OpenPostgres) behave identically and are safe for concurrent
+// use; the SQL ones also by several processes on one database.
+type Store interface {
+	// Create stores a new run. It fails with ErrExists when the id is
+	// taken and with ErrInvalid when the run lacks an id, a thread, a kind,
+	// a status or a start time, or has malformed Settings or Report.
+	Create(ctx context.Context, r *Run) error
+	// Update overwrites the stored run with r's ID with every field of r
+	// except Started, Kind and Thread, which stay as created. It fails with
+	// ErrNotFound when there is no such run.
+	Update(ctx context.Context, r *Run) error
+	// Get returns the whole run with the id, or with the one id that
+	// starts with it when it has at least MinPrefix characters. Ids are
+	// case-sensitive. It fails with ErrNotFound, or ErrAmbiguous listing
+	// the matching ids.
+	Get(ctx context.Context, id string) (*Run, error)
+	// List returns runs newest first (by Started, then by ID), without
+	// Settings and Report.
+	List(ctx context.Context, opts ListOptions) ([]*Run, error)
+	// Delete removes the run with exactly the id. It fails with ErrNotFound
+	// when there is no such run.
+	Delete(ctx context.Context, id string) error
+	// Prune removes the runs started before before that are no longer
+	// running (Effective with Alive: a run of a live process is never
+	// removed) and returns them, newest first, without Settings and Report.
+	Prune(ctx context.Context, before time.Time) ([]*Run, error)
+	// ThreadRuns returns the runs of a thread oldest first, the order of
+	// the conversation, without Settings and Report.
+	ThreadRuns(ctx context.Context, thread string) ([]*Run, error)
+}
