@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -72,6 +73,9 @@ type Config struct {
 	RetryBackoff time.Duration
 	// Format is the report format: "markdown" or "json".
 	Format string
+	// Store is where runs are kept: a SQLite file, a postgres:// DSN, or
+	// StoreOff; "" means DefaultStore. StoreLocation resolves it.
+	Store string
 
 	// Agent configures research agent.
 	Agent Agent
@@ -115,6 +119,9 @@ const (
 // WebProviders lists the web search providers in the order "auto" tries
 // them: a self-hosted SearXNG first, then the keyed APIs.
 func WebProviders() []string { return []string{ProviderSearXNG, ProviderTavily, ProviderBrave} }
+
+// StoreOff is the store value that keeps no runs.
+const StoreOff = "off"
 
 // Formats of the report.
 const (
@@ -350,6 +357,53 @@ func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 // MarshalText implements encoding.TextMarshaler without revealing the
 // value, so encoding a Config as JSON or YAML cannot leak it either.
 func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Secrets returns every secret value of the configuration — API keys and a
+// store DSN's password — for masking in output.
+func (c *Config) Secrets() []string {
+	var out []string
+	for _, s := range []Secret{c.GeminiAPIKey, c.OpenAIAPIKey, c.AnthropicAPIKey, c.TavilyAPIKey, c.BraveAPIKey} {
+		if v := s.Reveal(); v != "" {
+			out = append(out, v)
+		}
+	}
+	if u, err := url.Parse(c.Store); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			out = append(out, pw)
+		}
+	}
+	return out
+}
+
+// StoreLocation is where runs are kept: the store key, or DefaultStore when
+// it is empty; "" when the store is off.
+func (c *Config) StoreLocation() (string, error) {
+	switch c.Store {
+	case StoreOff:
+		return "", nil
+	case "":
+		return DefaultStore()
+	}
+	return c.Store, nil
+}
+
+// IsPostgres reports whether a store location is a PostgreSQL DSN.
+func IsPostgres(store string) bool {
+	return strings.HasPrefix(store, "postgres://") || strings.HasPrefix(store, "postgresql://")
+}
+
+// RedactDSN returns a store location fit to print: a DSN's password
+// replaced by "xxxxx".
+func RedactDSN(store string) string {
+	u, err := url.Parse(store)
+	if err != nil || u.User == nil {
+		return store
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
 
 // Entry is one key of a Config for display: its value (secrets redacted)
 // and where it came from.

@@ -165,6 +165,7 @@ var table = []entry{
 	withEnv(enumKey("format", "--format", FormatMarkdown, "",
 		"Report format on stdout: markdown, or json (one JSON document).",
 		func(c *Config) *string { return &c.Format }, FormatMarkdown, FormatJSON)),
+	withEnv(storeKey()),
 	withEnv(stringKey("agent.workspace", "--workspace", "", "a new temporary directory per run",
 		"Directory the agent's editor and exec tools are confined to. It must exist and may not be your home directory or /.",
 		func(c *Config) *string { return &c.Agent.Workspace }, expandHome)),
@@ -370,6 +371,30 @@ func searchKey() entry {
 		},
 		show: func(c *Config) string { return strings.Join(c.Search, ",") },
 	}
+}
+
+func storeKey() entry {
+	e := stringKey("store", "--store", "", "<user state dir>/deepgraph/runs.db",
+		"Where runs are kept, to list, show and resume them: a SQLite file, a postgres:// DSN, or off (--no-save) to keep nothing.",
+		func(c *Config) *string { return &c.Store }, checkStore)
+	show := e.show
+	e.show = func(c *Config) string { return RedactDSN(show(c)) }
+	return e
+}
+
+func checkStore(s string) (string, error) {
+	switch {
+	case strings.EqualFold(s, StoreOff) || strings.EqualFold(s, "none"):
+		return StoreOff, nil
+	case IsPostgres(s):
+		if u, err := url.Parse(s); err != nil || u.Host == "" {
+			return "", allowedError{"a SQLite file path, a DSN like postgres://user@host:5432/db, or off", nil}
+		}
+		return s, nil
+	case strings.Contains(s, "://"):
+		return "", allowedError{"a SQLite file path, a postgres:// DSN, or off (other URL schemes are not stores)", nil}
+	}
+	return expandHome(s)
 }
 
 func toolsKey() entry {

@@ -113,6 +113,19 @@ func (e *UnknownKeyError) Is(target error) bool { return target == ErrInvalid }
 // <user config dir>/deepgraph/config.yaml.
 func DefaultFile() (string, error) { return defaultFile(os.UserConfigDir) }
 
+// DefaultStore returns where runs are kept by default:
+// $XDG_STATE_HOME/deepgraph/runs.db, or ~/.local/state/deepgraph/runs.db.
+func DefaultStore() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "deepgraph", "runs.db"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the default store: %w; set --store (key store) to a file, or --no-save", err)
+	}
+	return filepath.Join(home, ".local", "state", "deepgraph", "runs.db"), nil
+}
+
 func defaultFile(dir func() (string, error)) (string, error) {
 	d, err := dir()
 	if err != nil {
