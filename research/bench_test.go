@@ -3,9 +3,12 @@ package research_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/graph/checkpoint/sqlite"
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/llm/fake"
 	"github.com/deepgraph/deepgraph/research"
@@ -46,7 +49,7 @@ func BenchmarkEffort(b *testing.B) {
 		b.Run(e.Name, func(b *testing.B) {
 			var calls, tokens int
 			for b.Loop() {
-				m := effortModel(e)
+				m := effortModel(e, 0)
 				r, err := research.New(research.Config{QueryModel: m, Backend: research.GeminiBackend{}, InitialQueries: e.Queries, MaxLoops: e.Loops, Now: fixedNow})
 				if err != nil {
 					b.Fatal(err)
@@ -64,10 +67,60 @@ func BenchmarkEffort(b *testing.B) {
 	}
 }
 
+// BenchmarkStore measures what keeping a run costs: a medium-effort run
+// (3 queries, 3 loops, every loop used) against a model that answers each
+// call after 100 ms, with no store and with the SQLite store (every step
+// committed, every finished search recorded as it finishes), a new thread
+// per run. overhead-% is the store's share of the run's wall time.
+func BenchmarkStore(b *testing.B) {
+	e, _ := research.EffortByName("medium")
+	stores := []struct {
+		name string
+		open func(b *testing.B) graph.Checkpointer
+	}{
+		{"none", func(*testing.B) graph.Checkpointer { return nil }},
+		{"sqlite", func(b *testing.B) graph.Checkpointer {
+			s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "runs.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = s.Close() })
+			return s
+		}},
+	}
+	var base float64
+	for _, st := range stores {
+		b.Run(st.name, func(b *testing.B) {
+			store := st.open(b)
+			for i := 0; b.Loop(); i++ {
+				r, err := research.New(research.Config{QueryModel: effortModel(e, 100*time.Millisecond), Backend: research.GeminiBackend{},
+					InitialQueries: e.Queries, MaxLoops: e.Loops, Checkpointer: store, Now: fixedNow})
+				if err != nil {
+					b.Fatal(err)
+				}
+				var opts []research.RunOption
+				if store != nil {
+					opts = append(opts, research.Thread(fmt.Sprintf("bench-%d", i)))
+				}
+				if _, err := r.Run(context.Background(), "question", opts...); err != nil {
+					b.Fatal(err)
+				}
+			}
+			perRun := float64(b.Elapsed().Microseconds()) / 1000 / float64(b.N)
+			b.ReportMetric(perRun, "ms/run")
+			if st.name == "none" {
+				base = perRun
+			} else if base > 0 {
+				b.ReportMetric(100*(perRun-base)/base, "overhead-%")
+			}
+		})
+	}
+}
+
 // effortModel answers every role with fixed usage: queries 150, each
 // research call 350, each reflection 230 (always asking for e.Queries new
-// follow-ups), the answer 480 tokens.
-func effortModel(e research.Effort) *fake.Model {
+// follow-ups), the answer 480 tokens; each reply comes after delay.
+func effortModel(e research.Effort, delay time.Duration) *fake.Model {
 	qs := make([]string, e.Queries)
 	for i := range qs {
 		qs[i] = fmt.Sprintf("q%d", i)
@@ -87,6 +140,9 @@ func effortModel(e research.Effort) *fake.Model {
 		fake.Text("summary").When(fake.Contains("Google Search")).WithTokens(300, 50).Repeat(),
 		fake.Text("final").When(fake.Contains("well-researched answer")).WithTokens(400, 80),
 	)
+	for i := range replies {
+		replies[i] = replies[i].After(delay)
+	}
 	return fake.New(replies...)
 }
 
