@@ -208,6 +208,7 @@ func (a *Agent) Graph() *graph.Compiled[AgentState] { return a.graph }
 
 // AgentResult is the outcome of an agent run.
 type AgentResult struct {
+	Task   string      `json:"task"`
 	Status AgentStatus `json:"status"`
 	Answer string      `json:"answer"`
 	// BestEffort marks an answer written after the step limit.
@@ -221,7 +222,7 @@ type AgentResult struct {
 }
 
 func resultOf(s AgentState) *AgentResult {
-	return &AgentResult{Status: s.Status, Answer: s.Answer, BestEffort: s.Status == AgentMaxSteps,
+	return &AgentResult{Task: s.Task, Status: s.Status, Answer: s.Answer, BestEffort: s.Status == AgentMaxSteps,
 		Steps: s.Steps, Messages: s.Messages, Usage: s.Usage}
 }
 

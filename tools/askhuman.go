@@ -136,6 +136,12 @@ func NewTerminalAsker(in io.Reader, out io.Writer) *TerminalAsker {
 // before it is shown (it comes from a model and must not drive the
 // terminal). An input that ends before any answer gives ErrNoHuman.
 func (a *TerminalAsker) Ask(ctx context.Context, question string) (string, error) {
+	return a.AskAs(ctx, "question from the agent", question)
+}
+
+// AskAs is Ask with another heading above the question (Ask's is "question
+// from the agent"), for other kinds of question asked on the same terminal.
+func (a *TerminalAsker) AskAs(ctx context.Context, heading, question string) (string, error) {
 	select {
 	case a.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -153,7 +159,7 @@ func (a *TerminalAsker) Ask(ctx context.Context, question string) (string, error
 		default:
 		}
 	}
-	if _, err := fmt.Fprintf(a.out, "\n[question from the agent]\n%s\n> ", cleanText(question)); err != nil {
+	if _, err := fmt.Fprintf(a.out, "\n[%s]\n%s\n> ", cleanText(heading), cleanText(question)); err != nil {
 		return "", fmt.Errorf("tools: writing the question: %w", err)
 	}
 	if a.pending == nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,7 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deepgraph/deepgraph/config"
+	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/internal/app"
+	"github.com/deepgraph/deepgraph/internal/runstore"
 	"github.com/deepgraph/deepgraph/nodes"
 	"github.com/deepgraph/deepgraph/tools"
 )
@@ -68,18 +71,62 @@ func (c *cli) runAgent(cmd *cobra.Command, args []string) error {
 	ctx := cmd.Context()
 	logger := c.logger()
 	c.console.setQuiet(c.quiet)
-
-	aio := app.AgentIO{Logger: logger}
-	if c.stdinTTY {
-		aio.Human = &pausingAsker{inner: app.TerminalHuman(c.stdin, c.console), c: c.console}
+	st, err := c.openStore(ctx, cfg)
+	if err != nil {
+		return err
 	}
-	setup, err := app.NewAgent(ctx, cfg, aio)
+	defer st.Close()
+
+	setup, err := c.agentSetup(ctx, cfg, st)
 	if err != nil {
 		return err
 	}
 	defer setup.Close()
+	var tr *app.Tracker
+	var opts []graph.RunOption
+	if st != nil {
+		if tr, err = st.Begin(ctx, runstore.KindAgent, task, "", app.AgentSettings(cfg, setup.Spec, setup.Workspace), logger); err != nil {
+			return err
+		}
+		opts = append(opts, graph.Thread(tr.Run.Thread), graph.RunID(tr.Run.ID))
+	}
+	return c.driveAgent(ctx, cfg, setup, st, tr, func(ctx context.Context, observe func(nodes.AgentEvent), more ...graph.RunOption) (*nodes.AgentResult, error) {
+		return setup.Agent.Run(ctx, task, observe, append(opts, more...)...)
+	})
+}
 
-	start := time.Now()
+// agentSetup builds the agent; with a store, its runs are kept and
+// ask_human pauses them (answered on the terminal by driveAgent, or later
+// with research resume --answer).
+func (c *cli) agentSetup(ctx context.Context, cfg *config.Config, st *app.Store) (*app.AgentSetup, error) {
+	aio := app.AgentIO{Logger: c.logger(), Checkpointer: checkpointer(st)}
+	if st == nil && c.stdinTTY && !c.noInput {
+		aio.Human = &pausingAsker{inner: c.terminal(), c: c.console}
+	}
+	return app.NewAgent(ctx, cfg, aio)
+}
+
+func (c *cli) resumeAgent(ctx context.Context, cfg *config.Config, st *app.Store, tr *app.Tracker, answer string) error {
+	setup, err := c.agentSetup(ctx, cfg, st)
+	if err != nil {
+		_ = tr.Finish(ctx, runstore.StatusInterrupted, "could not resume: "+c.console.redact(err.Error()), nil)
+		return err
+	}
+	defer setup.Close()
+	opts := []graph.RunOption{graph.Thread(tr.Run.Thread), graph.RunID(tr.Run.ID)}
+	if answer != "" {
+		opts = append(opts, graph.Answer(answer))
+	}
+	return c.driveAgent(ctx, cfg, setup, st, tr, func(ctx context.Context, observe func(nodes.AgentEvent), more ...graph.RunOption) (*nodes.AgentResult, error) {
+		return setup.Agent.Resume(ctx, observe, append(opts, more...)...)
+	})
+}
+
+// driveAgent runs (or resumes) an agent run with its step lines, answers
+// its questions on the terminal, records the outcome and prints the answer.
+func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.AgentSetup, st *app.Store, tr *app.Tracker,
+	start func(context.Context, func(nodes.AgentEvent), ...graph.RunOption) (*nodes.AgentResult, error)) error {
+	began := time.Now()
 	ws := setup.Workspace
 	if setup.TempWorkspace {
 		ws += " (new; kept after the run)"
@@ -89,25 +136,70 @@ func (c *cli) runAgent(cmd *cobra.Command, args []string) error {
 	if app.HasExec(setup.Tools) {
 		c.console.line("Warning: python_execute and bash run model-written code as you; they are not a sandbox")
 	}
-	c.console.start("thinking")
-	steps := &agentSteps{c: c.console, start: start}
-	res, runErr := setup.Agent.Run(ctx, task, steps.observe)
-	c.console.stop()
-
-	if context.Cause(ctx) == errInterrupted {
-		return &exitError{code: exitInterrupted, err: errInterrupted}
+	if tr != nil {
+		resumed := ""
+		if tr.Resumed {
+			resumed = " resumed"
+		}
+		c.console.line(fmt.Sprintf("Run %s%s, kept in %s", tr.Run.ID, resumed, st.Where))
 	}
-	if runErr != nil {
+	c.console.start("thinking")
+	steps := &agentSteps{c: c.console, start: began}
+	if tr != nil {
+		steps.progress = func() { tr.Progress(ctx, tr.Run.Tokens, tr.Run.Calls) }
+	}
+	res, runErr := start(ctx, steps.observe)
+	for res != nil && res.Waiting != nil && errors.Is(runErr, graph.ErrInterrupted) && c.canAsk() {
+		line, err := c.ask(ctx, "question from the agent", res.Waiting.Question)
+		if err != nil {
+			if !errors.Is(err, errNoAnswer) {
+				runErr = err
+			}
+			break
+		}
+		res, runErr = start(ctx, steps.observe, graph.Answer(line))
+	}
+	c.console.stop()
+	o := outcomeOf(ctx, ctx, runErr)
+	var doc []byte
+	if res != nil {
+		if tr != nil {
+			tot := res.Usage.Total()
+			tr.Run.Tokens, tr.Run.Calls = int64(tokens(tot.Usage)), tot.Calls
+		}
+		doc, _ = json.MarshalIndent(agentJSON(res, setup.Spec, o.docErr(c, runErr)), "", "  ")
+	}
+	if err := tr.Finish(ctx, o.status, o.why(c, runErr), doc); err != nil {
+		c.console.errorLine("warning: " + err.Error())
+	}
+	switch {
+	case o.interrupted:
+		return &exitError{code: exitInterrupted, err: errInterrupted}
+	case o.status == runstore.StatusNeedsInput && res != nil && res.Waiting != nil:
+		c.pausedForQuestion(tr.Run.ID, res.Waiting)
+		return &exitError{code: exitNeedsInput}
+	case runErr != nil:
 		return runErr
 	}
 	tot := res.Usage.Total()
-	c.console.line(fmt.Sprintf("Finished: %s in %.1fs · %s · %s tokens · %s", res.Status, time.Since(start).Seconds(),
+	c.console.line(fmt.Sprintf("Finished: %s in %.1fs · %s · %s tokens · %s", res.Status, time.Since(began).Seconds(),
 		plural(res.Steps, "step", "steps"), thousands(tokens(tot.Usage)), plural(tot.Calls, "LLM call", "LLM calls")))
-	answer := strings.TrimRight(cleanText(res.Answer), "\n") + "\n"
-	if err := c.output(answer); err != nil {
+	if err := c.writeAgentAnswer(cfg, res, doc); err != nil {
 		return err
 	}
-	switch res.Status {
+	return agentExit(cfg, res.Status)
+}
+
+func (c *cli) writeAgentAnswer(cfg *config.Config, res *nodes.AgentResult, doc []byte) error {
+	if cfg.Format == config.FormatJSON {
+		return c.output(string(doc) + "\n")
+	}
+	return c.output(strings.TrimRight(cleanText(res.Answer), "\n") + "\n")
+}
+
+// agentExit is the exit status of a finished agent run.
+func agentExit(cfg *config.Config, status nodes.AgentStatus) error {
+	switch status {
 	case nodes.AgentSuccess, nodes.AgentAnswered:
 		return nil
 	case nodes.AgentFailure:
@@ -117,7 +209,57 @@ func (c *cli) runAgent(cmd *cobra.Command, args []string) error {
 	case nodes.AgentStuck:
 		return &exitError{code: exitAgentStuck, err: errors.New("the agent was stuck repeating itself and stopped; try a more capable model or rephrase the task")}
 	}
-	return &exitError{code: exitFailed, err: fmt.Errorf("the agent ended with status %q", res.Status)}
+	return &exitError{code: exitFailed, err: fmt.Errorf("the agent ended with status %q", status)}
+}
+
+// agentResultSchema names the JSON document of an agent run.
+const agentResultSchema = "deepgraph.agent.result/v1"
+
+// agentResult is the JSON document of an agent run (research agent
+// --format json, research show).
+type agentResult struct {
+	Schema     string               `json:"schema"`
+	Task       string               `json:"task"`
+	Status     nodes.AgentStatus    `json:"status"`
+	Answer     string               `json:"answer"`
+	BestEffort bool                 `json:"best_effort,omitempty"`
+	Steps      int                  `json:"steps"`
+	Model      string               `json:"model"`
+	Usage      map[string]jsonUsage `json:"usage"`
+	UsageTotal jsonUsage            `json:"usage_total"`
+	// Waiting is the question a paused run waits on.
+	Waiting string `json:"waiting_for_answer,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+func agentJSON(res *nodes.AgentResult, spec string, runErr error) agentResult {
+	doc := agentResult{Schema: agentResultSchema, Task: res.Task, Status: res.Status, Answer: cleanText(res.Answer), BestEffort: res.BestEffort,
+		Steps: res.Steps, Model: spec, Usage: map[string]jsonUsage{}, UsageTotal: usageOf(res.Usage.Total())}
+	for _, role := range res.Usage.Roles() {
+		doc.Usage[role] = usageOf(res.Usage[role])
+	}
+	if res.Waiting != nil {
+		doc.Waiting = cleanText(res.Waiting.Question)
+	}
+	if runErr != nil {
+		doc.Error = runErr.Error()
+	}
+	return doc
+}
+
+// showAgent prints a stored agent run's answer.
+func (c *cli) showAgent(cfg *config.Config, run *runstore.Run) error {
+	if len(run.Report) == 0 {
+		return usageErr("run %s has no answer stored (it is %s); research resume %s continues it", run.ID, run.Effective(time.Now(), runstore.Alive), run.ID)
+	}
+	if cfg.Format == config.FormatJSON {
+		return c.output(string(run.Report) + "\n")
+	}
+	var doc agentResult
+	if err := json.Unmarshal(run.Report, &doc); err != nil {
+		return fmt.Errorf("run %s: its stored answer cannot be read: %w", run.ID, err)
+	}
+	return c.output(strings.TrimRight(doc.Answer, "\n") + "\n")
 }
 
 // pausingAsker stops the spinner while the human is asked, so it does not
@@ -135,8 +277,9 @@ func (p *pausingAsker) Ask(ctx context.Context, question string) (string, error)
 
 // agentSteps shows the agent's steps on stderr.
 type agentSteps struct {
-	c     *console
-	start time.Time
+	c        *console
+	start    time.Time
+	progress func() // a step ended
 }
 
 func (s *agentSteps) line(msg string) {
@@ -166,5 +309,8 @@ func (s *agentSteps) observe(ev nodes.AgentEvent) {
 		s.line("  ! the agent repeated itself and was told to change strategy")
 	case nodes.AgentEventDone:
 		s.line("Done: " + string(ev.Status))
+	}
+	if s.progress != nil {
+		s.progress()
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/deepgraph/deepgraph/config"
 	"github.com/deepgraph/deepgraph/internal/app"
+	"github.com/deepgraph/deepgraph/tools"
 )
 
 // Exit statuses.
@@ -24,6 +25,7 @@ const (
 	exitAgentFailed = 3   // research agent: the agent gave up (terminate with failure)
 	exitAgentLimit  = 4   // research agent: the step limit was reached (best-effort answer)
 	exitAgentStuck  = 5   // research agent: the agent kept repeating itself
+	exitNeedsInput  = 6   // the run paused for an answer nobody could give here (resume it with --answer)
 	exitInterrupted = 130 // Ctrl-C (SIGINT) or SIGTERM
 )
 
@@ -60,8 +62,13 @@ type cli struct {
 	out        string
 	quiet      bool
 	verbose    bool
+	noSave     bool   // keep no run (store: off)
+	noInput    bool   // never ask on the terminal: a paused run stops as needs-input
+	review     bool   // research: pause for a review of the queries
+	thread     string // research: ask a follow-up on this run's thread
 
 	console *console
+	asker   *tools.TerminalAsker // the terminal's one reader, made on first use
 }
 
 func newCLI(stdin io.Reader, stdout, stderr io.Writer) *cli {
@@ -97,12 +104,23 @@ The report (Markdown, or JSON with --format json) goes to stdout or --out;
 the activity timeline goes to stderr. Configuration: flags, then DEEPGRAPH_*
 and the providers' variables, then the config file (see research config).
 
+Every run is kept (in <user state dir>/deepgraph/runs.db unless --store says
+otherwise; --no-save keeps nothing): research runs lists them, research show
+prints a report again, research resume continues a run that stopped — killed,
+failed, timed out, interrupted or waiting for an answer — without repeating
+finished work, and --thread asks a follow-up question on a run's thread.
+--review pauses before each round of searches for you to approve or edit the
+queries.
+
 Exit status: 0 success, 1 the run failed, 2 configuration or usage error,
-130 interrupted (the report gathered so far is printed, marked incomplete).`,
+6 paused for an answer (research resume ID --answer … continues), 130
+interrupted (the report gathered so far is printed, marked incomplete).`,
 		Example: `  GEMINI_API_KEY=… research "Who won the Euro 2024 and who scored the most goals?"
   research --effort high --format json --out report.json "state of RISC-V laptops"
   SEARXNG_URL=http://localhost:8888 research -m ollama:qwen3:8b "…"
-  research --corpus ~/notes "what did we decide about checkpoints?"`,
+  research --corpus ~/notes "what did we decide about checkpoints?"
+  research --review "how do vector clocks work?"
+  research --thread k3f9x2mq "and how do they compare with hybrid logical clocks?"`,
 		Args:          cobra.ArbitraryArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -118,12 +136,16 @@ Exit status: 0 success, 1 the run failed, 2 configuration or usage error,
 	pf.StringVar(&c.configFile, "config", "", "config file (default $DEEPGRAPH_CONFIG, else <user config dir>/deepgraph/config.yaml)")
 	pf.BoolVarP(&c.quiet, "quiet", "q", false, "print nothing on stderr but errors")
 	pf.BoolVarP(&c.verbose, "verbose", "v", false, "debug logging on stderr")
+	pf.BoolVar(&c.noSave, "no-save", false, "keep nothing of this run (the same as --store off)")
+	pf.BoolVar(&c.noInput, "no-input", false, "never ask on the terminal: a run that needs an answer stops (exit 6) and waits for research resume --answer")
 	if err := config.AddFlags(pf, researchKeys()...); err != nil {
 		panic(err) // the key table and this list disagree: a programming error
 	}
 	root.Flags().StringVarP(&c.out, "out", "o", "", "write the report to FILE instead of stdout")
+	root.Flags().BoolVar(&c.review, "review", false, "pause before each round of searches to approve or edit the queries")
+	root.Flags().StringVar(&c.thread, "thread", "", "ask a follow-up question on the thread of run ID (its earlier questions and answers are in the prompts)")
 
-	root.AddCommand(c.graphCmd(), c.configCmd(), c.versionCmd(), c.agentCmd())
+	root.AddCommand(c.graphCmd(), c.configCmd(), c.versionCmd(), c.agentCmd(), c.runsCmd(), c.showCmd(), c.rmCmd(), c.resumeCmd())
 	return root
 }
 

@@ -38,12 +38,13 @@ const spinnerTick = 100 * time.Millisecond
 
 func newConsole(w io.Writer, tty bool) *console { return &console{w: w, tty: tty} }
 
-// addSecrets registers the configured keys for masking.
+// addSecrets registers the configured keys (and a store DSN's password)
+// for masking.
 func (c *console) addSecrets(cfg *config.Config) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, s := range []config.Secret{cfg.GeminiAPIKey, cfg.OpenAIAPIKey, cfg.AnthropicAPIKey, cfg.TavilyAPIKey, cfg.BraveAPIKey} {
-		if v := s.Reveal(); len(v) >= 4 {
+	for _, v := range cfg.Secrets() {
+		if len(v) >= 4 {
 			c.secrets = append(c.secrets, v)
 		}
 	}

@@ -179,6 +179,13 @@ func newFakeGemini(t *testing.T) *fakeGemini {
 	return f
 }
 
+// setScript sets the script that answers the requests from now on.
+func (f *fakeGemini) setScript(script func(c geminiCall) bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.script = script
+}
+
 func (f *fakeGemini) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	n := f.add(r, body)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -164,11 +165,17 @@ type started struct {
 
 func startBin(t *testing.T, envv []string, args ...string) *started {
 	t.Helper()
+	return startBinIn(t, strings.NewReader(""), envv, args...)
+}
+
+// startBinIn is startBin with stdin (a terminal, say).
+func startBinIn(t *testing.T, stdin io.Reader, envv []string, args ...string) *started {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Env = envv
 	s := &started{cmd: cmd, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}}
 	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
-	cmd.Stdin = strings.NewReader("")
+	cmd.Stdin = stdin
 	require.NoError(t, cmd.Start())
 	s.start = time.Now()
 	t.Cleanup(func() {
@@ -203,6 +210,9 @@ func (s *started) wait(t *testing.T, within time.Duration) result {
 		res := result{stdout: s.stdout.String(), stderr: s.stderr.String(), elapsed: time.Since(s.start)}
 		if ee, ok := err.(*exec.ExitError); ok {
 			res.code = ee.ExitCode()
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				res.code = 128 + int(ws.Signal())
+			}
 		} else {
 			require.NoError(t, err)
 		}

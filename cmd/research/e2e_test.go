@@ -529,15 +529,13 @@ func TestE2ESetupErrors(t *testing.T) {
 // hangAtReflection makes the fake Gemini hang on the first reflection,
 // after the first round of research has finished.
 func hangAtReflection(g *fakeGemini) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.script = func(c geminiCall) bool {
+	g.setScript(func(c geminiCall) bool {
 		if c.req.schemaHas("is_sufficient") {
 			hangUntilGone(c.r)
 			return true
 		}
 		return false
-	}
+	})
 }
 
 func TestE2EInterrupt(t *testing.T) {
@@ -662,8 +660,19 @@ func TestE2EAgent(t *testing.T) {
 		for _, tl := range req.Tools {
 			offered = append(offered, tl.Function.Name)
 		}
-		assert.ElementsMatch(t, []string{"fetch_page", "str_replace_editor", "planning", "terminate"}, offered,
-			"no web_search without a search provider, no exec without --allow-exec, no ask_human without a terminal")
+		assert.ElementsMatch(t, []string{"fetch_page", "str_replace_editor", "planning", "ask_human", "terminate"}, offered,
+			"no web_search without a search provider, no exec without --allow-exec; ask_human pauses a stored run")
+
+		// A run that is not kept cannot pause: without a terminal, no ask_human.
+		oa2 := newFakeOpenAI(t, agentScript(oaReply{ToolCalls: []oaCall{terminate("success", "done")}}))
+		res = run(t, agentEnv(t, oa2), "agent", "--no-save", "--model", "openai:gpt-4.1-mini", "--workspace", ws, "Say done")
+		require.Equal(t, 0, res.code, res)
+		require.NoError(t, json.Unmarshal(oa2.all()[0].Body, &req))
+		offered = offered[:0]
+		for _, tl := range req.Tools {
+			offered = append(offered, tl.Function.Name)
+		}
+		assert.NotContains(t, offered, "ask_human")
 	})
 	t.Run("temporary workspace by default", func(t *testing.T) {
 		oa := newFakeOpenAI(t, agentScript(

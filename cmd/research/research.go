@@ -10,7 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deepgraph/deepgraph/config"
+	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/internal/app"
+	"github.com/deepgraph/deepgraph/internal/runstore"
 	"github.com/deepgraph/deepgraph/llm/providers"
 	"github.com/deepgraph/deepgraph/research"
 )
@@ -34,7 +36,30 @@ func (c *cli) runResearch(cmd *cobra.Command, args []string) error {
 	c.console.setQuiet(c.quiet)
 	c.console.start("preparing")
 
-	r, err := app.NewResearch(ctx, cfg, logger)
+	st, err := c.openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	var thread string
+	if c.thread != "" {
+		if st == nil {
+			return usageErr("--thread continues a stored run, but the store is off (--no-save or store: off)")
+		}
+		prev, err := st.FindRun(ctx, c.thread)
+		if err != nil {
+			return usageErr("--thread %s: %v", c.thread, err)
+		}
+		if prev.Kind != runstore.KindResearch {
+			return usageErr("--thread %s: run %s is an agent run; a follow-up question needs a research run", c.thread, prev.ID)
+		}
+		thread = prev.Thread
+	}
+	if c.review && st == nil {
+		return usageErr("--review pauses the run until you answer, which needs a store (drop --no-save, or set --store)")
+	}
+
+	r, err := app.NewResearch(ctx, cfg, logger, checkpointer(st))
 	if err != nil {
 		if ctx.Err() != nil {
 			return &exitError{code: exitInterrupted, err: errInterrupted}
@@ -42,9 +67,29 @@ func (c *cli) runResearch(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	defer r.Close()
-	logger.Debug("models", "query", r.Models.Spec("query"), "research", r.Models.Spec("research"),
-		"reflection", r.Models.Spec("reflection"), "answer", r.Models.Spec("answer"), "backend", r.Backend.Plan.Why)
+	var tr *app.Tracker
+	var opts []research.RunOption
+	if st != nil {
+		if tr, err = st.Begin(ctx, runstore.KindResearch, question, thread, app.ResearchSettings(cfg, r.Models, c.review), logger); err != nil {
+			return err
+		}
+		opts = append(opts, research.Thread(tr.Run.Thread), research.RunID(tr.Run.ID))
+		if c.review {
+			opts = append(opts, research.Review(true))
+		}
+	}
+	return c.driveResearch(ctx, cfg, r, st, tr, func(ctx context.Context, more ...research.RunOption) (*research.Report, error) {
+		return r.Run(ctx, question, append(opts, more...)...)
+	})
+}
 
+// driveResearch runs (or resumes) a research run with the timeline, asks
+// for reviews on the terminal, records the outcome in the store and prints
+// the report.
+func (c *cli) driveResearch(ctx context.Context, cfg *config.Config, r *app.Research, st *app.Store, tr *app.Tracker,
+	start func(context.Context, ...research.RunOption) (*research.Report, error)) error {
+	c.logger().Debug("models", "query", r.Models.Spec("query"), "research", r.Models.Spec("research"),
+		"reflection", r.Models.Spec("reflection"), "answer", r.Models.Spec("answer"), "backend", r.Backend.Plan.Why)
 	runCtx := ctx
 	if cfg.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -53,49 +98,124 @@ func (c *cli) runResearch(cmd *cobra.Command, args []string) error {
 	}
 	tl := newTimeline(c.console, time.Now())
 	tl.header(r.Backend.Plan, r.Models)
-	rep, runErr := r.Run(runCtx, question, research.Observe(tl.observe))
-	interrupted := context.Cause(ctx) == errInterrupted
-	timedOut := !interrupted && context.Cause(runCtx) == errRunTimeout
+	var baseCalls int
+	if tr != nil {
+		tl.base, baseCalls = int(tr.Run.Tokens), tr.Run.Calls
+		resumed := ""
+		if tr.Resumed {
+			resumed = " resumed"
+		}
+		tl.line(fmt.Sprintf("Run %s%s, kept in %s", tr.Run.ID, resumed, st.Where))
+	}
+	observe := research.Observe(func(a research.Activity) {
+		tl.observe(a)
+		if a.Usage != nil {
+			tot := tl.usage.Total()
+			tr.Progress(ctx, int64(tl.base+tokens(tot.Usage)), baseCalls+tot.Calls)
+		}
+	})
+	rep, runErr := start(runCtx, observe)
+	for rep != nil && rep.Review != nil && errors.Is(runErr, graph.ErrInterrupted) && c.canAsk() {
+		ans, err := c.askReview(runCtx, rep.Review)
+		if err != nil {
+			if !errors.Is(err, errNoAnswer) {
+				runErr = err
+			}
+			break
+		}
+		rep, runErr = r.Resume(runCtx, tr.Run.Thread, research.RunID(tr.Run.ID), research.Answer(ans), observe)
+	}
+	o := outcomeOf(ctx, runCtx, runErr)
+	o.timeout = cfg.Timeout
 	c.console.stop()
 
+	var doc []byte
 	if rep != nil {
 		tl.summary(rep, runErr)
-		docErr := runErr
-		switch {
-		case interrupted:
-			docErr = errors.New("interrupted")
-		case timedOut:
-			docErr = fmt.Errorf("timed out after %s", cfg.Timeout)
-		case runErr != nil:
-			docErr = errors.New(c.console.redact(strings.Join(errorLines(runErr, false), "; ")))
-		}
-		if runErr == nil || interrupted || timedOut || rep.Answer != "" {
-			if err := c.writeReport(cfg, rep, r.Models, docErr); err != nil {
-				return err
-			}
-		}
-	}
-	switch {
-	case interrupted:
-		return &exitError{code: exitInterrupted, err: errInterrupted}
-	case timedOut:
-		return fmt.Errorf("the run did not finish within the timeout of %s (timeout); the report above is incomplete", cfg.Timeout)
-	case runErr != nil:
-		return runErr
-	}
-	return nil
-}
-
-// writeReport writes the report in the configured format.
-func (c *cli) writeReport(cfg *config.Config, rep *research.Report, models *app.Models, runErr error) error {
-	switch cfg.Format {
-	case config.FormatJSON:
-		doc, err := jsonDocument(rep, models.Specs(), runErr)
-		if err != nil {
+		var err error
+		if doc, err = jsonDocument(rep, r.Models.Specs(), o.docErr(c, runErr)); err != nil {
 			return err
 		}
-		return c.output(string(doc) + "\n")
-	default:
-		return c.output(cleanText(rep.Markdown()))
 	}
+	if err := tr.Finish(ctx, o.status, o.why(c, runErr), doc); err != nil {
+		c.console.errorLine("warning: " + err.Error())
+	}
+	switch {
+	case o.status == runstore.StatusNeedsInput && rep != nil && rep.Review != nil:
+		c.pausedForReview(tr.Run.ID, rep.Review)
+	case rep != nil && (runErr == nil || o.status == runstore.StatusInterrupted || rep.Answer != ""):
+		if err := c.writeReport(cfg, rep, doc); err != nil {
+			return err
+		}
+	}
+	return o.exit(runErr)
+}
+
+// outcome is how a run ended, for its record and the exit status.
+type outcome struct {
+	status      runstore.Status
+	interrupted bool // Ctrl-C or SIGTERM
+	timedOut    bool
+	timeout     time.Duration
+}
+
+func outcomeOf(ctx, runCtx context.Context, runErr error) outcome {
+	o := outcome{interrupted: context.Cause(ctx) == errInterrupted}
+	o.timedOut = !o.interrupted && context.Cause(runCtx) == errRunTimeout
+	switch {
+	case o.interrupted, o.timedOut:
+		o.status = runstore.StatusInterrupted
+	case errors.Is(runErr, graph.ErrInterrupted):
+		o.status = runstore.StatusNeedsInput
+	case runErr != nil:
+		o.status = runstore.StatusFailed
+	default:
+		o.status = runstore.StatusDone
+	}
+	return o
+}
+
+// why is the reason recorded with the run.
+func (o outcome) why(c *cli, runErr error) string {
+	switch {
+	case o.interrupted:
+		return "interrupted"
+	case o.timedOut:
+		return fmt.Sprintf("timed out after %s", o.timeout)
+	case o.status == runstore.StatusNeedsInput:
+		return "waits for an answer"
+	case runErr != nil:
+		return c.console.redact(strings.Join(errorLines(runErr, false), "; "))
+	}
+	return ""
+}
+
+// docErr is the error the JSON report carries.
+func (o outcome) docErr(c *cli, runErr error) error {
+	if runErr == nil {
+		return nil
+	}
+	return errors.New(o.why(c, runErr))
+}
+
+// exit turns the outcome into the command's result.
+func (o outcome) exit(runErr error) error {
+	switch {
+	case o.interrupted:
+		return &exitError{code: exitInterrupted, err: errInterrupted}
+	case o.timedOut:
+		return fmt.Errorf("the run did not finish within the timeout of %s (timeout); the report above is incomplete", o.timeout)
+	case o.status == runstore.StatusNeedsInput:
+		return &exitError{code: exitNeedsInput}
+	}
+	return runErr
+}
+
+// writeReport writes the report in the configured format; doc is its JSON
+// document.
+func (c *cli) writeReport(cfg *config.Config, rep *research.Report, doc []byte) error {
+	if cfg.Format == config.FormatJSON {
+		return c.output(string(doc) + "\n")
+	}
+	return c.output(cleanText(rep.Markdown()))
 }

@@ -25,6 +25,7 @@ type timeline struct {
 	c     *console
 	start time.Time
 	usage llm.UsageByRole
+	base  int // tokens spent before this process (a resumed run)
 	now   func() time.Time
 }
 
@@ -57,7 +58,7 @@ func (t *timeline) header(plan app.Plan, models *app.Models) {
 
 func (t *timeline) line(msg string) {
 	tot := t.usage.Total()
-	t.c.line(fmt.Sprintf("[%5.1fs %6s tok] %s", t.now().Sub(t.start).Seconds(), compact(tokens(tot.Usage)), msg))
+	t.c.line(fmt.Sprintf("[%5.1fs %6s tok] %s", t.now().Sub(t.start).Seconds(), compact(t.base+tokens(tot.Usage)), msg))
 }
 
 // observe is research.Observe's callback.
@@ -93,6 +94,8 @@ func (t *timeline) observe(a research.Activity) {
 		t.line(fmt.Sprintf("Answer: %s cited, %s dropped", plural(a.Cited, "source", "sources"), plural(a.Dropped, "citation", "citations")))
 	case research.ActivityFailed:
 		t.line(fmt.Sprintf("%s failed: %s", a.Node, oneLine(nodeErrPrefix.ReplaceAllString(a.Error, ""), 200)))
+	case research.ActivityReview:
+		t.line("Waiting for a review of " + plural(len(a.Queries), "query", "queries") + ": " + quoteList(a.Queries))
 	}
 }
 
@@ -124,7 +127,10 @@ func reflectionLine(a research.Activity) string {
 func (t *timeline) summary(rep *research.Report, runErr error) {
 	tot := rep.Usage.Total()
 	state := "Done"
-	if rep.Incomplete || runErr != nil {
+	switch {
+	case rep.Review != nil:
+		state = "Paused for review"
+	case rep.Incomplete || runErr != nil:
 		state = "Stopped (incomplete)"
 	}
 	t.c.line(fmt.Sprintf("%s in %.1fs · %s tokens · %s · %s cited · %s dropped", state, rep.Timings.Total.Seconds(),

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/deepgraph/deepgraph/config"
+	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/nodes"
 	"github.com/deepgraph/deepgraph/search"
 	"github.com/deepgraph/deepgraph/tools"
@@ -20,11 +21,22 @@ import (
 // AgentIO is how the agent reaches the user.
 type AgentIO struct {
 	// Human answers ask_human; nil leaves ask_human out (the CLI sets it
-	// only when stdin is a terminal).
+	// only when stdin is a terminal) unless the agent has a Checkpointer.
 	Human tools.Asker
+	// Checkpointer stores the agent's runs. With it, ask_human is always
+	// offered: its calls pause the run until the answer is given (on the
+	// terminal, or later with research resume --answer), and Human is not
+	// used.
+	Checkpointer graph.Checkpointer
 	// Logger receives debug records of the tools.
 	Logger *slog.Logger
 }
+
+// pausingHuman stands in for the Asker of an agent whose ask_human calls
+// pause the run: the agent never calls it.
+type pausingHuman struct{}
+
+func (pausingHuman) Ask(context.Context, string) (string, error) { return "", tools.ErrNoHuman }
 
 // TerminalHuman is the ask_human Asker on a terminal.
 func TerminalHuman(in io.Reader, out io.Writer) tools.Asker { return tools.NewTerminalAsker(in, out) }
@@ -98,7 +110,10 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 	}
 	setup.closers = append(setup.closers, reader.Close)
 	opts.FetchPage = tools.FetchPageOptions{Reader: reader}
-	if aio.Human != nil {
+	switch {
+	case aio.Checkpointer != nil:
+		opts.AskHuman = tools.AskHumanOptions{Asker: pausingHuman{}}
+	case aio.Human != nil:
 		opts.AskHuman = tools.AskHumanOptions{Asker: aio.Human}
 	}
 	all, err := tools.NewDefault(opts)
@@ -119,7 +134,8 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 				"names of available tools: "+strings.Join(all.Names(), ", "), errors.Unwrap(err))}
 		}
 	}
-	agent, err := nodes.NewAgent(nodes.AgentConfig{Model: model, Tools: set, MaxSteps: cfg.Agent.MaxSteps, TextMode: cfg.Agent.TextMode})
+	agent, err := nodes.NewAgent(nodes.AgentConfig{Model: model, Tools: set, MaxSteps: cfg.Agent.MaxSteps, TextMode: cfg.Agent.TextMode,
+		Checkpointer: aio.Checkpointer})
 	if err != nil {
 		return nil, &setupError{fmt.Errorf("agent: %w", err)}
 	}

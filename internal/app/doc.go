@@ -11,7 +11,7 @@
 //
 //	cfg, err := config.Loader{DefaultModel: app.DefaultModel}.Load()
 //	…
-//	r, err := app.NewResearch(ctx, cfg, logger)
+//	r, err := app.NewResearch(ctx, cfg, logger, nil) // or a store's Checkpointer
 //	if err != nil { … }
 //	defer r.Close()
 //	report, err := r.Run(ctx, question)

@@ -2,10 +2,14 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/deepgraph/deepgraph/config"
+	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/schemas"
@@ -23,9 +27,9 @@ type Research struct {
 func (r *Research) Close() { r.Backend.Close() }
 
 // NewResearch opens the models, chooses and opens the back end, and builds
-// the researcher. Setup failures match ErrSetup (and ErrNoModel when no
-// model is configured at all).
-func NewResearch(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Research, error) {
+// the researcher, storing its runs in cp when it is not nil. Setup failures
+// match ErrSetup (and ErrNoModel when no model is configured at all).
+func NewResearch(ctx context.Context, cfg *config.Config, logger *slog.Logger, cp graph.Checkpointer) (*Research, error) {
 	models, err := OpenModels(ctx, cfg, logger)
 	if err != nil {
 		return nil, err
@@ -49,6 +53,7 @@ func NewResearch(ctx context.Context, cfg *config.Config, logger *slog.Logger) (
 		Backend:         backend,
 		InitialQueries:  cfg.InitialQueries,
 		MaxLoops:        cfg.MaxLoops,
+		Checkpointer:    cp,
 	})
 	if err != nil {
 		backend.Close()
@@ -65,6 +70,57 @@ func Mermaid() (string, error) {
 		return "", err
 	}
 	return r.Graph().Mermaid(), nil
+}
+
+// SavedReport rebuilds the report of a stored research thread from its
+// newest checkpoint, without models: for a run that stopped before it could
+// record its report.
+func SavedReport(ctx context.Context, cp graph.Checkpointer, thread, backend string) (*research.Report, error) {
+	r, err := research.New(research.Config{QueryModel: noModel{}, Backend: namedBackend(backend), Checkpointer: cp})
+	if err != nil {
+		return nil, err
+	}
+	return r.Saved(ctx, thread)
+}
+
+// namedBackend stands in for a back end where only its name is needed.
+type namedBackend string
+
+func (b namedBackend) Name() string { return string(b) }
+
+func (b namedBackend) Research(context.Context, llm.Model, research.Query) (research.Finding, error) {
+	return research.Finding{}, errors.New("no back end: the report is only read")
+}
+
+// ParseReviewAnswer reads a person's answer to a query review, as typed on
+// the terminal or given with --answer: empty, "ok" or "yes" approves the
+// queries; "stop" writes the answer from what was found; a JSON object is a
+// research.ReviewAnswer; anything else is the new queries, separated by ";"
+// or new lines.
+func ParseReviewAnswer(text string) (research.ReviewAnswer, error) {
+	text = strings.TrimSpace(text)
+	switch strings.ToLower(text) {
+	case "", "ok", "y", "yes", "approve":
+		return research.ReviewAnswer{}, nil
+	case "stop":
+		return research.ReviewAnswer{Stop: true}, nil
+	}
+	if strings.HasPrefix(text, "{") {
+		var a research.ReviewAnswer
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&a); err != nil {
+			return a, fmt.Errorf(`the answer is not a review answer: %w; answer "ok", "stop", queries separated by ";", or {"queries":[…],"stop":false}`, err)
+		}
+		return a, nil
+	}
+	var qs []string
+	for _, q := range strings.FieldsFunc(text, func(r rune) bool { return r == ';' || r == '\n' }) {
+		if q = strings.TrimSpace(q); q != "" {
+			qs = append(qs, q)
+		}
+	}
+	return research.ReviewAnswer{Queries: qs}, nil
 }
 
 // noModel stands in for a model where the graph is only drawn.

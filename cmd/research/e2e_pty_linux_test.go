@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// openPTY opens a pseudo-terminal: the test writes a person's keystrokes to
+// master, and the binary reads them from slave, its stdin, which is a
+// terminal. What the terminal echoes is read from master and dropped.
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here (%v): the terminal review test needs /dev/ptmx", err)
+	}
+	require.NoError(t, unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0), "unlocking the pty")
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	require.NoError(t, err, "the pty's number")
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	require.NoError(t, err)
+	go func() { _, _ = io.Copy(io.Discard, m) }() // the echo
+	t.Cleanup(func() { _ = s.Close(); _ = m.Close() })
+	return m, s
+}
+
+// waitCount waits until stderr holds want n times.
+func (s *started) waitCount(t *testing.T, want string, n int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if strings.Count(s.stderr.String(), want) >= n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("stderr never showed %q %d times within %s:\n%s", want, n, within, s.stderr.String())
+}
+
+// TestE2EReviewOnATerminal answers --review's pauses as a person at the
+// terminal does: new queries at the first, Enter (approve) at the second.
+func TestE2EReviewOnATerminal(t *testing.T) {
+	g := newFakeGemini(t)
+	envv := geminiEnv(t, g, nil)
+	master, slave := openPTY(t)
+	p := startBinIn(t, slave, envv, "--review", "Wer gewann die Euro 2024?")
+	const prompt = "[review the queries before they are searched]"
+
+	p.waitCount(t, prompt, 1, 30*time.Second)
+	assert.Contains(t, p.stderr.String(), "1. Euro 2024 Sieger\n  2. Euro 2024 Torschützenkönig")
+	assert.Zero(t, callsWhere(g, func(r geminiRequest) bool { return r.grounded() }), "nothing searched before the review")
+	_, err := master.WriteString("Euro 2024 Finale; Euro 2024 Spanien\n")
+	require.NoError(t, err)
+
+	p.waitCount(t, prompt, 2, 30*time.Second)
+	assert.Contains(t, p.stderr.String(), "Reflection 1 found missing: Die Anzahl der Tore fehlt.\n  1. Euro 2024 Tore Anzahl")
+	_, err = master.WriteString("\n")
+	require.NoError(t, err)
+
+	res := p.wait(t, 30*time.Second)
+	require.Equal(t, 0, res.code, res)
+	assert.Contains(t, res.stdout, "Spanien gewann die Euro 2024")
+	assertCitations(t, res.stdout, g.uris())
+	assert.NotContains(t, res.stderr, "Paused:", "a run answered on the terminal never stops for research resume")
+	for q, n := range map[string]int{"Euro 2024 Finale": 1, "Euro 2024 Spanien": 1, "Euro 2024 Tore Anzahl": 1, "Euro 2024 Sieger": 0} {
+		assert.Equal(t, n, callsWhere(g, searchedFor(q)), "searches of %q", q)
+	}
+	assert.Equal(t, 1, callsWhere(g, func(r geminiRequest) bool { return r.schemaHas("query") }), "the queries were written once")
+
+	id := runIDOf(t, res.stderr)
+	runs := run(t, envv, "runs")
+	assert.Regexp(t, id+`.*done`, runs.stdout)
+}

@@ -1,0 +1,300 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/deepgraph/deepgraph/config"
+	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/graph/checkpoint/postgres"
+	"github.com/deepgraph/deepgraph/graph/checkpoint/sqlite"
+	"github.com/deepgraph/deepgraph/internal/runstore"
+)
+
+// Store is where runs are kept: the graph checkpoints of each run's thread
+// and the registry of runs, together in one SQLite file or one PostgreSQL
+// database.
+type Store struct {
+	Checkpointer graph.Checkpointer
+	Runs         runstore.Store
+	// Where is the store's location, fit to print (a DSN's password is
+	// redacted).
+	Where string
+	close func()
+}
+
+// Close releases the store.
+func (s *Store) Close() {
+	if s != nil && s.close != nil {
+		s.close()
+		s.close = nil
+	}
+}
+
+// OpenStore opens the configured store (the store key), creating it if
+// needed; nil when the store is off. A store that cannot be opened is a
+// setup error that says how to run without one.
+func OpenStore(ctx context.Context, cfg *config.Config) (*Store, error) {
+	loc, err := cfg.StoreLocation()
+	if err != nil {
+		return nil, &setupError{err}
+	}
+	if loc == "" {
+		return nil, nil
+	}
+	where := config.RedactDSN(loc)
+	fail := func(err error) error {
+		return setupErr("opening the run store %s: %w (set --store to another file or DSN, or --no-save to keep nothing)", where, err)
+	}
+	if config.IsPostgres(loc) {
+		pg, err := postgres.Open(ctx, loc)
+		if err != nil {
+			return nil, fail(err)
+		}
+		runs, err := runstore.OpenPostgres(ctx, pg.Pool(), "")
+		if err != nil {
+			pg.Close()
+			return nil, fail(err)
+		}
+		return &Store{Checkpointer: pg, Runs: runs, Where: where, close: pg.Close}, nil
+	}
+	lite, err := sqlite.Open(ctx, loc)
+	if err != nil {
+		return nil, fail(err)
+	}
+	runs, err := runstore.OpenSQLite(ctx, lite.DB())
+	if err != nil {
+		_ = lite.Close()
+		return nil, fail(err)
+	}
+	return &Store{Checkpointer: lite, Runs: runs, Where: where, close: func() { _ = lite.Close() }}, nil
+}
+
+// Settings are what a stored run needs to be resumed as it started: its
+// models, back end and limits — never a key.
+type Settings struct {
+	Models  map[string]string `json:"models,omitempty"` // spec per role
+	Search  []string          `json:"search,omitempty"`
+	Corpus  string            `json:"corpus,omitempty"`
+	Queries int               `json:"queries,omitempty"`
+	Loops   int               `json:"loops,omitempty"`
+	Review  bool              `json:"review,omitempty"`
+	Agent   *config.Agent     `json:"agent,omitempty"`
+}
+
+// ResearchSettings records a research run's settings.
+func ResearchSettings(cfg *config.Config, models *Models, review bool) Settings {
+	return Settings{Models: models.Specs(), Search: cfg.Search, Corpus: cfg.Corpus, Queries: cfg.InitialQueries, Loops: cfg.MaxLoops, Review: review}
+}
+
+// AgentSettings records an agent run's settings; workspace is the one the
+// run uses (a temporary one included, so that a resumed run finds its
+// files).
+func AgentSettings(cfg *config.Config, spec, workspace string) Settings {
+	a := cfg.Agent
+	a.Workspace = workspace
+	return Settings{Models: map[string]string{"agent": spec}, Search: cfg.Search, Corpus: cfg.Corpus, Agent: &a}
+}
+
+// Apply puts the stored settings back into cfg, except for the keys the
+// command line sets again (changed reports whether a key's flag was given).
+func (s Settings) Apply(cfg *config.Config, changed func(key string) bool) {
+	set := func(key string, apply func()) {
+		if !changed(key) {
+			apply()
+		}
+	}
+	if m := s.Models["agent"]; m != "" {
+		set("model", func() { cfg.Model = m })
+	}
+	for role, key := range map[string]string{"query": "query_generator_model", "research": "research_model", "reflection": "reflection_model", "answer": "answer_model"} {
+		if m := s.Models[role]; m != "" {
+			set(key, func() { setRoleModel(cfg, role, m) })
+		}
+	}
+	if len(s.Search) > 0 {
+		set("search", func() { cfg.Search = s.Search })
+	}
+	set("corpus", func() { cfg.Corpus = s.Corpus })
+	if s.Queries > 0 {
+		set("number_of_initial_queries", func() { cfg.InitialQueries = s.Queries })
+	}
+	if s.Loops > 0 {
+		set("max_research_loops", func() { cfg.MaxLoops = s.Loops })
+	}
+	if a := s.Agent; a != nil {
+		set("agent.workspace", func() { cfg.Agent.Workspace = a.Workspace })
+		set("agent.allow_exec", func() { cfg.Agent.AllowExec = a.AllowExec })
+		set("agent.max_steps", func() { cfg.Agent.MaxSteps = a.MaxSteps })
+		set("agent.tools", func() { cfg.Agent.Tools = a.Tools })
+		set("agent.text_mode", func() { cfg.Agent.TextMode = a.TextMode })
+	}
+}
+
+func setRoleModel(cfg *config.Config, role, spec string) {
+	switch role {
+	case "query":
+		cfg.QueryModel = spec
+	case "research":
+		cfg.ResearchModel = spec
+	case "reflection":
+		cfg.ReflectionModel = spec
+	case "answer":
+		cfg.AnswerModel = spec
+	}
+	if cfg.Model == "" {
+		cfg.Model = spec
+	}
+}
+
+// SettingsOf decodes a stored run's settings.
+func SettingsOf(run *runstore.Run) (Settings, error) {
+	var s Settings
+	if len(run.Settings) == 0 {
+		return s, nil
+	}
+	if err := json.Unmarshal(run.Settings, &s); err != nil {
+		return s, fmt.Errorf("run %s: its stored settings cannot be read: %w", run.ID, err)
+	}
+	return s, nil
+}
+
+// Tracker keeps a run's record up to date while it runs.
+type Tracker struct {
+	runs   runstore.Store
+	Run    *runstore.Run
+	logger *slog.Logger
+	// Resumed: the run started in an earlier process (Continue).
+	Resumed bool
+}
+
+// Begin records a new run as running in this process.
+func (s *Store) Begin(ctx context.Context, kind runstore.Kind, question, thread string, set Settings, logger *slog.Logger) (*Tracker, error) {
+	settings, err := json.Marshal(set)
+	if err != nil {
+		return nil, fmt.Errorf("recording the run's settings: %w", err)
+	}
+	id := runstore.NewID()
+	if thread == "" {
+		thread = id
+	}
+	now := time.Now().UTC()
+	run := &runstore.Run{ID: id, Thread: thread, Kind: kind, Question: question, Status: runstore.StatusRunning,
+		Started: now, Updated: now, Settings: settings}
+	host(run)
+	if err := s.Runs.Create(ctx, run); err != nil {
+		return nil, fmt.Errorf("recording the run in %s: %w", s.Where, err)
+	}
+	return &Tracker{runs: s.Runs, Run: run, logger: orDiscard(logger)}, nil
+}
+
+// Continue marks a stored run as running again, in this process. A run
+// that is running in a live process is refused.
+func (s *Store) Continue(ctx context.Context, run *runstore.Run, logger *slog.Logger) (*Tracker, error) {
+	if run.Effective(time.Now(), runstore.Alive) == runstore.StatusRunning {
+		return nil, fmt.Errorf("run %s is running now (process %d on %s); wait for it or stop it before resuming", run.ID, run.PID, run.Host)
+	}
+	run.Status, run.Error, run.Ended, run.Updated = runstore.StatusRunning, "", time.Time{}, time.Now().UTC()
+	host(run)
+	if err := s.Runs.Update(ctx, run); err != nil {
+		return nil, fmt.Errorf("recording the run in %s: %w", s.Where, err)
+	}
+	return &Tracker{runs: s.Runs, Run: run, logger: orDiscard(logger), Resumed: true}, nil
+}
+
+func host(run *runstore.Run) {
+	run.Host, _ = os.Hostname()
+	run.PID = os.Getpid()
+}
+
+func orDiscard(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
+}
+
+// Progress records the tokens and model calls spent so far. A failure to
+// record is logged: the run itself is stored by its checkpoints.
+func (t *Tracker) Progress(ctx context.Context, tokens int64, calls int) {
+	if t == nil {
+		return
+	}
+	t.Run.Tokens, t.Run.Calls, t.Run.Updated = tokens, calls, time.Now().UTC()
+	if err := t.runs.Update(context.WithoutCancel(ctx), t.Run); err != nil {
+		t.logger.Warn("could not record the run's progress", "run", t.Run.ID, "err", err)
+	}
+}
+
+// Finish records how the run ended and its report (JSON, may be nil).
+func (t *Tracker) Finish(ctx context.Context, status runstore.Status, why string, report []byte) error {
+	if t == nil {
+		return nil
+	}
+	now := time.Now().UTC()
+	t.Run.Status, t.Run.Error, t.Run.Updated = status, why, now
+	if status != runstore.StatusNeedsInput {
+		t.Run.Ended = now
+	}
+	if report != nil {
+		t.Run.Report = report
+	}
+	if err := t.runs.Update(context.WithoutCancel(ctx), t.Run); err != nil {
+		return fmt.Errorf("recording the end of run %s: %w", t.Run.ID, err)
+	}
+	return nil
+}
+
+// FindRun looks a run up by id or unique prefix, saying what to do when
+// there is none.
+func (s *Store) FindRun(ctx context.Context, id string) (*runstore.Run, error) {
+	run, err := s.Runs.Get(ctx, id)
+	if errors.Is(err, runstore.ErrNotFound) {
+		return nil, fmt.Errorf("%w in %s (research runs lists the runs kept there)", err, s.Where)
+	}
+	return run, err
+}
+
+// Remove deletes a run and, when no other run uses it, its thread's
+// checkpoints.
+func (s *Store) Remove(ctx context.Context, run *runstore.Run) error {
+	if err := s.Runs.Delete(ctx, run.ID); err != nil {
+		return err
+	}
+	return s.dropThread(ctx, run)
+}
+
+// Prune removes the runs started before before that are no longer running,
+// with the checkpoints of the threads no other run uses, and returns them.
+func (s *Store) Prune(ctx context.Context, before time.Time) ([]*runstore.Run, error) {
+	removed, err := s.Runs.Prune(ctx, before)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range removed {
+		if err := s.dropThread(ctx, r); err != nil {
+			return removed, err
+		}
+	}
+	return removed, nil
+}
+
+// dropThread deletes the checkpoints of removed run's thread when no run
+// uses it any more.
+func (s *Store) dropThread(ctx context.Context, removed *runstore.Run) error {
+	others, err := s.Runs.ThreadRuns(ctx, removed.Thread)
+	if err != nil {
+		return err
+	}
+	if len(others) == 0 {
+		if err := s.Checkpointer.DeleteThread(ctx, removed.Thread); err != nil {
+			return fmt.Errorf("deleting the checkpoints of run %s: %w", removed.ID, err)
+		}
+	}
+	return nil
+}
