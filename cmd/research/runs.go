@@ -173,7 +173,7 @@ func runsJSON(runs []*runstore.Run) []runJSON {
 	out := make([]runJSON, 0, len(runs))
 	for _, r := range runs {
 		j := runJSON{ID: r.ID, Thread: r.Thread, Kind: r.Kind, Question: r.Question, Status: r.Effective(now, runstore.Alive),
-			Started: r.Started, DurationMS: ms(r.Duration(now)), Tokens: r.Tokens, Calls: r.Calls, Error: r.Error}
+			Started: r.Started, DurationMS: ms(r.Duration(now, runstore.Alive)), Tokens: r.Tokens, Calls: r.Calls, Error: r.Error}
 		if !r.Ended.IsZero() {
 			e := r.Ended
 			j.Ended = &e
@@ -196,7 +196,7 @@ func runsTable(runs []*runstore.Run, now time.Time) string {
 			q = "agent: " + q
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Started.Local().Format("2006-01-02 15:04"), r.Effective(now, runstore.Alive),
-			thousands(int(r.Tokens)), r.Duration(now).Round(100*time.Millisecond), q)
+			thousands(int(r.Tokens)), r.Duration(now, runstore.Alive).Round(100*time.Millisecond), q)
 	}
 	_ = w.Flush()
 	return b.String()

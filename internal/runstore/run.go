@@ -133,12 +133,17 @@ func (r *Run) Effective(now time.Time, alive func(host string, pid int) bool) St
 	return StatusRunning
 }
 
-// Duration is how long the run took: Ended-Started, or now-Started while it
-// has not ended. It is never negative.
-func (r *Run) Duration(now time.Time) time.Duration {
+// Duration is how long the run took: Ended-Started; now-Started while it is
+// running (Effective, with alive); and for a run that stopped without
+// recording an end — killed, or paused for an answer — until its last
+// update, not until now. It is never negative.
+func (r *Run) Duration(now time.Time, alive func(host string, pid int) bool) time.Duration {
 	end := r.Ended
 	if end.IsZero() {
 		end = now
+		if r.Effective(now, alive) != StatusRunning {
+			end = r.Updated
+		}
 	}
 	return max(end.Sub(r.Started), 0)
 }

@@ -59,9 +59,16 @@ func TestEffective(t *testing.T) {
 func TestDuration(t *testing.T) {
 	start := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 	now := start.Add(time.Hour)
-	assert.Equal(t, 90*time.Second, (&Run{Started: start, Ended: start.Add(90 * time.Second)}).Duration(now))
-	assert.Equal(t, time.Hour, (&Run{Started: start}).Duration(now), "not ended: until now")
-	assert.Equal(t, time.Duration(0), (&Run{Started: start}).Duration(start.Add(-time.Second)), "never negative")
+	alive := func(string, int) bool { return true }
+	dead := func(string, int) bool { return false }
+	running := func() *Run { return &Run{Status: StatusRunning, Host: "h", Started: start, Updated: start.Add(time.Minute)} }
+	done := &Run{Status: StatusDone, Started: start, Ended: start.Add(90 * time.Second), Updated: start.Add(90 * time.Second)}
+	assert.Equal(t, 90*time.Second, done.Duration(now, alive))
+	assert.Equal(t, time.Hour, running().Duration(now, alive), "running: until now")
+	assert.Equal(t, time.Minute, running().Duration(now, dead), "killed: until its last update, not growing with time")
+	paused := &Run{Status: StatusNeedsInput, Started: start, Updated: start.Add(2 * time.Minute)}
+	assert.Equal(t, 2*time.Minute, paused.Duration(now, alive), "waiting for a person is not run time")
+	assert.Equal(t, time.Duration(0), running().Duration(start.Add(-time.Second), alive), "never negative")
 }
 
 func TestNewID(t *testing.T) {
