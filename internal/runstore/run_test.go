@@ -61,7 +61,9 @@ func TestDuration(t *testing.T) {
 	now := start.Add(time.Hour)
 	alive := func(string, int) bool { return true }
 	dead := func(string, int) bool { return false }
-	running := func() *Run { return &Run{Status: StatusRunning, Host: "h", Started: start, Updated: start.Add(time.Minute)} }
+	running := func() *Run {
+		return &Run{Status: StatusRunning, Host: "h", Started: start, Updated: start.Add(time.Minute)}
+	}
 	done := &Run{Status: StatusDone, Started: start, Ended: start.Add(90 * time.Second), Updated: start.Add(90 * time.Second)}
 	assert.Equal(t, 90*time.Second, done.Duration(now, alive))
 	assert.Equal(t, time.Hour, running().Duration(now, alive), "running: until now")
