@@ -27,7 +27,9 @@ type Report struct {
 	Queries []string `json:"queries"`
 	Loops   int      `json:"loops"`
 	// Backend is the web research back end that ran.
-	Backend string          `json:"backend"`
+	Backend string `json:"backend"`
+	// Usage is what answering this question spent, per role (not the
+	// earlier questions of its thread).
 	Usage   llm.UsageByRole `json:"usage"`
 	Timings Timings         `json:"timings"`
 	// Incomplete is set when the run stopped before its answer: the report

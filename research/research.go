@@ -184,7 +184,8 @@ func (r *Researcher) queryPrompt(s State) []schemas.Message {
 }
 
 // startTurn begins a turn with the generated queries: per-turn fields are
-// reset (a follow-up question on a thread starts a fresh round) and the
+// reset (a follow-up question on a thread starts a fresh round, and counts
+// its own usage: the query call's is merged after this reset) and the
 // queries are cleaned, deduplicated and capped. A model that returns no
 // usable query gets the question itself searched, so a run always has
 // something to answer from.
@@ -196,7 +197,7 @@ func (r *Researcher) startTurn(s State, out schemas.SearchQueryList) graph.Updat
 	}
 	return graph.Writes(
 		fQueries.Set(queries), fPending.Set(nil), fFindings.Set(nil), fLoops.Set(0),
-		fReflection.Set(schemas.Reflection{}), fAnswer.Set(""), fCited.Set(nil), fDropped.Set(0),
+		fReflection.Set(schemas.Reflection{}), fAnswer.Set(""), fCited.Set(nil), fDropped.Set(0), fUsage.Set(nil),
 	)
 }
 
@@ -456,9 +457,16 @@ func (r *Researcher) Saved(ctx context.Context, thread string) (*Report, error) 
 	}
 	st := snap.State
 	for _, t := range snap.Tasks {
-		// Searches that finished in the step the run stopped in.
-		if fs, ok := fFindings.Written(t.Update); ok && t.Done {
+		if !t.Done {
+			continue
+		}
+		// Searches that finished in the step the run stopped in, and what
+		// they spent.
+		if fs, ok := fFindings.Written(t.Update); ok {
 			st.Findings = append(st.Findings[:len(st.Findings):len(st.Findings)], fs...)
+		}
+		if u, ok := fUsage.Written(t.Update); ok {
+			st.Usage = st.Usage.Merge(u)
 		}
 	}
 	rep := newReport(lastQuestion(st.Messages), r.cfg.Backend.Name(), st, !snap.Done())

@@ -2,6 +2,7 @@ package research_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -287,6 +288,9 @@ func TestFollowUpQuestionOnAThreadStartsAFreshRound(t *testing.T) {
 	assert.Equal(t, "second answer", rep.Answer)
 	assert.Equal(t, []string{"a", "z"}, rep.Queries, "the new turn's queries only")
 	assert.Equal(t, 1, rep.Loops, "the loop count starts again")
+	assert.Equal(t, llm.Tally{Calls: 1, Usage: llm.Usage{PromptTokens: 100, CompletionTokens: 20, TotalTokens: 120}}, rep.Usage[llm.RoleQuery],
+		"the turn counts its own usage, not the earlier question's")
+	assert.Equal(t, 1, rep.Usage[llm.RoleReflection].Calls)
 	searched := b.queries()
 	require.Len(t, searched, 3)
 	assert.Equal(t, "a", searched[0])
@@ -509,6 +513,29 @@ func TestResumeAfterAFailureRepeatsNoFinishedWork(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, saved.Incomplete)
 	assert.Equal(t, "final", saved.Answer)
+}
+
+// TestSavedCountsTheUsageOfFinishedSearches: the report of a run that
+// stopped mid-round counts what the searches that finished in that round
+// spent, as it keeps their findings.
+func TestSavedCountsTheUsageOfFinishedSearches(t *testing.T) {
+	m := fake.New(
+		queries("topic-a", "topic-b"),
+		grounded("topic-a", "A is so.", "https://a.example/1", "a.example"),
+		fake.Error(errors.New("search backend down")).When(fake.All(fake.Contains("topic-b"), fake.Contains("Google Search"))).After(50*time.Millisecond),
+	)
+	r := newResearcher(t, m, research.GeminiBackend{}, research.Config{Checkpointer: graph.NewMemorySaver()})
+	ctx := context.Background()
+	_, err := r.Run(ctx, "question", research.Thread("u"))
+	require.ErrorContains(t, err, "search backend down")
+
+	saved, err := r.Saved(ctx, "u")
+	require.NoError(t, err)
+	assert.True(t, saved.Incomplete)
+	require.Len(t, saved.Sources, 1, "the finished search's findings")
+	assert.Equal(t, llm.Tally{Calls: 1, Usage: llm.Usage{PromptTokens: 300, CompletionTokens: 50, TotalTokens: 350}}, saved.Usage[llm.RoleResearch],
+		"and what it spent")
+	assert.Equal(t, 1, saved.Usage[llm.RoleQuery].Calls)
 }
 
 // flakyOnce fails the first research of one query.

@@ -37,7 +37,8 @@ type State struct {
 	Answer  string            `json:"answer"`
 	Cited   []citation.Source `json:"cited,omitempty"`
 	Dropped int               `json:"dropped_citations"`
-	// Usage is the tokens and calls spent, per role.
+	// Usage is the tokens and calls the turn spent, per role: a follow-up
+	// question on a thread counts from zero.
 	Usage llm.UsageByRole `json:"usage,omitempty"`
 }
 

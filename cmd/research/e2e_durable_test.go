@@ -140,7 +140,10 @@ func TestE2EKilledRunResumes(t *testing.T) {
 	require.Len(t, list, 1)
 	assert.Equal(t, "done", list[0]["status"])
 	assert.Equal(t, id, list[0]["id"])
-	assert.Greater(t, list[0]["tokens"].(float64), 0.0)
+	done := regexp.MustCompile(`Done in \S+ · ([\d,]+) tokens · (\d+) LLM calls`).FindStringSubmatch(resumed.stderr)
+	require.NotNil(t, done, resumed.stderr)
+	assert.Equal(t, strings.ReplaceAll(done[1], ",", ""), fmt.Sprint(list[0]["tokens"]), "the run's record counts what the whole run spent")
+	assert.Equal(t, done[2], fmt.Sprint(list[0]["llm_calls"]))
 
 	// The key never reaches the store.
 	for _, f := range []string{store, store + "-wal"} {
