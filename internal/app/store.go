@@ -56,7 +56,7 @@ func OpenStore(ctx context.Context, cfg *config.Config) (*Store, error) {
 		if err != nil {
 			return nil, fail(err)
 		}
-		runs, err := runstore.OpenPostgres(ctx, pg.Pool(), "")
+		runs, err := runstore.OpenPostgres(ctx, pg.Pool())
 		if err != nil {
 			pg.Close()
 			return nil, fail(err)

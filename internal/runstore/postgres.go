@@ -10,27 +10,21 @@ import (
 )
 
 // OpenPostgres returns the Store in the PostgreSQL database of pool, with
-// its tables research_runs and research_runs_meta in schema — created when
-// missing — or, when schema is "", in the connection's default schema (the
-// first of its search_path). They are created if they are missing, in a
-// transaction holding an advisory lock, so that processes starting together
-// do not race. The caller keeps pool and closes it after the last use of the
-// store.
-func OpenPostgres(ctx context.Context, pool *pgxpool.Pool, schema string) (Store, error) {
-	runs, meta := "research_runs", "research_runs_meta"
-	if schema != "" {
-		runs, meta = pgx.Identifier{schema, runs}.Sanitize(), pgx.Identifier{schema, meta}.Sanitize()
-	}
-	return openSQL(ctx, pgDB{pgConn{pool}, pool, schema}, dialect{
+// its tables research_runs and research_runs_meta in the connection's
+// default schema (the first of its search_path) — where the checkpoint
+// store opened on the same pool keeps its tables. They are created if they
+// are missing, in a transaction holding an advisory lock, so that processes
+// starting together do not race. The caller keeps pool and closes it after
+// the last use of the store.
+func OpenPostgres(ctx context.Context, pool *pgxpool.Pool) (Store, error) {
+	return openSQL(ctx, pgDB{pgConn{pool}, pool}, dialect{
 		name: "PostgreSQL",
-		runs: runs,
-		meta: meta,
 		// Ids compare byte by byte (collation "C"), as in SQLite, which also
 		// lets LIKE 'prefix%' use the primary key. Settings and Report are
 		// bytea holding the JSON verbatim: text that jsonb refuses, like
 		// "\u0000", is kept, and invalid UTF-8 too.
 		create: []string{
-			`CREATE TABLE IF NOT EXISTS {runs} (
+			`CREATE TABLE IF NOT EXISTS research_runs (
 				id text COLLATE "C" PRIMARY KEY,
 				thread text NOT NULL,
 				kind text NOT NULL,
@@ -47,8 +41,8 @@ func OpenPostgres(ctx context.Context, pool *pgxpool.Pool, schema string) (Store
 				settings bytea,
 				report bytea
 			)`,
-			`CREATE INDEX IF NOT EXISTS research_runs_started ON {runs} (started DESC, id DESC)`,
-			`CREATE INDEX IF NOT EXISTS research_runs_thread ON {runs} (thread, started, id)`,
+			`CREATE INDEX IF NOT EXISTS research_runs_started ON research_runs (started DESC, id DESC)`,
+			`CREATE INDEX IF NOT EXISTS research_runs_thread ON research_runs (thread, started, id)`,
 		},
 		timeArg: func(t time.Time) any { return t },
 	})
@@ -57,30 +51,16 @@ func OpenPostgres(ctx context.Context, pool *pgxpool.Pool, schema string) (Store
 // pgDB is a pool as a sqlDB.
 type pgDB struct {
 	pgConn
-	pool   *pgxpool.Pool
-	schema string
+	pool *pgxpool.Pool
 }
 
-// inTx runs fn in a transaction holding an advisory lock on the schema's
-// tables of runs, after creating the schema if it is missing.
+// inTx runs fn in a transaction holding an advisory lock on the tables of
+// runs of the connection's schema.
 func (d pgDB) inTx(ctx context.Context, fn func(sqlConn) error) error {
 	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(
-			'deepgraph research_runs in ' || coalesce(nullif($1, ''), current_schema(), ''), 0))`, d.schema); err != nil {
+			'deepgraph research_runs in ' || coalesce(current_schema(), ''), 0))`); err != nil {
 			return err
-		}
-		if d.schema != "" {
-			var found bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = $1)`, d.schema).Scan(&found); err != nil {
-				return err
-			}
-			// Only when missing: CREATE SCHEMA IF NOT EXISTS needs the
-			// privilege to create schemas even when it exists.
-			if !found {
-				if _, err := tx.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{d.schema}.Sanitize()); err != nil {
-					return err
-				}
-			}
 		}
 		return fn(pgConn{tx})
 	})

@@ -48,8 +48,6 @@ type sqlDB interface {
 type dialect struct {
 	// name is the database's name in error messages.
 	name string
-	// runs and meta are the table names as they appear in statements.
-	runs, meta string
 	// create makes the runs table and its indexes.
 	create []string
 	// timeArg encodes a time (never zero) as a statement argument.
@@ -60,44 +58,40 @@ type dialect struct {
 type sqlStore struct {
 	db sqlDB
 	d  dialect
-	// names replaces {runs} and {meta} in statements by the table names.
-	names *strings.Replacer
 }
 
 // openSQL creates the tables if they are missing, under the lock of
 // db.inTx, and returns the store.
 func openSQL(ctx context.Context, db sqlDB, d dialect) (*sqlStore, error) {
-	s := &sqlStore{db: db, d: d, names: strings.NewReplacer("{runs}", d.runs, "{meta}", d.meta)}
+	s := &sqlStore{db: db, d: d}
 	err := db.inTx(ctx, func(c sqlConn) error {
-		if _, err := c.exec(ctx, s.sql(`CREATE TABLE IF NOT EXISTS {meta} (key TEXT PRIMARY KEY, value BIGINT NOT NULL)`)); err != nil {
+		if _, err := c.exec(ctx, `CREATE TABLE IF NOT EXISTS research_runs_meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL)`); err != nil {
 			return err
 		}
 		var version int64
-		err := scanOne(ctx, c, []any{&version}, s.sql(`SELECT value FROM {meta} WHERE key = 'schema_version'`))
+		err := scanOne(ctx, c, []any{&version}, `SELECT value FROM research_runs_meta WHERE key = 'schema_version'`)
 		switch {
 		case err != nil && !errors.Is(err, errNoRows):
 			return err
 		case version > schemaVersion:
-			return fmt.Errorf("the table %s has version %d, and this version of deepgraph reads up to %d: upgrade deepgraph", d.runs, version, schemaVersion)
+			return fmt.Errorf("the table research_runs has version %d, and this version of deepgraph reads up to %d: upgrade deepgraph", version, schemaVersion)
 		case version == schemaVersion:
 			return nil
 		}
 		for _, stmt := range d.create {
-			if _, err := c.exec(ctx, s.sql(stmt)); err != nil {
+			if _, err := c.exec(ctx, stmt); err != nil {
 				return err
 			}
 		}
-		_, err = c.exec(ctx, s.sql(`INSERT INTO {meta} (key, value) VALUES ('schema_version', $1)
-			ON CONFLICT (key) DO UPDATE SET value = excluded.value`), schemaVersion)
+		_, err = c.exec(ctx, `INSERT INTO research_runs_meta (key, value) VALUES ('schema_version', $1)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, schemaVersion)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("runstore: preparing the table of runs %s in %s: %w", d.runs, d.name, err)
+		return nil, fmt.Errorf("runstore: preparing the table of runs research_runs in %s: %w", d.name, err)
 	}
 	return s, nil
 }
-
-func (s *sqlStore) sql(query string) string { return s.names.Replace(query) }
 
 // summaryColumns are the columns of a run but its documents, in the order
 // of runFields.
@@ -111,9 +105,9 @@ func (s *sqlStore) Create(ctx context.Context, r *Run) error {
 		return err
 	}
 	n := normalized(r)
-	changed, err := s.db.exec(ctx, s.sql(`INSERT INTO {runs} (`+summaryColumns+`, settings, report)
+	changed, err := s.db.exec(ctx, `INSERT INTO research_runs (`+summaryColumns+`, settings, report)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-		ON CONFLICT (id) DO NOTHING`),
+		ON CONFLICT (id) DO NOTHING`,
 		n.ID, n.Thread, string(n.Kind), n.Question, string(n.Status), s.time(n.Started), s.time(n.Updated), s.time(n.Ended),
 		n.Error, n.Tokens, n.Calls, n.Host, n.PID, document(n.Settings), document(n.Report))
 	switch {
@@ -130,8 +124,8 @@ func (s *sqlStore) Update(ctx context.Context, r *Run) error {
 		return err
 	}
 	n := normalized(r)
-	changed, err := s.db.exec(ctx, s.sql(`UPDATE {runs} SET question = $2, status = $3, updated = $4, ended = $5,
-		error = $6, tokens = $7, calls = $8, host = $9, pid = $10, settings = $11, report = $12 WHERE id = $1`),
+	changed, err := s.db.exec(ctx, `UPDATE research_runs SET question = $2, status = $3, updated = $4, ended = $5,
+		error = $6, tokens = $7, calls = $8, host = $9, pid = $10, settings = $11, report = $12 WHERE id = $1`,
 		n.ID, n.Question, string(n.Status), s.time(n.Updated), s.time(n.Ended),
 		n.Error, n.Tokens, n.Calls, n.Host, n.PID, document(n.Settings), document(n.Report))
 	switch {
@@ -152,10 +146,10 @@ func (s *sqlStore) exact(ctx context.Context, id string) (*Run, error) {
 	var settingsLen, reportLen int64
 	dest := append(runFields(r), &settingsLen, (*[]byte)(&r.Settings), &reportLen, (*[]byte)(&r.Report))
 	// The documents come with their lengths, and only when within the limit.
-	err := scanOne(ctx, s.db, dest, s.sql(`SELECT `+summaryColumns+`,
+	err := scanOne(ctx, s.db, dest, `SELECT `+summaryColumns+`,
 		coalesce(octet_length(settings), 0), CASE WHEN octet_length(settings) <= $2 THEN settings END,
 		coalesce(octet_length(report), 0), CASE WHEN octet_length(report) <= $2 THEN report END
-		FROM {runs} WHERE id = $1`), id, MaxDocumentBytes)
+		FROM research_runs WHERE id = $1`, id, MaxDocumentBytes)
 	switch {
 	case errors.Is(err, errNoRows):
 		return nil, notFound(id)
@@ -185,7 +179,7 @@ func (s *sqlStore) withPrefix(ctx context.Context, prefix string) ([]string, err
 		var id string
 		err := rows.Scan(&id)
 		return id, err
-	}, s.sql(`SELECT id FROM {runs} WHERE id LIKE $1 ESCAPE '!' AND substr(id, 1, $2) = $3 ORDER BY id LIMIT `+strconv.Itoa(maxMatches+1)),
+	}, `SELECT id FROM research_runs WHERE id LIKE $1 ESCAPE '!' AND substr(id, 1, $2) = $3 ORDER BY id LIMIT `+strconv.Itoa(maxMatches+1),
 		likePrefix(prefix), utf8.RuneCountInString(prefix), prefix)
 	if err != nil {
 		return nil, fmt.Errorf("runstore: looking up the runs whose id starts with %q in %s: %w", prefix, s.d.name, err)
@@ -210,7 +204,7 @@ func (s *sqlStore) List(ctx context.Context, opts ListOptions) ([]*Run, error) {
 		args = append(args, opts.Thread)
 		where = append(where, "thread = $"+strconv.Itoa(len(args)))
 	}
-	query := `SELECT ` + summaryColumns + ` FROM {runs}`
+	query := `SELECT ` + summaryColumns + ` FROM research_runs`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -226,7 +220,7 @@ func (s *sqlStore) List(ctx context.Context, opts ListOptions) ([]*Run, error) {
 }
 
 func (s *sqlStore) Delete(ctx context.Context, id string) error {
-	changed, err := s.db.exec(ctx, s.sql(`DELETE FROM {runs} WHERE id = $1`), id)
+	changed, err := s.db.exec(ctx, `DELETE FROM research_runs WHERE id = $1`, id)
 	switch {
 	case err != nil:
 		return fmt.Errorf("runstore: deleting run %q from %s: %w", id, s.d.name, err)
@@ -240,7 +234,7 @@ func (s *sqlStore) Delete(ctx context.Context, id string) error {
 // was read: a run resumed meanwhile stays.
 func (s *sqlStore) Prune(ctx context.Context, before time.Time) ([]*Run, error) {
 	before = normalTime(before)
-	old, err := s.summaries(ctx, `SELECT `+summaryColumns+` FROM {runs} WHERE started < $1 ORDER BY started DESC, id DESC`,
+	old, err := s.summaries(ctx, `SELECT `+summaryColumns+` FROM research_runs WHERE started < $1 ORDER BY started DESC, id DESC`,
 		s.time(before))
 	if err != nil {
 		return nil, fmt.Errorf("runstore: listing the runs to prune in %s: %w", s.d.name, err)
@@ -251,7 +245,7 @@ func (s *sqlStore) Prune(ctx context.Context, before time.Time) ([]*Run, error) 
 		if !prunable(r, before, now) {
 			continue
 		}
-		changed, err := s.db.exec(ctx, s.sql(`DELETE FROM {runs} WHERE id = $1 AND status = $2 AND updated IS NOT DISTINCT FROM $3`),
+		changed, err := s.db.exec(ctx, `DELETE FROM research_runs WHERE id = $1 AND status = $2 AND updated IS NOT DISTINCT FROM $3`,
 			r.ID, string(r.Status), s.time(r.Updated))
 		if err != nil {
 			return pruned, fmt.Errorf("runstore: pruning run %q from %s: %w", r.ID, s.d.name, err)
@@ -264,7 +258,7 @@ func (s *sqlStore) Prune(ctx context.Context, before time.Time) ([]*Run, error) 
 }
 
 func (s *sqlStore) ThreadRuns(ctx context.Context, thread string) ([]*Run, error) {
-	runs, err := s.summaries(ctx, `SELECT `+summaryColumns+` FROM {runs} WHERE thread = $1 ORDER BY started, id`, thread)
+	runs, err := s.summaries(ctx, `SELECT `+summaryColumns+` FROM research_runs WHERE thread = $1 ORDER BY started, id`, thread)
 	if err != nil {
 		return nil, fmt.Errorf("runstore: listing the runs of thread %q in %s: %w", thread, s.d.name, err)
 	}
@@ -276,7 +270,7 @@ func (s *sqlStore) summaries(ctx context.Context, query string, args ...any) ([]
 	return queryAll(ctx, s.db, func(rows sqlRows) (*Run, error) {
 		r := new(Run)
 		return r, rows.Scan(runFields(r)...)
-	}, s.sql(query), args...)
+	}, query, args...)
 }
 
 // queryAll runs a query and returns its rows, each read by scan.

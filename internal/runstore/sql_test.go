@@ -76,14 +76,14 @@ func postgresDSN(t *testing.T) string {
 	return dsn
 }
 
-// newPostgres is a fresh schema of its own, which does not exist yet
-// (OpenPostgres creates it) and is dropped in cleanup.
+// newPostgres is a fresh schema of its own, first in the pool's
+// search_path, dropped in cleanup.
 func newPostgres(t *testing.T) sqlEnv {
-	pool, schema := newPostgresPool(t, nil)
+	pool, schema := newPostgresPool(t)
 	names := strings.NewReplacer("{runs}", pgx.Identifier{schema, "research_runs"}.Sanitize(),
 		"{meta}", pgx.Identifier{schema, "research_runs_meta"}.Sanitize())
 	return sqlEnv{
-		openErr: func(ctx context.Context) (Store, error) { return OpenPostgres(ctx, pool, schema) },
+		openErr: func(ctx context.Context) (Store, error) { return OpenPostgres(ctx, pool) },
 		exec: func(t *testing.T, query string, args ...any) {
 			_, err := pool.Exec(t.Context(), names.Replace(query), args...)
 			require.NoError(t, err)
@@ -91,18 +91,16 @@ func newPostgres(t *testing.T) sqlEnv {
 	}
 }
 
-// newPostgresPool connects to the test server and picks a random schema
-// name, dropping that schema in cleanup; configure, when not nil, changes the
-// pool's configuration.
-func newPostgresPool(t *testing.T, configure func(cfg *pgxpool.Config, schema string)) (*pgxpool.Pool, string) {
+// newPostgresPool connects to the test server with a fresh schema of its
+// own first in search_path, and returns the pool and the schema's name; the
+// schema is dropped in cleanup.
+func newPostgresPool(t *testing.T) (*pgxpool.Pool, string) {
 	cfg, err := pgxpool.ParseConfig(postgresDSN(t))
 	require.NoError(t, err)
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	schema := "runstore_test_" + hex.EncodeToString(b[:])
-	if configure != nil {
-		configure(cfg, schema)
-	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
 	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() {
@@ -110,6 +108,8 @@ func newPostgresPool(t *testing.T, configure func(cfg *pgxpool.Config, schema st
 		assert.NoError(t, err)
 		pool.Close()
 	})
+	_, err = pool.Exec(t.Context(), `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize())
+	require.NoError(t, err)
 	return pool, schema
 }
 
@@ -252,16 +252,12 @@ func TestSQLiteSharesTheFile(t *testing.T) {
 	assert.Equal(t, []string{"deepgraph_checkpoints", "research_runs", "research_runs_meta"}, tables)
 }
 
-// PostgreSQL: with schema "", the tables go in the connection's default
-// schema (here a fresh one, first in search_path).
+// PostgreSQL: the tables go in the connection's default schema (the first
+// of its search_path), where the checkpoint store keeps its own.
 func TestPostgresDefaultSchema(t *testing.T) {
 	ctx := t.Context()
-	pool, schema := newPostgresPool(t, func(cfg *pgxpool.Config, schema string) {
-		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
-	})
-	_, err := pool.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize())
-	require.NoError(t, err)
-	s, err := OpenPostgres(ctx, pool, "")
+	pool, schema := newPostgresPool(t)
+	s, err := OpenPostgres(ctx, pool)
 	require.NoError(t, err)
 	create(t, s, newRun("dflt0001", base()))
 

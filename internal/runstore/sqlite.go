@@ -17,12 +17,10 @@ import (
 func OpenSQLite(ctx context.Context, db *sql.DB) (Store, error) {
 	return openSQL(ctx, sqliteDB{stdConn{db}, db}, dialect{
 		name: "SQLite",
-		runs: "research_runs",
-		meta: "research_runs_meta",
 		// Times are microseconds since the Unix epoch, NULL when unset;
 		// Settings and Report are BLOBs holding the JSON verbatim.
 		create: []string{
-			`CREATE TABLE IF NOT EXISTS {runs} (
+			`CREATE TABLE IF NOT EXISTS research_runs (
 				id TEXT PRIMARY KEY NOT NULL,
 				thread TEXT NOT NULL,
 				kind TEXT NOT NULL,
@@ -39,8 +37,8 @@ func OpenSQLite(ctx context.Context, db *sql.DB) (Store, error) {
 				settings BLOB,
 				report BLOB
 			) STRICT`,
-			`CREATE INDEX IF NOT EXISTS research_runs_started ON {runs} (started DESC, id DESC)`,
-			`CREATE INDEX IF NOT EXISTS research_runs_thread ON {runs} (thread, started, id)`,
+			`CREATE INDEX IF NOT EXISTS research_runs_started ON research_runs (started DESC, id DESC)`,
+			`CREATE INDEX IF NOT EXISTS research_runs_thread ON research_runs (thread, started, id)`,
 		},
 		timeArg: func(t time.Time) any { return t.UnixMicro() },
 	})
