@@ -137,11 +137,7 @@ func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.Age
 		c.console.line("Warning: python_execute and bash run model-written code as you; they are not a sandbox")
 	}
 	if tr != nil {
-		resumed := ""
-		if tr.Resumed {
-			resumed = " resumed"
-		}
-		c.console.line(fmt.Sprintf("Run %s%s, kept in %s", tr.Run.ID, resumed, st.Where))
+		c.console.line(runLine(st, tr))
 	}
 	c.console.start("thinking")
 	steps := &agentSteps{c: c.console, start: began}
@@ -163,10 +159,7 @@ func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.Age
 	o := outcomeOf(ctx, ctx, runErr)
 	var doc []byte
 	if res != nil {
-		if tr != nil {
-			tot := res.Usage.Total()
-			tr.Run.Tokens, tr.Run.Calls = int64(tokens(tot.Usage)), tot.Calls
-		}
+		recordUsage(tr, res.Usage)
 		doc, _ = json.MarshalIndent(agentJSON(res, setup.Spec, o.docErr(c, runErr)), "", "  ")
 	}
 	if err := tr.Finish(ctx, o.status, o.why(c, runErr), doc); err != nil {

@@ -100,20 +100,16 @@ func (c *cli) driveResearch(ctx context.Context, cfg *config.Config, r *app.Rese
 	tl.header(r.Backend.Plan, r.Models)
 	var baseCalls int
 	if tr != nil {
-		resumed := ""
 		if tr.Resumed {
-			resumed = " resumed"
 			// What the run spent before it stopped, from its checkpoints:
 			// the run's record may lag them by the last task of a killed
 			// process.
 			if saved, err := r.Saved(ctx, tr.Run.Thread); err == nil {
-				tot := saved.Usage.Total()
-				tl.base, baseCalls = tokens(tot.Usage), tot.Calls
-			} else {
-				tl.base, baseCalls = int(tr.Run.Tokens), tr.Run.Calls
+				recordUsage(tr, saved.Usage)
 			}
+			tl.base, baseCalls = int(tr.Run.Tokens), tr.Run.Calls
 		}
-		tl.line(fmt.Sprintf("Run %s%s, kept in %s", tr.Run.ID, resumed, st.Where))
+		tl.line(runLine(st, tr))
 	}
 	observe := research.Observe(func(a research.Activity) {
 		tl.observe(a)
@@ -139,10 +135,7 @@ func (c *cli) driveResearch(ctx context.Context, cfg *config.Config, r *app.Rese
 
 	var doc []byte
 	if rep != nil {
-		if tr != nil {
-			tot := rep.Usage.Total()
-			tr.Run.Tokens, tr.Run.Calls = int64(tokens(tot.Usage)), tot.Calls
-		}
+		recordUsage(tr, rep.Usage)
 		tl.summary(rep, runErr)
 		var err error
 		if doc, err = jsonDocument(rep, r.Models.Specs(), o.docErr(c, runErr)); err != nil {

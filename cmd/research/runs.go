@@ -16,6 +16,7 @@ import (
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/internal/app"
 	"github.com/deepgraph/deepgraph/internal/runstore"
+	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/nodes"
 	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/tools"
@@ -46,6 +47,25 @@ func checkpointer(st *app.Store) graph.Checkpointer {
 		return nil
 	}
 	return st.Checkpointer
+}
+
+// runLine names the run being driven and where it is kept, for the first
+// lines of its output.
+func runLine(st *app.Store, tr *app.Tracker) string {
+	resumed := ""
+	if tr.Resumed {
+		resumed = " resumed"
+	}
+	return fmt.Sprintf("Run %s%s, kept in %s", tr.Run.ID, resumed, st.Where)
+}
+
+// recordUsage puts what a run spent, as its state counts it, in its record
+// (nothing without a store).
+func recordUsage(tr *app.Tracker, u llm.UsageByRole) {
+	if tr != nil {
+		tot := u.Total()
+		tr.Run.Tokens, tr.Run.Calls = int64(tokens(tot.Usage)), tot.Calls
+	}
 }
 
 // canAsk reports whether a paused run can be answered here and now.

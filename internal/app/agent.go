@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -38,9 +37,6 @@ type pausingHuman struct{}
 
 func (pausingHuman) Ask(context.Context, string) (string, error) { return "", tools.ErrNoHuman }
 
-// TerminalHuman is the ask_human Asker on a terminal.
-func TerminalHuman(in io.Reader, out io.Writer) tools.Asker { return tools.NewTerminalAsker(in, out) }
-
 // AgentSetup is an agent built from a configuration.
 type AgentSetup struct {
 	Agent *nodes.Agent
@@ -71,7 +67,7 @@ func (a *AgentSetup) Close() {
 //   - str_replace_editor confined to the workspace: agent.workspace, or a
 //     new temporary directory; the user's home directory and / are refused;
 //   - python_execute and bash only with agent.allow_exec;
-//   - ask_human when io.Human is set; planning; terminate.
+//   - ask_human when aio.Human or aio.Checkpointer is set; planning; terminate.
 //
 // agent.tools narrows the set (an unknown name, or an exec tool without
 // allow_exec, is a setup error naming the available tools).

@@ -316,7 +316,7 @@ func TestNewAgentTools(t *testing.T) {
 			cfg := load(t, "", vars, append([]string{"--workspace", t.TempDir()}, tt.args...)...)
 			aio := AgentIO{}
 			if tt.human {
-				aio.Human = TerminalHuman(strings.NewReader(""), &strings.Builder{})
+				aio.Human = tools.NewTerminalAsker(strings.NewReader(""), &strings.Builder{})
 			}
 			a, err := NewAgent(context.Background(), cfg, aio)
 			if tt.wantErr != "" {
