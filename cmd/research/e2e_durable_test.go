@@ -102,6 +102,12 @@ func TestE2EKilledRunResumes(t *testing.T) {
 	require.Equal(t, 0, partial.code, partial)
 	assert.Contains(t, partial.stdout, "Incomplete report")
 	assert.Contains(t, partial.stdout, "Spanien gewann das Finale")
+	partialJSON := run(t, envv, "show", id, "--format", "json")
+	require.Equal(t, 0, partialJSON.code, partialJSON)
+	var partialDoc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(partialJSON.stdout), &partialDoc), partialJSON.stdout)
+	assert.Equal(t, true, partialDoc["incomplete"])
+	assert.Equal(t, "gemini-grounding", partialDoc["backend"], "the rebuilt report names the back end the run used")
 
 	hang.Store(false)
 	before := len(g.all())

@@ -70,7 +70,7 @@ func (c *cli) runResearch(cmd *cobra.Command, args []string) error {
 	var tr *app.Tracker
 	var opts []research.RunOption
 	if st != nil {
-		if tr, err = st.Begin(ctx, runstore.KindResearch, question, thread, app.ResearchSettings(cfg, r.Models, c.review), logger); err != nil {
+		if tr, err = st.Begin(ctx, runstore.KindResearch, question, thread, app.ResearchSettings(cfg, r, c.review), logger); err != nil {
 			return err
 		}
 		opts = append(opts, research.Thread(tr.Run.Thread), research.RunID(tr.Run.ID))

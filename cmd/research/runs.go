@@ -310,7 +310,7 @@ func (c *cli) showResearch(ctx context.Context, cfg *config.Config, st *app.Stor
 	if err != nil {
 		return err
 	}
-	rep, err := app.SavedReport(ctx, st.Checkpointer, run.Thread, backendName(set))
+	rep, err := app.SavedReport(ctx, st.Checkpointer, run.Thread, set.Backend)
 	if err != nil {
 		return err
 	}
@@ -319,17 +319,6 @@ func (c *cli) showResearch(ctx context.Context, cfg *config.Config, st *app.Stor
 		return err
 	}
 	return c.writeReport(cfg, rep, doc)
-}
-
-// backendName names a stored run's back end for its rebuilt report.
-func backendName(s app.Settings) string {
-	switch {
-	case s.Corpus != "":
-		return "search:local"
-	case len(s.Search) > 0 && s.Search[0] != config.SearchAuto && s.Search[0] != config.SearchGemini:
-		return "search:" + strings.Join(s.Search, ",")
-	}
-	return "unknown"
 }
 
 func (c *cli) rmCmd() *cobra.Command {

@@ -78,18 +78,22 @@ func OpenStore(ctx context.Context, cfg *config.Config) (*Store, error) {
 // Settings are what a stored run needs to be resumed as it started: its
 // models, back end and limits — never a key.
 type Settings struct {
-	Models  map[string]string `json:"models,omitempty"` // spec per role
-	Search  []string          `json:"search,omitempty"`
-	Corpus  string            `json:"corpus,omitempty"`
-	Queries int               `json:"queries,omitempty"`
-	Loops   int               `json:"loops,omitempty"`
-	Review  bool              `json:"review,omitempty"`
-	Agent   *config.Agent     `json:"agent,omitempty"`
+	Models map[string]string `json:"models,omitempty"` // spec per role
+	// Backend is the research back end's name (research.Backend.Name), for
+	// the report of a run that stopped before writing its own.
+	Backend string        `json:"backend,omitempty"`
+	Search  []string      `json:"search,omitempty"`
+	Corpus  string        `json:"corpus,omitempty"`
+	Queries int           `json:"queries,omitempty"`
+	Loops   int           `json:"loops,omitempty"`
+	Review  bool          `json:"review,omitempty"`
+	Agent   *config.Agent `json:"agent,omitempty"`
 }
 
-// ResearchSettings records a research run's settings.
-func ResearchSettings(cfg *config.Config, models *Models, review bool) Settings {
-	return Settings{Models: models.Specs(), Search: cfg.Search, Corpus: cfg.Corpus, Queries: cfg.InitialQueries, Loops: cfg.MaxLoops, Review: review}
+// ResearchSettings records the settings of a run of r.
+func ResearchSettings(cfg *config.Config, r *Research, review bool) Settings {
+	return Settings{Models: r.Models.Specs(), Backend: r.Backend.Name(), Search: cfg.Search, Corpus: cfg.Corpus,
+		Queries: cfg.InitialQueries, Loops: cfg.MaxLoops, Review: review}
 }
 
 // AgentSettings records an agent run's settings; workspace is the one the
