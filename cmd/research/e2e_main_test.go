@@ -190,14 +190,20 @@ func startBinIn(t *testing.T, stdin io.Reader, envv []string, args ...string) *s
 // waitStderr waits until stderr contains want.
 func (s *started) waitStderr(t *testing.T, want string, within time.Duration) {
 	t.Helper()
+	s.waitCount(t, want, 1, within)
+}
+
+// waitCount waits until stderr holds want n times.
+func (s *started) waitCount(t *testing.T, want string, n int, within time.Duration) {
+	t.Helper()
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		if strings.Contains(s.stderr.String(), want) {
+		if strings.Count(s.stderr.String(), want) >= n {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("stderr never showed %q within %s:\n%s", want, within, s.stderr.String())
+	t.Fatalf("stderr never showed %q %d times within %s:\n%s", want, n, within, s.stderr.String())
 }
 
 // wait waits for the process (at most within) and returns its result.

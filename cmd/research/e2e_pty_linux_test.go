@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -31,19 +30,6 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	go func() { _, _ = io.Copy(io.Discard, m) }() // the echo
 	t.Cleanup(func() { _ = s.Close(); _ = m.Close() })
 	return m, s
-}
-
-// waitCount waits until stderr holds want n times.
-func (s *started) waitCount(t *testing.T, want string, n int, within time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
-		if strings.Count(s.stderr.String(), want) >= n {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("stderr never showed %q %d times within %s:\n%s", want, n, within, s.stderr.String())
 }
 
 // TestE2EReviewOnATerminal answers --review's pauses as a person at the
