@@ -20,6 +20,10 @@
 // Crash checks durability across processes: it kills a process running a
 // graph with SIGKILL in the middle of a parallel step and resumes the run in
 // another.
+//
+// Benchmark measures a store as the engine uses it — the engine's benchmark
+// graphs run on it, task records and checkpoints written one by one — with
+// the figures deepgraph's own stores report.
 package checkpointtest
 
 import (
