@@ -35,11 +35,15 @@ func Benchmark(b *testing.B, open func(b *testing.B) graph.Checkpointer) {
 		benchShape(b, open(b), benchshapes.Chain, benchshapes.ChainState{}, func(s benchshapes.ChainState) bool { return s.C == 3 }, 4, 3)
 	})
 	b.Run("FanOut100", func(b *testing.B) {
-		fanOut := func(opts ...graph.Option) (*graph.Compiled[benchshapes.FanState], error) { return benchshapes.FanOut(100, opts...) }
+		fanOut := func(opts ...graph.Option) (*graph.Compiled[benchshapes.FanState], error) {
+			return benchshapes.FanOut(100, opts...)
+		}
 		benchShape(b, open(b), fanOut, benchshapes.FanState{}, func(s benchshapes.FanState) bool { return s.Sum == 9900 }, 4, 102)
 	})
 	b.Run("Loop100", func(b *testing.B) {
-		loop := func(opts ...graph.Option) (*graph.Compiled[benchshapes.LoopState], error) { return benchshapes.Loop(100, opts...) }
+		loop := func(opts ...graph.Option) (*graph.Compiled[benchshapes.LoopState], error) {
+			return benchshapes.Loop(100, opts...)
+		}
 		benchShape(b, open(b), loop, benchshapes.LoopState{}, func(s benchshapes.LoopState) bool { return s.N == 100 }, 101, 100)
 	})
 	b.Run("PutWrites/serial", func(b *testing.B) {
