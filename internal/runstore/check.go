@@ -2,9 +2,7 @@ package runstore
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -115,47 +113,6 @@ func cloneDocument(d json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return bytes.Clone(d)
-}
-
-// summary returns a copy of r without Settings and Report, as List returns.
-func summary(r *Run) *Run {
-	c := *r
-	c.Settings, c.Report = nil, nil
-	return &c
-}
-
-// lookup is what get needs of a store: the run with exactly an id, and the
-// ids starting with a prefix, in order (all of them, or more than
-// maxMatches).
-type lookup interface {
-	exact(ctx context.Context, id string) (*Run, error)
-	withPrefix(ctx context.Context, prefix string) ([]string, error)
-}
-
-// get implements Store.Get: the run with exactly id, or else with the one
-// id that starts with it.
-func get(ctx context.Context, l lookup, id string) (*Run, error) {
-	r, err := l.exact(ctx, id)
-	if !errors.Is(err, ErrNotFound) {
-		return r, err
-	}
-	if len(id) < MinPrefix {
-		return nil, fmt.Errorf("%w: no run has the id %q, and a prefix of an id needs at least %d characters", ErrNotFound, id, MinPrefix)
-	}
-	matches, err := l.withPrefix(ctx, id)
-	switch {
-	case err != nil:
-		return nil, err
-	case len(matches) == 0:
-		return nil, fmt.Errorf("%w: no run has an id that is or starts with %q", ErrNotFound, id)
-	case len(matches) > 1:
-		list := strings.Join(matches[:min(len(matches), maxMatches)], ", ")
-		if len(matches) > maxMatches {
-			list += ", …"
-		}
-		return nil, fmt.Errorf("%w: %q starts the ids of runs %s; give more of the id", ErrAmbiguous, id, list)
-	}
-	return l.exact(ctx, matches[0])
 }
 
 // notFound is the error for a missing run with exactly the id.

@@ -28,8 +28,8 @@
 //
 // # Stores
 //
-// NewMemory is for tests. OpenSQLite and OpenPostgres keep the runs in the
-// database of the checkpoint store, in two tables of their own (the
+// OpenSQLite and OpenPostgres keep the runs in the database of the
+// checkpoint store, in two tables of their own (the
 // checkpoint store's start with deepgraph_):
 //
 //   - research_runs: one row per run; times in UTC to the microsecond;
@@ -43,7 +43,7 @@
 // advisory lock). Tables at a newer version — made by a newer deepgraph —
 // are refused with an error asking for an upgrade.
 //
-// All three stores behave the same: ids are compared byte by byte (also by
+// Both stores behave the same: ids are compared byte by byte (also by
 // prefix), List orders by Started then ID, newest first, and List,
 // ThreadRuns and Prune return runs without Settings and Report, which can be
 // large: Get returns a whole run. Settings and Report are limited to

@@ -178,9 +178,9 @@ type ListOptions struct {
 	Thread string
 }
 
-// Store is the registry of runs. The implementations (NewMemory,
-// OpenSQLite, OpenPostgres) behave identically and are safe for concurrent
-// use; the SQL ones also by several processes on one database.
+// Store is the registry of runs. Its implementations, OpenSQLite and
+// OpenPostgres, behave identically and are safe for concurrent use, also by
+// several processes on one database.
 type Store interface {
 	// Create stores a new run. It fails with ErrExists when the id is
 	// taken and with ErrInvalid when the run lacks an id, a thread, a kind,

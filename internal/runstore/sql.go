@@ -137,8 +137,30 @@ func (s *sqlStore) Update(ctx context.Context, r *Run) error {
 	return nil
 }
 
+// Get returns the run with exactly id, or else with the one id that starts
+// with it.
 func (s *sqlStore) Get(ctx context.Context, id string) (*Run, error) {
-	return get(ctx, s, id)
+	r, err := s.exact(ctx, id)
+	if !errors.Is(err, ErrNotFound) {
+		return r, err
+	}
+	if len(id) < MinPrefix {
+		return nil, fmt.Errorf("%w: no run has the id %q, and a prefix of an id needs at least %d characters", ErrNotFound, id, MinPrefix)
+	}
+	matches, err := s.withPrefix(ctx, id)
+	switch {
+	case err != nil:
+		return nil, err
+	case len(matches) == 0:
+		return nil, fmt.Errorf("%w: no run has an id that is or starts with %q", ErrNotFound, id)
+	case len(matches) > 1:
+		list := strings.Join(matches[:min(len(matches), maxMatches)], ", ")
+		if len(matches) > maxMatches {
+			list += ", …"
+		}
+		return nil, fmt.Errorf("%w: %q starts the ids of runs %s; give more of the id", ErrAmbiguous, id, list)
+	}
+	return s.exact(ctx, matches[0])
 }
 
 func (s *sqlStore) exact(ctx context.Context, id string) (*Run, error) {
@@ -172,6 +194,8 @@ func (s *sqlStore) exact(ctx context.Context, id string) (*Run, error) {
 	return r, nil
 }
 
+// withPrefix returns the ids starting with prefix, in order: all of them, or
+// more than maxMatches.
 func (s *sqlStore) withPrefix(ctx context.Context, prefix string) ([]string, error) {
 	// LIKE can use the primary key (in PostgreSQL); substr makes the match
 	// case-sensitive in SQLite too.

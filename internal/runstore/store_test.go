@@ -16,10 +16,6 @@ import (
 
 // The behaviour every Store has, run against each.
 
-func TestMemory(t *testing.T) {
-	testStore(t, func(*testing.T) Store { return NewMemory() })
-}
-
 func TestSQLite(t *testing.T) {
 	testStore(t, func(t *testing.T) Store { return newSQLite(t).open(t) })
 }
