@@ -200,6 +200,8 @@ func TestE2EReviewWithoutATerminal(t *testing.T) {
 	res = run(t, envv, "resume", second, "--answer", `{"queries": 7}`)
 	require.Equal(t, exitUsage, res.code, res)
 	assert.Contains(t, res.stderr, "--answer: the answer is not a review answer")
+	runs = run(t, envv, "runs")
+	assert.Regexp(t, second+`.*needs-input`, runs.stdout, "a refused answer leaves the run waiting as it was")
 	res = run(t, envv, "resume", second, "--answer", "ok")
 	require.Equal(t, 0, res.code, "the run still waited, took the good answer and finished: %s", res)
 	assert.Contains(t, res.stdout, "Spanien gewann die Euro 2024")

@@ -33,13 +33,23 @@ func (c *cli) openStore(ctx context.Context, cfg *config.Config) (*app.Store, er
 	return app.OpenStore(ctx, cfg)
 }
 
-// needStore opens the store for a command that only works on one.
-func (c *cli) needStore(ctx context.Context, cfg *config.Config, what string) (*app.Store, error) {
-	st, err := c.openStore(ctx, cfg)
-	if err == nil && st == nil {
-		err = usageErr("%s works on the stored runs, but the store is off (--no-save or store: off)", what)
+// withStore runs fn, the body of a command (named by what) that works on
+// the stored runs, with the configuration and the open store.
+func (c *cli) withStore(cmd *cobra.Command, what string, fn func(ctx context.Context, cfg *config.Config, st *app.Store) error) error {
+	cfg, err := c.loadConfig(cmd)
+	if err != nil {
+		return err
 	}
-	return st, err
+	ctx := cmd.Context()
+	st, err := c.openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		return usageErr("%s works on the stored runs, but the store is off (--no-save or store: off)", what)
+	}
+	defer st.Close()
+	return fn(ctx, cfg, st)
 }
 
 func checkpointer(st *app.Store) graph.Checkpointer {
@@ -145,27 +155,19 @@ process was killed shows as interrupted: research resume ID continues it.
 runs that started longer ago than AGE (30d, 12h, 2w) with their checkpoints.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := c.loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			st, err := c.needStore(ctx, cfg, "research runs")
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			if prune != "" {
-				return c.prune(ctx, st, prune)
-			}
-			runs, err := st.Runs.List(ctx, runstore.ListOptions{Limit: limit})
-			if err != nil {
-				return err
-			}
-			if cfg.Format == config.FormatJSON {
-				return c.printJSON(runsJSON(runs))
-			}
-			return c.output(runsTable(runs, time.Now()))
+			return c.withStore(cmd, "research runs", func(ctx context.Context, cfg *config.Config, st *app.Store) error {
+				if prune != "" {
+					return c.prune(ctx, st, prune)
+				}
+				runs, err := st.Runs.List(ctx, runstore.ListOptions{Limit: limit})
+				if err != nil {
+					return err
+				}
+				if cfg.Format == config.FormatJSON {
+					return c.printJSON(runsJSON(runs))
+				}
+				return c.output(runsTable(runs, time.Now()))
+			})
 		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 50, "show at most N runs (0: all)")
@@ -273,24 +275,16 @@ what it had gathered, marked incomplete. An agent run prints its answer.
 ID may be a unique prefix of the run's id.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := c.loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			st, err := c.needStore(ctx, cfg, "research show")
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			run, err := st.FindRun(ctx, args[0])
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			if run.Kind == runstore.KindAgent {
-				return c.showAgent(cfg, run)
-			}
-			return c.showResearch(ctx, cfg, st, run)
+			return c.withStore(cmd, "research show", func(ctx context.Context, cfg *config.Config, st *app.Store) error {
+				run, err := st.FindRun(ctx, args[0])
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				if run.Kind == runstore.KindAgent {
+					return c.showAgent(cfg, run)
+				}
+				return c.showResearch(ctx, cfg, st, run)
+			})
 		},
 	}
 }
@@ -327,30 +321,22 @@ func (c *cli) rmCmd() *cobra.Command {
 		Short: "Remove stored runs and their checkpoints",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := c.loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			st, err := c.needStore(ctx, cfg, "research rm")
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			for _, id := range args {
-				run, err := st.FindRun(ctx, id)
-				if err != nil {
-					return usageErr("%v", err)
+			return c.withStore(cmd, "research rm", func(ctx context.Context, cfg *config.Config, st *app.Store) error {
+				for _, id := range args {
+					run, err := st.FindRun(ctx, id)
+					if err != nil {
+						return usageErr("%v", err)
+					}
+					if run.Effective(time.Now(), runstore.Alive) == runstore.StatusRunning {
+						return usageErr("run %s is running now (process %d); stop it before removing it", run.ID, run.PID)
+					}
+					if err := st.Remove(ctx, run); err != nil {
+						return err
+					}
+					fmt.Fprintf(c.stdout, "Removed run %s.\n", run.ID)
 				}
-				if run.Effective(time.Now(), runstore.Alive) == runstore.StatusRunning {
-					return usageErr("run %s is running now (process %d); stop it before removing it", run.ID, run.PID)
-				}
-				if err := st.Remove(ctx, run); err != nil {
-					return err
-				}
-				fmt.Fprintf(c.stdout, "Removed run %s.\n", run.ID)
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 }
@@ -385,55 +371,48 @@ queries (separated by ";"); for an agent it is the answer to its question.`,
 }
 
 func (c *cli) resume(cmd *cobra.Command, id, answer string) error {
-	cfg, err := c.loadConfig(cmd)
-	if err != nil {
-		return err
-	}
-	ctx := cmd.Context()
-	logger := c.logger()
-	c.console.setQuiet(c.quiet)
-	st, err := c.needStore(ctx, cfg, "research resume")
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	run, err := st.FindRun(ctx, id)
-	if err != nil {
-		return usageErr("%v", err)
-	}
-	if status := run.Effective(time.Now(), runstore.Alive); status == runstore.StatusDone {
-		return usageErr("run %s is done; research show %s prints its report", run.ID, run.ID)
-	}
-	set, err := app.SettingsOf(run)
-	if err != nil {
-		return err
-	}
-	set.Apply(cfg, func(key string) bool { return flagChanged(cmd, key) })
-	tr, err := st.Continue(ctx, run, logger)
-	if err != nil {
-		return usageErr("%v", err)
-	}
-	c.console.start("preparing")
-	if run.Kind == runstore.KindAgent {
-		return c.resumeAgent(ctx, cfg, st, tr, answer)
-	}
-	var opts []research.RunOption
-	if answer != "" {
-		ans, err := app.ParseReviewAnswer(answer)
+	return c.withStore(cmd, "research resume", func(ctx context.Context, cfg *config.Config, st *app.Store) error {
+		logger := c.logger()
+		c.console.setQuiet(c.quiet)
+		run, err := st.FindRun(ctx, id)
 		if err != nil {
-			return usageErr("--answer: %v", err)
+			return usageErr("%v", err)
 		}
-		opts = append(opts, research.Answer(ans))
-	}
-	r, err := app.NewResearch(ctx, cfg, logger, st.Checkpointer)
-	if err != nil {
-		_ = tr.Finish(ctx, runstore.StatusInterrupted, "could not resume: "+c.console.redact(err.Error()), nil)
-		return err
-	}
-	defer r.Close()
-	opts = append(opts, research.RunID(run.ID))
-	return c.driveResearch(ctx, cfg, r, st, tr, func(ctx context.Context, more ...research.RunOption) (*research.Report, error) {
-		return r.Resume(ctx, run.Thread, append(opts, more...)...)
+		if status := run.Effective(time.Now(), runstore.Alive); status == runstore.StatusDone {
+			return usageErr("run %s is done; research show %s prints its report", run.ID, run.ID)
+		}
+		// A bad answer is refused before the run is touched: it keeps
+		// waiting as it was.
+		opts := []research.RunOption{research.RunID(run.ID)}
+		if answer != "" && run.Kind == runstore.KindResearch {
+			ans, err := app.ParseReviewAnswer(answer)
+			if err != nil {
+				return usageErr("--answer: %v", err)
+			}
+			opts = append(opts, research.Answer(ans))
+		}
+		set, err := app.SettingsOf(run)
+		if err != nil {
+			return err
+		}
+		set.Apply(cfg, func(key string) bool { return flagChanged(cmd, key) })
+		tr, err := st.Continue(ctx, run, logger)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		c.console.start("preparing")
+		if run.Kind == runstore.KindAgent {
+			return c.resumeAgent(ctx, cfg, st, tr, answer)
+		}
+		r, err := app.NewResearch(ctx, cfg, logger, st.Checkpointer)
+		if err != nil {
+			_ = tr.Finish(ctx, runstore.StatusInterrupted, "could not resume: "+c.console.redact(err.Error()), nil)
+			return err
+		}
+		defer r.Close()
+		return c.driveResearch(ctx, cfg, r, st, tr, func(ctx context.Context, more ...research.RunOption) (*research.Report, error) {
+			return r.Resume(ctx, run.Thread, append(opts, more...)...)
+		})
 	})
 }
 
