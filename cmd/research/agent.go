@@ -106,13 +106,9 @@ func (c *cli) agentSetup(ctx context.Context, cfg *config.Config, st *app.Store)
 	return app.NewAgent(ctx, cfg, aio)
 }
 
-func (c *cli) resumeAgent(ctx context.Context, cfg *config.Config, st *app.Store, tr *app.Tracker, answer string) error {
-	setup, err := c.agentSetup(ctx, cfg, st)
-	if err != nil {
-		_ = tr.Finish(ctx, runstore.StatusInterrupted, "could not resume: "+c.console.redact(err.Error()), nil)
-		return err
-	}
-	defer setup.Close()
+// resumeAgent continues the agent run of tr with setup, giving it answer
+// when the run waits for one.
+func (c *cli) resumeAgent(ctx context.Context, cfg *config.Config, setup *app.AgentSetup, st *app.Store, tr *app.Tracker, answer string) error {
 	opts := []graph.RunOption{graph.Thread(tr.Run.Thread), graph.RunID(tr.Run.ID)}
 	if answer != "" {
 		opts = append(opts, graph.Answer(answer))

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -202,6 +203,11 @@ func TestE2EReviewWithoutATerminal(t *testing.T) {
 	assert.Contains(t, res.stderr, "--answer: the answer is not a review answer")
 	runs = run(t, envv, "runs")
 	assert.Regexp(t, second+`.*needs-input`, runs.stdout, "a refused answer leaves the run waiting as it was")
+	noKey := slices.DeleteFunc(slices.Clone(envv), func(v string) bool { return strings.HasPrefix(v, "GEMINI_API_KEY=") })
+	res = run(t, noKey, "resume", second, "--answer", "ok")
+	require.Equal(t, exitUsage, res.code, "no model without a key: %s", res)
+	runs = run(t, envv, "runs")
+	assert.Regexp(t, second+`.*needs-input`, runs.stdout, "a resume that could not start leaves the run waiting as it was")
 	res = run(t, envv, "resume", second, "--answer", "ok")
 	require.Equal(t, 0, res.code, "the run still waited, took the good answer and finished: %s", res)
 	assert.Contains(t, res.stdout, "Spanien gewann die Euro 2024")

@@ -396,20 +396,31 @@ func (c *cli) resume(cmd *cobra.Command, id, answer string) error {
 			return err
 		}
 		set.Apply(cfg, func(key string) bool { return flagChanged(cmd, key) })
+		// The models and tools are set up before the run is marked as
+		// running here: a setup error (a missing key, say) leaves it as it
+		// was.
+		c.console.start("preparing")
+		if run.Kind == runstore.KindAgent {
+			setup, err := c.agentSetup(ctx, cfg, st)
+			if err != nil {
+				return err
+			}
+			defer setup.Close()
+			tr, err := st.Continue(ctx, run, logger)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			return c.resumeAgent(ctx, cfg, setup, st, tr, answer)
+		}
+		r, err := app.NewResearch(ctx, cfg, logger, st.Checkpointer)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
 		tr, err := st.Continue(ctx, run, logger)
 		if err != nil {
 			return usageErr("%v", err)
 		}
-		c.console.start("preparing")
-		if run.Kind == runstore.KindAgent {
-			return c.resumeAgent(ctx, cfg, st, tr, answer)
-		}
-		r, err := app.NewResearch(ctx, cfg, logger, st.Checkpointer)
-		if err != nil {
-			_ = tr.Finish(ctx, runstore.StatusInterrupted, "could not resume: "+c.console.redact(err.Error()), nil)
-			return err
-		}
-		defer r.Close()
 		return c.driveResearch(ctx, cfg, r, st, tr, func(ctx context.Context, more ...research.RunOption) (*research.Report, error) {
 			return r.Resume(ctx, run.Thread, append(opts, more...)...)
 		})
