@@ -79,9 +79,6 @@ func (s *Saver) PutWrites(ctx context.Context, thread, id string, writes ...grap
 		if i+1 < len(ws) && ws[i+1].Task == w.Task {
 			continue // a later record of the task replaces this one
 		}
-		if w.Task < 0 || w.Node == "" {
-			return fmt.Errorf("postgres: a task record of checkpoint %s of thread %q needs a node and a task index ≥ 0 (got %q, %d)", id, thread, w.Node, w.Task)
-		}
 		data, err := storecodec.EncodeWrite(w)
 		if err != nil {
 			return fmt.Errorf("postgres: checkpoint %s of thread %q: %w", id, thread, err)

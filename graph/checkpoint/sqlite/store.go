@@ -89,7 +89,7 @@ func (s *Saver) PutWrites(ctx context.Context, thread, id string, writes ...grap
 	for i, w := range writes {
 		data, err := storecodec.EncodeWrite(w)
 		if err != nil {
-			return err
+			return fmt.Errorf("sqlite: checkpoint %s of thread %q: %w", id, thread, err)
 		}
 		if err := s.checkSize(len(data)); err != nil {
 			return s.errorf(err, "storing the record of task %d of checkpoint %s of thread %q", w.Task, id, thread)

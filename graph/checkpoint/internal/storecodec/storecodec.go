@@ -61,8 +61,13 @@ func DecodeCheckpoint(data []byte, max int) (*graph.Checkpoint, error) {
 	return &cp, nil
 }
 
-// EncodeWrite returns the stored form of a task record.
+// EncodeWrite returns the stored form of a task record, refusing one
+// without a node or with a negative task index (which DecodeWrite would
+// refuse as corrupt).
 func EncodeWrite(w graph.TaskWrite) ([]byte, error) {
+	if w.Task < 0 || w.Node == "" {
+		return nil, fmt.Errorf("a task record needs a node and a task index ≥ 0 (got %q, %d)", w.Node, w.Task)
+	}
 	data, err := json.Marshal(w)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the record of task %d (%s): %w", w.Task, w.Node, err)

@@ -38,6 +38,16 @@ func TestRoundTrip(t *testing.T) {
 	assert.Equal(t, w, gw)
 }
 
+// A record that DecodeWrite would refuse is not encoded: every store
+// refuses to store it.
+func TestEncodeWriteRefusesWhatCannotBeReadBack(t *testing.T) {
+	for _, bad := range []graph.TaskWrite{{Task: -1, Node: "a"}, {Task: 2}} {
+		_, err := EncodeWrite(bad)
+		require.Error(t, err, "%+v", bad)
+		assert.Contains(t, err.Error(), "needs a node and a task index")
+	}
+}
+
 func TestDecodeRefusals(t *testing.T) {
 	cases := map[string]struct {
 		data string
