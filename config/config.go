@@ -75,7 +75,7 @@ type Config struct {
 	Format string
 	// Store is where runs are kept: a SQLite file, a postgres:// DSN, or
 	// StoreOff; "" means DefaultStore. StoreLocation resolves it.
-	Store string
+	Store Store
 
 	// Agent configures research agent.
 	Agent Agent
@@ -367,7 +367,7 @@ func (c *Config) Secrets() []string {
 			out = append(out, v)
 		}
 	}
-	if u, err := url.Parse(c.Store); err == nil && u.User != nil {
+	if u, err := url.Parse(c.Store.Reveal()); err == nil && u.User != nil {
 		if pw, ok := u.User.Password(); ok && pw != "" {
 			out = append(out, pw)
 		}
@@ -375,8 +375,9 @@ func (c *Config) Secrets() []string {
 	return out
 }
 
-// StoreLocation is where runs are kept: the store key, or DefaultStore when
-// it is empty; "" when the store is off.
+// StoreLocation is where runs are kept, to open the store: the store key
+// (revealed: a DSN with its password), or DefaultStore when it is empty; ""
+// when the store is off.
 func (c *Config) StoreLocation() (string, error) {
 	switch c.Store {
 	case StoreOff:
@@ -384,8 +385,29 @@ func (c *Config) StoreLocation() (string, error) {
 	case "":
 		return DefaultStore()
 	}
-	return c.Store, nil
+	return c.Store.Reveal(), nil
 }
+
+// Store is where runs are kept: a SQLite file path, a postgres:// DSN or
+// StoreOff. A DSN may hold a password, so a Store prints — with fmt, slog,
+// JSON or YAML — as RedactDSN shows it; Reveal returns it whole, for
+// opening the store.
+type Store string
+
+// Reveal returns the location with its password.
+func (s Store) Reveal() string { return string(s) }
+
+// String implements fmt.Stringer without the password.
+func (s Store) String() string { return RedactDSN(string(s)) }
+
+// GoString implements fmt.GoStringer without the password.
+func (s Store) GoString() string { return fmt.Sprintf("config.Store(%q)", s.String()) }
+
+// LogValue implements slog.LogValuer without the password.
+func (s Store) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// MarshalText implements encoding.TextMarshaler without the password.
+func (s Store) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // IsPostgres reports whether a store location is a PostgreSQL DSN.
 func IsPostgres(store string) bool {

@@ -538,3 +538,88 @@ func TestREADMEListsEveryKey(t *testing.T) {
 		assert.Contains(t, readme, row, "README.md must list key %s with its default and variables", k.Name)
 	}
 }
+
+// The store key: where runs are kept. A DSN's password is a secret like the
+// API keys.
+func TestStore(t *testing.T) {
+	const password = "s3cr3t-pw-4711"
+	dsn := "postgres://app:" + password + "@db.example:5432/runs?sslmode=require"
+
+	t.Run("values", func(t *testing.T) {
+		home, err := os.UserHomeDir()
+		require.NoError(t, err)
+		for in, want := range map[string]string{
+			"off": StoreOff, "none": StoreOff, "OFF": StoreOff,
+			"~/runs.db":           filepath.Join(home, "runs.db"),
+			"/var/lib/dg/runs.db": "/var/lib/dg/runs.db",
+			"postgresql://u@h/db": "postgresql://u@h/db",
+		} {
+			l := isolate(t)
+			c, err := l.withFlags(t, "--store", in).Load()
+			require.NoError(t, err, in)
+			assert.Equal(t, want, c.Store.Reveal(), in)
+		}
+		for in, want := range map[string]string{
+			"ftp://example.com/x": "other URL schemes are not stores",
+			"postgres:///db":      "a DSN like postgres://user@host:5432/db",
+		} {
+			l := isolate(t)
+			_, err := l.withFlags(t, "--store", in).Load()
+			require.ErrorIs(t, err, ErrInvalid, in)
+			assert.Contains(t, err.Error(), want)
+		}
+	})
+
+	t.Run("where by default", func(t *testing.T) {
+		l := isolate(t)
+		state := t.TempDir()
+		t.Setenv("XDG_STATE_HOME", state)
+		c, err := l.Load()
+		require.NoError(t, err)
+		loc, err := c.StoreLocation()
+		require.NoError(t, err)
+		assert.Equal(t, filepath.Join(state, "deepgraph", "runs.db"), loc)
+
+		t.Setenv("XDG_STATE_HOME", "relative/dir") // ignored, as the XDG spec says
+		loc, err = c.StoreLocation()
+		require.NoError(t, err)
+		home, err := os.UserHomeDir()
+		require.NoError(t, err)
+		assert.Equal(t, filepath.Join(home, ".local", "state", "deepgraph", "runs.db"), loc)
+
+		c.Store = StoreOff
+		loc, err = c.StoreLocation()
+		require.NoError(t, err)
+		assert.Empty(t, loc, "off: no store")
+	})
+
+	t.Run("a DSN's password is never shown", func(t *testing.T) {
+		l := isolate(t)
+		t.Setenv("DEEPGRAPH_STORE", dsn)
+		c, err := l.Load()
+		require.NoError(t, err)
+		assert.Equal(t, dsn, c.Store.Reveal(), "the program gets the real DSN")
+		assert.Contains(t, c.Secrets(), password, "the console masks it")
+		assert.True(t, IsPostgres(c.Store.Reveal()))
+
+		var logBuf bytes.Buffer
+		slog.New(slog.NewTextHandler(&logBuf, nil)).Info("cfg", "cfg", c)
+		js, err := json.Marshal(c)
+		require.NoError(t, err)
+		for _, s := range []string{c.String(), fmt.Sprintf("%v", *c), fmt.Sprintf("%+v", *c), string(js), logBuf.String(), RedactDSN(c.Store.Reveal()), c.Store.String(), fmt.Sprintf("%#v", c.Store)} {
+			assert.NotContains(t, s, password)
+		}
+		assert.Regexp(t, `(?m)^store +postgres://app:xxxxx@db\.example:5432/runs\?sslmode=require`, c.String())
+
+		l = isolate(t)
+		_, err = l.withFlags(t, "--store", "postgres://app:"+password+"@/runs").Load()
+		require.ErrorIs(t, err, ErrInvalid)
+		assert.NotContains(t, err.Error(), password, "a refused DSN is not echoed with its password")
+	})
+}
+
+// withFlags returns l with flags parsed from args.
+func (l Loader) withFlags(t *testing.T, args ...string) Loader {
+	l.Flags = flags(t, args...)
+	return l
+}

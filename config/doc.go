@@ -37,7 +37,10 @@
 //
 // API keys are Secret values: they print as "[redacted]" through fmt, slog
 // and JSON, and Redacted (what `research config` shows) reports them as
-// "set (from GEMINI_API_KEY)". Error messages never include them.
+// "set (from GEMINI_API_KEY)". Error messages never include them. The store
+// key is a Store: a postgres:// DSN in it prints everywhere — fmt, slog,
+// JSON, Redacted, errors — with its password replaced by "xxxxx"; Reveal
+// and StoreLocation give it whole, to open the store.
 //
 // # Providers
 //

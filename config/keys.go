@@ -63,6 +63,10 @@ type entry struct {
 	show func(c *Config) string       // the value as text ("" when empty)
 	// secret returns the field of a Secret key.
 	secret func(c *Config) Secret
+	// redact, when set, hides what is secret in a value of the key (a
+	// DSN's password) wherever the value is shown: in errors and in
+	// Redacted. A Secret key hides the whole value instead.
+	redact func(string) string
 	// empty is what an empty value means, for display.
 	empty string
 	// kind is the flag type: "string", "int" or "bool".
@@ -376,7 +380,8 @@ func searchKey() entry {
 func storeKey() entry {
 	e := stringKey("store", "--store", "", "<user state dir>/deepgraph/runs.db",
 		"Where runs are kept, to list, show and resume them: a SQLite file, a postgres:// DSN, or off (--no-save) to keep nothing.",
-		func(c *Config) *string { return &c.Store }, checkStore)
+		func(c *Config) *string { return (*string)(&c.Store) }, checkStore)
+	e.redact = RedactDSN
 	show := e.show
 	e.show = func(c *Config) string { return RedactDSN(show(c)) }
 	return e

@@ -77,8 +77,8 @@ func (e *Error) Unwrap() error { return e.Err }
 // after loading (a corpus directory that does not exist), with c's record
 // of where it came from.
 func (c *Config) Invalid(key, value, allowed string, cause error) *Error {
-	if e, ok := lookup(key); ok && e.Secret {
-		value = "[redacted]"
+	if e, ok := lookup(key); ok {
+		value = e.shown(value)
 	}
 	return &Error{Key: key, Value: value, Allowed: allowed, Source: c.Source(key), Err: cause}
 }
@@ -298,6 +298,17 @@ func sectionKeys(section string) []string {
 	return out
 }
 
+// shown is a value of the key as errors may show it: a secret's hidden.
+func (e entry) shown(v string) string {
+	switch {
+	case e.Secret:
+		return "[redacted]"
+	case e.redact != nil:
+		return e.redact(v)
+	}
+	return v
+}
+
 func valueError(e entry, raw any, src Source, err error) *Error {
 	val := fmt.Sprint(raw)
 	switch x := raw.(type) {
@@ -306,10 +317,7 @@ func valueError(e entry, raw any, src Source, err error) *Error {
 	case string:
 		val = x
 	}
-	if e.Secret {
-		val = "[redacted]"
-	}
-	out := &Error{Key: e.Name, Value: val, Source: src}
+	out := &Error{Key: e.Name, Value: e.shown(val), Source: src}
 	var ae allowedError
 	if errors.As(err, &ae) {
 		out.Allowed, out.Err = ae.allowed, ae.cause

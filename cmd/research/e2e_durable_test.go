@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -354,16 +355,32 @@ func TestE2EPostgresStore(t *testing.T) {
 		_, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
 		_ = conn.Close(context.Background())
 	})
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	store := dsn + sep + "search_path=" + schema
+	// The test server trusts local connections and ignores the password:
+	// it is there to show that no output reveals it.
+	const password = "pg-pass-2718"
+	u, err := url.Parse(dsn)
+	require.NoError(t, err)
+	u.User = url.UserPassword(u.User.Username(), password)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	store := u.String()
+	var outputs []string
+	defer func() {
+		for _, o := range outputs {
+			assert.NotContains(t, o, password)
+		}
+	}()
 
 	g := newFakeGemini(t)
 	envv := geminiEnv(t, g, map[string]string{"DEEPGRAPH_STORE": store})
 	res := run(t, envv, "--review", "Wer gewann die Euro 2024?")
+	outputs = append(outputs, res.all())
 	require.Equal(t, exitNeedsInput, res.code, res)
+	assert.Contains(t, res.stderr, "kept in postgres://postgres:xxxxx@127.0.0.1")
+	cfgOut := run(t, envv, "config")
+	outputs = append(outputs, cfgOut.all())
+	assert.Regexp(t, `store +postgres://postgres:xxxxx@`, cfgOut.stdout)
 	id := runIDOf(t, res.stderr)
 	res = run(t, envv, "resume", id, "--answer", "ok")
 	require.Equal(t, exitNeedsInput, res.code, res)
@@ -374,6 +391,7 @@ func TestE2EPostgresStore(t *testing.T) {
 	require.Equal(t, 0, shown.code, shown)
 	assert.Equal(t, res.stdout, shown.stdout)
 	runs := run(t, envv, "runs")
+	outputs = append(outputs, res.all(), shown.all(), runs.all())
 	assert.Regexp(t, id+`.*done`, runs.stdout)
 	var n int
 	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM "+schema+".deepgraph_checkpoints").Scan(&n))

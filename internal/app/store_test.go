@@ -23,7 +23,7 @@ var threadState = json.RawMessage(`{}`)
 // uses it, and stay while a follow-up run of the thread is kept.
 func TestStoreRemoveAndPrune(t *testing.T) {
 	ctx := context.Background()
-	st, err := OpenStore(ctx, &config.Config{Store: filepath.Join(t.TempDir(), "runs.db")})
+	st, err := OpenStore(ctx, &config.Config{Store: config.Store(filepath.Join(t.TempDir(), "runs.db"))})
 	require.NoError(t, err)
 	defer st.Close()
 
