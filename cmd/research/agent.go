@@ -156,7 +156,7 @@ func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.Age
 	var doc []byte
 	if res != nil {
 		recordUsage(tr, res.Usage)
-		doc, _ = json.MarshalIndent(agentJSON(res, setup.Spec, o.docErr(c, runErr)), "", "  ")
+		doc, _ = json.MarshalIndent(app.AgentResultDoc(res, setup.Spec, o.docErr(c, runErr)), "", "  ")
 	}
 	if err := tr.Finish(ctx, o.status, o.why(c, runErr), doc); err != nil {
 		c.console.errorLine("warning: " + err.Error())
@@ -201,41 +201,6 @@ func agentExit(cfg *config.Config, status nodes.AgentStatus) error {
 	return &exitError{code: exitFailed, err: fmt.Errorf("the agent ended with status %q", status)}
 }
 
-// agentResultSchema names the JSON document of an agent run.
-const agentResultSchema = "deepgraph.agent.result/v1"
-
-// agentResult is the JSON document of an agent run (research agent
-// --format json, research show).
-type agentResult struct {
-	Schema     string               `json:"schema"`
-	Task       string               `json:"task"`
-	Status     nodes.AgentStatus    `json:"status"`
-	Answer     string               `json:"answer"`
-	BestEffort bool                 `json:"best_effort,omitempty"`
-	Steps      int                  `json:"steps"`
-	Model      string               `json:"model"`
-	Usage      map[string]jsonUsage `json:"usage"`
-	UsageTotal jsonUsage            `json:"usage_total"`
-	// Waiting is the question a paused run waits on.
-	Waiting string `json:"waiting_for_answer,omitempty"`
-	Error   string `json:"error,omitempty"`
-}
-
-func agentJSON(res *nodes.AgentResult, spec string, runErr error) agentResult {
-	doc := agentResult{Schema: agentResultSchema, Task: res.Task, Status: res.Status, Answer: cleanText(res.Answer), BestEffort: res.BestEffort,
-		Steps: res.Steps, Model: spec, Usage: map[string]jsonUsage{}, UsageTotal: usageOf(res.Usage.Total())}
-	for _, role := range res.Usage.Roles() {
-		doc.Usage[role] = usageOf(res.Usage[role])
-	}
-	if res.Waiting != nil {
-		doc.Waiting = cleanText(res.Waiting.Question)
-	}
-	if runErr != nil {
-		doc.Error = runErr.Error()
-	}
-	return doc
-}
-
 // showAgent prints a stored agent run's answer.
 func (c *cli) showAgent(cfg *config.Config, run *runstore.Run) error {
 	if len(run.Report) == 0 {
@@ -244,7 +209,7 @@ func (c *cli) showAgent(cfg *config.Config, run *runstore.Run) error {
 	if cfg.Format == config.FormatJSON {
 		return c.output(string(run.Report) + "\n")
 	}
-	var doc agentResult
+	var doc app.AgentDoc
 	if err := json.Unmarshal(run.Report, &doc); err != nil {
 		return fmt.Errorf("run %s: its stored answer cannot be read: %w", run.ID, err)
 	}
@@ -276,28 +241,14 @@ func (s *agentSteps) line(msg string) {
 }
 
 func (s *agentSteps) observe(ev nodes.AgentEvent) {
+	for _, l := range app.AgentLines(ev) {
+		s.line(l)
+	}
 	switch ev.Kind {
 	case nodes.AgentEventThink:
-		if t := oneLine(ev.Thought, 240); t != "" {
-			s.line(fmt.Sprintf("Step %d: %s", ev.Step, t))
-		} else {
-			s.line(fmt.Sprintf("Step %d", ev.Step))
-		}
-		for _, call := range ev.Calls {
-			s.line(fmt.Sprintf("  → %s %s", oneLine(call.Name, 40), oneLine(string(call.Arguments), 200)))
-		}
 		s.c.setStatus(fmt.Sprintf("step %d: running tools", ev.Step))
 	case nodes.AgentEventAct:
-		mark := "←"
-		if ev.Failed {
-			mark = "✗"
-		}
-		s.line(fmt.Sprintf("  %s %s (%.1fs): %s", mark, oneLine(ev.Tool, 40), ev.Duration.Seconds(), oneLine(ev.Output, 200)))
 		s.c.setStatus("thinking")
-	case nodes.AgentEventNudge:
-		s.line("  ! the agent repeated itself and was told to change strategy")
-	case nodes.AgentEventDone:
-		s.line("Done: " + string(ev.Status))
 	}
 	if s.progress != nil {
 		s.progress()

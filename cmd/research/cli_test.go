@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/internal/app"
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/research/citation"
@@ -144,7 +145,7 @@ func TestJSONDocument(t *testing.T) {
 	require.NoError(t, err)
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(b, &doc))
-	assert.Equal(t, reportSchema, doc["schema"])
+	assert.Equal(t, app.ReportSchema, doc["schema"])
 	assert.Equal(t, "A [1](https://a.example/) [2J", doc["answer"], "control characters are removed")
 	assert.Equal(t, []any{}, doc["queries"], "never null")
 	assert.Equal(t, true, doc["incomplete"], "a run error makes it incomplete")

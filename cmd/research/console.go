@@ -6,9 +6,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/deepgraph/deepgraph/config"
+	"github.com/deepgraph/deepgraph/internal/app"
 )
 
 // console is stderr: timeline lines, log records, errors and, on a
@@ -176,34 +176,10 @@ func (c *console) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// oneLine makes untrusted text safe and short for one terminal line:
-// control characters (escape sequences included) and line breaks become
-// spaces, runs of space collapse, and the text is cut at max runes.
-func oneLine(s string, max int) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			return ' '
-		}
-		return r
-	}, s)
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); max > 0 && len(r) > max {
-		s = string(r[:max-1]) + "…"
-	}
-	return s
-}
+// oneLine makes untrusted text safe and short for one terminal line (see
+// app.OneLine).
+func oneLine(s string, max int) string { return app.OneLine(s, max) }
 
 // cleanText removes control characters other than newlines and tabs from
-// text bound for a terminal or a file (model output must not drive the
-// terminal with escape sequences).
-func cleanText(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' {
-			return r
-		}
-		if unicode.IsControl(r) {
-			return -1
-		}
-		return r
-	}, s)
-}
+// text bound for a terminal or a file (see app.CleanText).
+func cleanText(s string) string { return app.CleanText(s) }

@@ -20,6 +20,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/deepgraph/deepgraph/internal/app"
 )
 
 // The durable runs, end to end: every run is kept, listed, shown again,
@@ -138,7 +140,7 @@ func TestE2EKilledRunResumes(t *testing.T) {
 	require.Equal(t, 0, js.code, js)
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal([]byte(js.stdout), &doc), js.stdout)
-	assert.Equal(t, reportSchema, doc["schema"])
+	assert.Equal(t, app.ReportSchema, doc["schema"])
 	assert.Equal(t, false, doc["incomplete"])
 
 	runs = run(t, envv, "runs", "--format", "json")

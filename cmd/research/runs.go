@@ -195,7 +195,7 @@ func runsJSON(runs []*runstore.Run) []runJSON {
 	out := make([]runJSON, 0, len(runs))
 	for _, r := range runs {
 		j := runJSON{ID: r.ID, Thread: r.Thread, Kind: r.Kind, Question: r.Question, Status: r.Effective(now, runstore.Alive),
-			Started: r.Started, DurationMS: ms(r.Duration(now, runstore.Alive)), Tokens: r.Tokens, Calls: r.Calls, Error: r.Error}
+			Started: r.Started, DurationMS: app.MS(r.Duration(now, runstore.Alive)), Tokens: r.Tokens, Calls: r.Calls, Error: r.Error}
 		if !r.Ended.IsZero() {
 			e := r.Ended
 			j.Ended = &e
@@ -294,7 +294,7 @@ func (c *cli) showResearch(ctx context.Context, cfg *config.Config, st *app.Stor
 		if cfg.Format == config.FormatJSON {
 			return c.output(string(run.Report) + "\n")
 		}
-		var doc jsonReport
+		var doc app.ReportDoc
 		if err := json.Unmarshal(run.Report, &doc); err != nil {
 			return fmt.Errorf("run %s: its stored report cannot be read: %w", run.ID, err)
 		}

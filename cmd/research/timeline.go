@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -67,59 +66,18 @@ func (t *timeline) observe(a research.Activity) {
 	switch a.Kind {
 	case research.ActivityGenerating:
 		t.c.setStatus("generating search queries")
-		t.line("Generating search queries")
 	case research.ActivityQueries:
-		t.line("Queries: " + quoteList(a.Queries))
 		t.c.setStatus("researching " + strconv.Itoa(len(a.Queries)) + " queries")
 	case research.ActivitySearching:
 		t.c.setStatus("researching " + strconv.Quote(oneLine(a.Query, 50)))
-	case research.ActivitySearched:
-		msg := fmt.Sprintf("Searched %s: %s", strconv.Quote(oneLine(a.Query, 80)), plural(a.Sources, "source", "sources"))
-		if len(a.Labels) > 0 {
-			labels := make([]string, len(a.Labels))
-			for i, l := range a.Labels {
-				labels[i] = oneLine(l, 30)
-			}
-			msg += " (" + strings.Join(labels, ", ") + ")"
-		}
-		t.line(msg)
 	case research.ActivityReflecting:
 		t.c.setStatus("reflecting on the findings")
-	case research.ActivityReflected:
-		t.line(reflectionLine(a))
 	case research.ActivityFinalizing:
 		t.c.setStatus("writing the answer")
-		t.line("Finalizing the answer")
-	case research.ActivityAnswered:
-		t.line(fmt.Sprintf("Answer: %s cited, %s dropped", plural(a.Cited, "source", "sources"), plural(a.Dropped, "citation", "citations")))
-	case research.ActivityFailed:
-		t.line(fmt.Sprintf("%s failed: %s", a.Node, oneLine(nodeErrPrefix.ReplaceAllString(a.Error, ""), 200)))
-	case research.ActivityReview:
-		t.line("Waiting for a review of " + plural(len(a.Queries), "query", "queries") + ": " + quoteList(a.Queries))
 	}
-}
-
-// nodeErrPrefix is the graph engine's wrapping of a node's error, which the
-// timeline line already says.
-var nodeErrPrefix = regexp.MustCompile(`^graph: node "[^"]*" failed in step \d+( after \d+ attempts)?: `)
-
-func reflectionLine(a research.Activity) string {
-	msg := fmt.Sprintf("Reflection %d: ", a.Loop)
-	r := a.Reflection
-	if r == nil {
-		return msg + "done"
+	if line := app.ActivityLine(a); line != "" {
+		t.line(line)
 	}
-	if r.IsSufficient {
-		return msg + "sufficient"
-	}
-	msg += "not sufficient"
-	if gap := oneLine(r.KnowledgeGap, 160); gap != "" {
-		msg += " — gap: " + gap
-	}
-	if len(a.Queries) > 0 {
-		return msg + "; follow-ups: " + quoteList(a.Queries)
-	}
-	return msg + "; answering with what was found (loop limit reached or nothing new to search)"
 }
 
 // summary prints the final line: elapsed, tokens, calls, sources cited,
@@ -138,29 +96,9 @@ func (t *timeline) summary(rep *research.Report, runErr error) {
 		plural(len(rep.Sources), "source", "sources"), plural(rep.Dropped, "citation", "citations")))
 }
 
-// tokens is a call's total, or prompt + completion when the provider
-// reported no total.
-func tokens(u llm.Usage) int {
-	if u.TotalTokens > 0 {
-		return u.TotalTokens
-	}
-	return u.PromptTokens + u.CompletionTokens
-}
+func tokens(u llm.Usage) int { return app.Tokens(u) }
 
-func quoteList(qs []string) string {
-	parts := make([]string, len(qs))
-	for i, q := range qs {
-		parts[i] = strconv.Quote(oneLine(q, 80))
-	}
-	return strings.Join(parts, " · ")
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
-}
+func plural(n int, one, many string) string { return app.Plural(n, one, many) }
 
 // compact writes a token count in a few characters: 812, 5.3k, 1.2M.
 func compact(n int) string {

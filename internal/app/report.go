@@ -1,0 +1,203 @@
+package app
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/nodes"
+	"github.com/deepgraph/deepgraph/research"
+)
+
+// ReportSchema names the JSON report's layout; it changes when a field is
+// removed or changes meaning (adding fields does not).
+const ReportSchema = "deepgraph.research.report/v1"
+
+// ReportDoc is the JSON document of a research run: what research
+// --format json prints, research show reads back and the server sends. The
+// README documents it field by field.
+type ReportDoc struct {
+	Schema   string `json:"schema"`
+	Question string `json:"question"`
+	// Answer is the answer in Markdown with numbered citations [n](url).
+	Answer string `json:"answer"`
+	// Markdown is the whole report as research prints it without --format:
+	// the answer followed by the numbered Sources list.
+	Markdown string `json:"markdown"`
+	// Sources are the cited sources; Number is the n of [n](url).
+	Sources          []SourceDoc `json:"sources"`
+	SourcesGathered  int         `json:"sources_gathered"`
+	CitationsDropped int         `json:"citations_dropped"`
+	Queries          []string    `json:"queries"`
+	Loops            int         `json:"loops"`
+	Backend          string      `json:"backend"`
+	// Models is the model spec per role (query, research, reflection,
+	// answer).
+	Models map[string]string `json:"models"`
+	// Usage is per role; UsageTotal the sum.
+	Usage      map[string]UsageDoc `json:"usage"`
+	UsageTotal UsageDoc            `json:"usage_total"`
+	Timings    TimingsDoc          `json:"timings"`
+	// Incomplete is true when the run stopped before its answer
+	// (interrupted, timed out, failed): Answer then holds what was gathered.
+	Incomplete bool `json:"incomplete"`
+	// Error is why the run stopped, when it did not finish.
+	Error string `json:"error,omitempty"`
+}
+
+// SourceDoc is a cited source of a ReportDoc.
+type SourceDoc struct {
+	Number int    `json:"number"`
+	Title  string `json:"title"`
+	URL    string `json:"url"`
+	Label  string `json:"label"`
+}
+
+// UsageDoc is what the model calls of a role spent.
+type UsageDoc struct {
+	Calls            int `json:"calls"`
+	Failed           int `json:"failed"`
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+	CachedTokens     int `json:"cached_tokens"`
+	ReasoningTokens  int `json:"reasoning_tokens"`
+}
+
+// TimingsDoc is how long a run and each of its steps took.
+type TimingsDoc struct {
+	TotalMS float64   `json:"total_ms"`
+	Steps   []StepDoc `json:"steps"`
+}
+
+// StepDoc is one step of TimingsDoc.
+type StepDoc struct {
+	Node  string  `json:"node"`
+	Tasks int     `json:"tasks"`
+	MS    float64 `json:"ms"`
+}
+
+// UsageOf turns a tally into its JSON form.
+func UsageOf(t llm.Tally) UsageDoc {
+	return UsageDoc{Calls: t.Calls, Failed: t.Failed, PromptTokens: t.Usage.PromptTokens, CompletionTokens: t.Usage.CompletionTokens,
+		TotalTokens: Tokens(t.Usage), CachedTokens: t.Usage.CachedTokens, ReasoningTokens: t.Usage.ReasoningTokens}
+}
+
+func usageDocs(u llm.UsageByRole) map[string]UsageDoc {
+	out := map[string]UsageDoc{}
+	for _, role := range u.Roles() {
+		out[role] = UsageOf(u[role])
+	}
+	return out
+}
+
+// Tokens is a call's total, or prompt + completion when the provider
+// reported no total.
+func Tokens(u llm.Usage) int {
+	if u.TotalTokens > 0 {
+		return u.TotalTokens
+	}
+	return u.PromptTokens + u.CompletionTokens
+}
+
+// MS is a duration in milliseconds, to the microsecond.
+func MS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// ResearchDoc builds the JSON document of rep; runErr, when not nil, is
+// why the run stopped.
+func ResearchDoc(rep *research.Report, models map[string]string, runErr error) ReportDoc {
+	doc := ReportDoc{
+		Schema: ReportSchema, Question: rep.Question, Answer: CleanText(rep.Answer), Markdown: CleanText(rep.Markdown()),
+		Sources: []SourceDoc{}, SourcesGathered: rep.Gathered, CitationsDropped: rep.Dropped, Queries: rep.Queries, Loops: rep.Loops,
+		Backend: rep.Backend, Models: models, Usage: usageDocs(rep.Usage), UsageTotal: UsageOf(rep.Usage.Total()),
+		Timings:    TimingsDoc{TotalMS: MS(rep.Timings.Total), Steps: []StepDoc{}},
+		Incomplete: rep.Incomplete || runErr != nil,
+	}
+	if doc.Queries == nil {
+		doc.Queries = []string{}
+	}
+	if doc.Models == nil {
+		doc.Models = map[string]string{}
+	}
+	for i, s := range rep.Sources {
+		doc.Sources = append(doc.Sources, SourceDoc{Number: i + 1, Title: s.Title, URL: s.URL, Label: s.Label})
+	}
+	for _, st := range rep.Timings.Steps {
+		doc.Timings.Steps = append(doc.Timings.Steps, StepDoc{Node: st.Node, Tasks: st.Tasks, MS: MS(st.Duration)})
+	}
+	if runErr != nil {
+		doc.Error = runErr.Error()
+	}
+	return doc
+}
+
+// ResearchDocument renders rep as the indented JSON report.
+func ResearchDocument(rep *research.Report, models map[string]string, runErr error) ([]byte, error) {
+	return json.MarshalIndent(ResearchDoc(rep, models, runErr), "", "  ")
+}
+
+// AgentResultSchema names the JSON document of an agent run.
+const AgentResultSchema = "deepgraph.agent.result/v1"
+
+// AgentDoc is the JSON document of an agent run (research agent --format
+// json, research show, the server).
+type AgentDoc struct {
+	Schema     string              `json:"schema"`
+	Task       string              `json:"task"`
+	Status     nodes.AgentStatus   `json:"status"`
+	Answer     string              `json:"answer"`
+	BestEffort bool                `json:"best_effort,omitempty"`
+	Steps      int                 `json:"steps"`
+	Model      string              `json:"model"`
+	Usage      map[string]UsageDoc `json:"usage"`
+	UsageTotal UsageDoc            `json:"usage_total"`
+	// Waiting is the question a paused run waits on.
+	Waiting string `json:"waiting_for_answer,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// AgentResultDoc builds the JSON document of an agent run's result.
+func AgentResultDoc(res *nodes.AgentResult, spec string, runErr error) AgentDoc {
+	doc := AgentDoc{Schema: AgentResultSchema, Task: res.Task, Status: res.Status, Answer: CleanText(res.Answer), BestEffort: res.BestEffort,
+		Steps: res.Steps, Model: spec, Usage: usageDocs(res.Usage), UsageTotal: UsageOf(res.Usage.Total())}
+	if res.Waiting != nil {
+		doc.Waiting = CleanText(res.Waiting.Question)
+	}
+	if runErr != nil {
+		doc.Error = runErr.Error()
+	}
+	return doc
+}
+
+// CleanText drops control characters but new lines and tabs: text from
+// models and web pages, before it reaches a terminal or a document.
+func CleanText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' {
+			return r
+		}
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// OneLine folds s onto one line (control characters and line separators
+// become spaces, runs of spaces one) and cuts it to max runes with an
+// ellipsis (max ≤ 0: no cut).
+func OneLine(s string, max int) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return ' '
+		}
+		return r
+	}, s)
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); max > 0 && len(r) > max {
+		s = string(r[:max-1]) + "…"
+	}
+	return s
+}
