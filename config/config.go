@@ -80,6 +80,9 @@ type Config struct {
 	// Agent configures research agent.
 	Agent Agent
 
+	// Serve configures research serve.
+	Serve Serve
+
 	// File is the config file that was read, "" when none.
 	File string
 
@@ -102,6 +105,35 @@ type Agent struct {
 	// native tool calling.
 	TextMode bool
 }
+
+// Serve is the configuration of the research serve command.
+type Serve struct {
+	// Addr is the address the server listens on; a loopback one unless
+	// the user says otherwise.
+	Addr string
+	// Token is the bearer token API requests must carry; required off
+	// loopback.
+	Token Secret
+	// CORSOrigins are the origins (scheme://host[:port]) other than the
+	// server's own whose pages may call the API; none by default.
+	CORSOrigins []string
+	// MaxRunning bounds the runs executing at once; QueueSize the runs
+	// waiting beyond them (more get 429).
+	MaxRunning int
+	QueueSize  int
+	// ResumeInterrupted resumes, at start, the runs a stopped server left
+	// running.
+	ResumeInterrupted bool
+	// Models are the model specs a run may ask for besides the configured
+	// ones.
+	Models []string
+	// AllowAgent lets clients start agent runs.
+	AllowAgent bool
+}
+
+// DefaultServeAddr is where research serve listens by default: loopback
+// only.
+const DefaultServeAddr = "127.0.0.1:8080"
 
 // Values of the search key with a special meaning.
 const (

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -182,10 +183,33 @@ var table = []entry{
 	withEnv(boolKey("agent.text_mode", "--text-mode", false,
 		"Drive the model with a text ReAct protocol instead of native tool calls (for models without tool support).",
 		func(c *Config) *bool { return &c.Agent.TextMode })),
+	withEnv(stringKey("serve.addr", "--addr", DefaultServeAddr, "",
+		"Address research serve listens on, host:port. Loopback by default; any other address needs serve.token.",
+		func(c *Config) *string { return &c.Serve.Addr }, checkAddr)),
+	withEnv(secretKey("serve.token",
+		"Bearer token every API request to research serve must carry (Authorization: Bearer …). Required when serve.addr is not loopback.",
+		func(c *Config) *Secret { return &c.Serve.Token })),
+	withEnv(listKey("serve.cors_origins", "",
+		"Origins (scheme://host[:port]) of other sites whose pages may call research serve's API. None by default; * is refused.",
+		func(c *Config) *[]string { return &c.Serve.CORSOrigins }, checkOrigin)),
+	withEnv(intKey("serve.max_running", "--max-running", 4, 1, MaxConcurrency,
+		"Runs research serve executes at once; the others wait in its queue.", func(c *Config) *int { return &c.Serve.MaxRunning })),
+	withEnv(intKey("serve.queue_size", "--queue-size", 64, 0, 100000,
+		"Runs that may wait in research serve's queue; beyond it new runs get 429 with Retry-After.",
+		func(c *Config) *int { return &c.Serve.QueueSize })),
+	withEnv(boolKey("serve.resume_interrupted", "--resume-interrupted", false,
+		"At start, resume the runs that were running when research serve last stopped (otherwise they wait as interrupted for a resume request).",
+		func(c *Config) *bool { return &c.Serve.ResumeInterrupted })),
+	withEnv(listKey("serve.models", "",
+		"Model specs a client of research serve may choose besides the configured ones.",
+		func(c *Config) *[]string { return &c.Serve.Models }, checkSpec)),
+	withEnv(boolKey("serve.allow_agent", "--allow-agent", true,
+		"Let clients of research serve start agent runs (code execution still needs agent.allow_exec).",
+		func(c *Config) *bool { return &c.Serve.AllowAgent })),
 }
 
 // sections are the keys that hold other keys in a config file.
-var sections = []string{"agent"}
+var sections = []string{"agent", "serve"}
 
 func lookup(name string) (entry, bool) {
 	for _, e := range table {
@@ -400,6 +424,56 @@ func checkStore(s string) (string, error) {
 		return "", allowedError{"a SQLite file path, a postgres:// DSN, or off (other URL schemes are not stores)", nil}
 	}
 	return expandHome(s)
+}
+
+// listKey is a list of names; check, if set, validates and normalises
+// each.
+func listKey(name, flag, help string, field func(*Config) *[]string, check func(string) (string, error)) entry {
+	return entry{
+		Key: Key{Name: name, Default: "none", Flag: flag, Help: help},
+		set: func(c *Config, v any) error {
+			items, err := asList(v)
+			if err != nil {
+				return allowedError{"a list, comma-separated or a YAML list", nil}
+			}
+			for i, it := range items {
+				if check != nil {
+					if items[i], err = check(it); err != nil {
+						return err
+					}
+				}
+			}
+			*field(c) = items
+			return nil
+		},
+		show:  func(c *Config) string { return strings.Join(*field(c), ",") },
+		empty: "none",
+	}
+}
+
+func checkAddr(s string) (string, error) {
+	if _, port, err := net.SplitHostPort(s); err != nil || port == "" {
+		return "", allowedError{"host:port, e.g. 127.0.0.1:8080 (loopback) or 0.0.0.0:8080 (every interface; needs serve.token)", nil}
+	}
+	return s, nil
+}
+
+func checkOrigin(s string) (string, error) {
+	if s == "*" {
+		return "", allowedError{"origins such as https://app.example.com; * is refused: list the sites that may call the API", nil}
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.User != nil || u.RawQuery != "" {
+		return "", allowedError{"origins scheme://host[:port] without a path, e.g. https://app.example.com", nil}
+	}
+	return u.Scheme + "://" + strings.ToLower(u.Host), nil
+}
+
+func checkSpec(s string) (string, error) {
+	if _, _, err := llm.ParseSpec(s); err != nil {
+		return "", allowedError{"model specs provider:model, e.g. openai:gpt-4.1-mini", nil}
+	}
+	return s, nil
 }
 
 func toolsKey() entry {

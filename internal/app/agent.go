@@ -12,6 +12,7 @@ import (
 
 	"github.com/deepgraph/deepgraph/config"
 	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/nodes"
 	"github.com/deepgraph/deepgraph/search"
 	"github.com/deepgraph/deepgraph/tools"
@@ -29,6 +30,8 @@ type AgentIO struct {
 	Checkpointer graph.Checkpointer
 	// Logger receives debug records of the tools.
 	Logger *slog.Logger
+	// Pool, when set, provides the model, shared with other runs.
+	Pool *Pool
 }
 
 // pausingHuman stands in for the Asker of an agent whose ask_human calls
@@ -73,7 +76,12 @@ func (a *AgentSetup) Close() {
 // allow_exec, is a setup error naming the available tools).
 func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSetup, err error) {
 	spec := cfg.Model
-	model, err := OpenModel(ctx, cfg, spec, aio.Logger)
+	var model llm.Model
+	if aio.Pool != nil {
+		model, err = aio.Pool.Model(ctx, cfg, spec)
+	} else {
+		model, err = OpenModel(ctx, cfg, spec, aio.Logger)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/deepgraph/deepgraph/config"
 	"github.com/deepgraph/deepgraph/internal/httpx"
@@ -138,33 +139,46 @@ func DefaultModel(getenv func(string) string) (spec, why string) {
 // Models of one provider share one bound on requests in flight
 // (max_concurrency), whatever their names.
 func OpenModels(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Models, error) {
-	m := &Models{byRole: map[string]llm.Model{}, specs: map[string]string{}}
-	bySpec := map[string]llm.Model{}
-	shared := map[string]*http.Client{}
-	for _, role := range Roles {
-		spec := cfg.RoleModel(role)
-		if spec == "" {
-			return nil, &setupError{ErrNoModel}
-		}
-		model, err := openShared(ctx, cfg, spec, logger, bySpec, shared)
-		if err != nil {
-			return nil, err
-		}
-		m.byRole[role], m.specs[role] = model, spec
-	}
-	return m, nil
+	return newModelCache().models(ctx, cfg, logger)
 }
 
 // OpenModel opens one model spec with cfg's keys and client policy.
 func OpenModel(ctx context.Context, cfg *config.Config, spec string, logger *slog.Logger) (llm.Model, error) {
+	return newModelCache().open(ctx, cfg, spec, logger)
+}
+
+// modelCache opens each model spec once, and gives the models of one
+// provider one transport, which bounds their requests in flight.
+type modelCache struct {
+	mu     sync.Mutex
+	bySpec map[string]llm.Model
+	shared map[string]*http.Client // by provider
+}
+
+func newModelCache() *modelCache {
+	return &modelCache{bySpec: map[string]llm.Model{}, shared: map[string]*http.Client{}}
+}
+
+// models opens the model of every role of cfg.
+func (c *modelCache) models(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Models, error) {
+	m := &Models{byRole: map[string]llm.Model{}, specs: map[string]string{}}
+	for _, role := range Roles {
+		model, err := c.open(ctx, cfg, cfg.RoleModel(role), logger)
+		if err != nil {
+			return nil, err
+		}
+		m.byRole[role], m.specs[role] = model, cfg.RoleModel(role)
+	}
+	return m, nil
+}
+
+func (c *modelCache) open(ctx context.Context, cfg *config.Config, spec string, logger *slog.Logger) (llm.Model, error) {
 	if spec == "" {
 		return nil, &setupError{ErrNoModel}
 	}
-	return openShared(ctx, cfg, spec, logger, map[string]llm.Model{}, map[string]*http.Client{})
-}
-
-func openShared(ctx context.Context, cfg *config.Config, spec string, logger *slog.Logger, bySpec map[string]llm.Model, shared map[string]*http.Client) (llm.Model, error) {
-	if model, ok := bySpec[spec]; ok {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if model, ok := c.bySpec[spec]; ok {
 		return model, nil
 	}
 	provider, _, err := llm.ParseSpec(spec)
@@ -174,10 +188,10 @@ func openShared(ctx context.Context, cfg *config.Config, spec string, logger *sl
 	opts := ProviderOptions(cfg, logger)
 	// One transport per provider bounds its requests in flight; each model's
 	// own client then only retries on top of it.
-	base, ok := shared[provider]
+	base, ok := c.shared[provider]
 	if !ok {
 		base = httpx.NewTransport(http.DefaultTransport, httpx.Policy{MaxAttempts: 1, Concurrency: cfg.MaxConcurrency}).Client()
-		shared[provider] = base
+		c.shared[provider] = base
 	}
 	opts.Client.HTTPClient = base
 	opts.Client.MaxConcurrency = -1
@@ -185,6 +199,6 @@ func openShared(ctx context.Context, cfg *config.Config, spec string, logger *sl
 	if err != nil {
 		return nil, &setupError{err}
 	}
-	bySpec[spec] = model
+	c.bySpec[spec] = model
 	return model, nil
 }

@@ -21,10 +21,16 @@ type Research struct {
 	*research.Researcher
 	Models  *Models
 	Backend *Backend
+	// owns: Close closes the back end (not one a Pool shares).
+	owns bool
 }
 
-// Close releases the back end.
-func (r *Research) Close() { r.Backend.Close() }
+// Close releases the back end, unless a Pool shares it.
+func (r *Research) Close() {
+	if r.owns {
+		r.Backend.Close()
+	}
+}
 
 // NewResearch opens the models, chooses and opens the back end, and builds
 // the researcher, storing its runs in cp when it is not nil. Setup failures
@@ -45,6 +51,15 @@ func NewResearch(ctx context.Context, cfg *config.Config, logger *slog.Logger, c
 	if err != nil {
 		return nil, err
 	}
+	r, err := newResearch(cfg, models, backend, cp, true)
+	if err != nil {
+		backend.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func newResearch(cfg *config.Config, models *Models, backend *Backend, cp graph.Checkpointer, owns bool) (*Research, error) {
 	r, err := research.New(research.Config{
 		QueryModel:      models.Model(llm.RoleQuery),
 		ResearchModel:   models.Model(llm.RoleResearch),
@@ -56,10 +71,9 @@ func NewResearch(ctx context.Context, cfg *config.Config, logger *slog.Logger, c
 		Checkpointer:    cp,
 	})
 	if err != nil {
-		backend.Close()
 		return nil, &setupError{err}
 	}
-	return &Research{Researcher: r, Models: models, Backend: backend}, nil
+	return &Research{Researcher: r, Models: models, Backend: backend, owns: owns}, nil
 }
 
 // Mermaid draws the deep-search graph. It needs no configuration: the graph's

@@ -1,0 +1,83 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/deepgraph/deepgraph/config"
+	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/llm"
+)
+
+// Pool opens models and research back ends once and shares them among
+// runs — a server's. Sharing them shares their limits: a provider's
+// max_concurrency bounds the model calls in flight of every run together,
+// and a back end's searches and page reads are one back end's. A corpus is
+// indexed once, not per run.
+//
+// The models and back ends are opened with the configuration of the first
+// run that needs them; runs differ in which they use (their models,
+// search), not in keys or limits.
+type Pool struct {
+	logger *slog.Logger
+	models *modelCache
+
+	mu       sync.Mutex
+	backends map[string]*Backend // by planKey
+}
+
+// NewPool returns an empty pool; logger may be nil.
+func NewPool(logger *slog.Logger) *Pool {
+	return &Pool{logger: logger, models: newModelCache(), backends: map[string]*Backend{}}
+}
+
+// Model returns the model of spec, opening it with cfg the first time.
+func (p *Pool) Model(ctx context.Context, cfg *config.Config, spec string) (llm.Model, error) {
+	return p.models.open(ctx, cfg, spec, p.logger)
+}
+
+// Research builds a researcher for one run with cfg (its models, search,
+// corpus and limits), taking models and the back end from the pool. Its
+// Close leaves them open: Pool.Close closes them.
+func (p *Pool) Research(ctx context.Context, cfg *config.Config, cp graph.Checkpointer) (*Research, error) {
+	models, err := p.models.models(ctx, cfg, p.logger)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := ChooseBackend(cfg, models.Spec(llm.RoleResearch))
+	if err != nil {
+		return nil, err
+	}
+	backend, err := p.backend(ctx, cfg, plan)
+	if err != nil {
+		return nil, err
+	}
+	return newResearch(cfg, models, backend, cp, false)
+}
+
+func (p *Pool) backend(ctx context.Context, cfg *config.Config, plan Plan) (*Backend, error) {
+	key := string(plan.Kind) + "\x00" + strings.Join(plan.Providers, ",") + "\x00" + plan.Corpus
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if b, ok := p.backends[key]; ok {
+		return b, nil
+	}
+	b, err := OpenBackend(ctx, cfg, plan, p.logger)
+	if err != nil {
+		return nil, err
+	}
+	p.backends[key] = b
+	return b, nil
+}
+
+// Close closes the back ends.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, b := range p.backends {
+		b.Close()
+		delete(p.backends, k)
+	}
+}
