@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -334,6 +335,7 @@ type runOptions struct {
 	review  *bool
 	answer  *ReviewAnswer
 	observe func(Activity)
+	steps   func(StepState)
 }
 
 // Thread continues (or starts) a conversation stored by the Checkpointer:
@@ -365,6 +367,18 @@ func Answer(a ReviewAnswer) RunOption { return func(o *runOptions) { o.answer = 
 // Observe receives the run's activity as it happens: queries, searches,
 // reflections, answer tokens. It is called from the goroutine running Run.
 func Observe(f func(Activity)) RunOption { return func(o *runOptions) { o.observe = f } }
+
+// StepState is the run's state after a step: its number, the nodes that
+// ran in it (in task order, each once) and the merged state.
+type StepState struct {
+	Step  int
+	Nodes []string
+	State State
+}
+
+// ObserveSteps receives the state after each step of the run — LangGraph's
+// "values" stream — from the goroutine running Run.
+func ObserveSteps(f func(StepState)) RunOption { return func(o *runOptions) { o.steps = f } }
 
 func collectOptions(opts []RunOption) runOptions {
 	var o runOptions
@@ -482,6 +496,7 @@ func (r *Researcher) report(question string, last State, o runOptions, events it
 	// completed yet: if the run stops mid-step, the incomplete report still
 	// has them.
 	var unmerged []Finding
+	var ran []string // the nodes of the current step
 	var runErr error
 	var review *ReviewRequest
 	for ev, err := range events {
@@ -493,6 +508,14 @@ func (r *Researcher) report(question string, last State, o runOptions, events it
 		switch ev.Kind {
 		case graph.EventStep, graph.EventEnd:
 			last, unmerged = ev.State, nil
+			if ev.Kind == graph.EventStep && o.steps != nil {
+				o.steps(StepState{Step: ev.Step, Nodes: ran, State: ev.State})
+			}
+			ran = nil
+		case graph.EventTaskStart:
+			if !slices.Contains(ran, ev.Node) {
+				ran = append(ran, ev.Node)
+			}
 		case graph.EventTaskEnd:
 			if fs, ok := fFindings.Written(ev.Update); ok && ev.Err == nil && ev.Node == NodeWebResearch {
 				unmerged = append(unmerged, fs...)

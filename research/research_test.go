@@ -85,13 +85,21 @@ func TestGeminiGroundingEndToEnd(t *testing.T) {
 
 	var acts []research.ActivityKind
 	var tokens strings.Builder
+	var steps []research.StepState
 	rep, err := r.Run(context.Background(), "Who won Euro 2024 and who scored most?", research.Observe(func(a research.Activity) {
 		acts = append(acts, a.Kind)
 		if a.Kind == research.ActivityToken {
 			tokens.WriteString(a.Token)
 		}
-	}))
+	}), research.ObserveSteps(func(s research.StepState) { steps = append(steps, s) }))
 	require.NoError(t, err)
+	require.Len(t, steps, 4, "generate, research, reflect, finalize")
+	assert.Equal(t, []string{research.NodeGenerateQuery}, steps[0].Nodes)
+	assert.Equal(t, []string{research.NodeWebResearch}, steps[1].Nodes)
+	assert.Len(t, steps[1].State.Findings, 2)
+	assert.Equal(t, 1, steps[2].State.Loops)
+	assert.Equal(t, []string{research.NodeFinalizeAnswer}, steps[3].Nodes)
+	assert.Equal(t, rep.Answer, steps[3].State.Answer)
 	assert.False(t, rep.Incomplete)
 	assert.Equal(t, []string{"euro 2024 winner", "euro 2024 top scorer"}, rep.Queries)
 	assert.Equal(t, 1, rep.Loops)
