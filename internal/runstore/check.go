@@ -22,7 +22,7 @@ func checkCreate(r *Run) error {
 		return err
 	}
 	switch {
-	case r.Thread == "" || !utf8.ValidString(r.Thread) || strings.ContainsRune(r.Thread, 0):
+	case !validThread(r.Thread):
 		return fmt.Errorf("%w: run %q has no thread, or one that is not valid UTF-8 or has a NUL", ErrInvalid, r.ID)
 	case r.Kind != KindResearch && r.Kind != KindAgent:
 		return fmt.Errorf("%w: run %q has kind %q; want %q or %q", ErrInvalid, r.ID, r.Kind, KindResearch, KindAgent)
@@ -41,7 +41,7 @@ func checkUpdate(r *Run) error {
 		return err
 	}
 	switch r.Status {
-	case StatusRunning, StatusDone, StatusFailed, StatusInterrupted, StatusNeedsInput:
+	case StatusQueued, StatusRunning, StatusDone, StatusFailed, StatusInterrupted, StatusNeedsInput:
 	default:
 		return fmt.Errorf("%w: run %q has status %q", ErrInvalid, r.ID, r.Status)
 	}
@@ -49,6 +49,66 @@ func checkUpdate(r *Run) error {
 		return err
 	}
 	return checkDocument(r.ID, "report", r.Report, int64(len(r.Report)), ErrInvalid, "")
+}
+
+// validThread reports whether id is a thread id a store takes: not empty,
+// valid UTF-8 without NUL.
+func validThread(id string) bool {
+	return id != "" && utf8.ValidString(id) && !strings.ContainsRune(id, 0)
+}
+
+// checkThread validates a thread for CreateThread.
+func checkThread(t *Thread) error {
+	switch {
+	case t == nil:
+		return fmt.Errorf("%w: nil thread", ErrInvalid)
+	case !validThread(t.ID):
+		return fmt.Errorf("%w: thread %q has no id, or one that is not valid UTF-8 or has a NUL (NewID makes one)", ErrInvalid, t.ID)
+	case t.Kind != "" && t.Kind != KindResearch && t.Kind != KindAgent:
+		return fmt.Errorf("%w: thread %q has kind %q; want none, %q or %q", ErrInvalid, t.ID, t.Kind, KindResearch, KindAgent)
+	case t.Created.IsZero():
+		return fmt.Errorf("%w: thread %q has no creation time", ErrInvalid, t.ID)
+	}
+	return nil
+}
+
+// checkEvents validates events for AppendEvents to the run id.
+func checkEvents(id string, evs []Event) error {
+	seen := make(map[int64]bool, len(evs))
+	for i := range evs {
+		e := &evs[i]
+		switch {
+		case e.Seq < 1:
+			return fmt.Errorf("%w: run %q: the event at index %d has seq %d; seqs start at 1", ErrInvalid, id, i, e.Seq)
+		case seen[e.Seq]:
+			return fmt.Errorf("%w: run %q: seq %d is given to two of the events; number them apart", ErrInvalid, id, e.Seq)
+		case e.Type == "" || len(e.Type) > MaxEventTypeBytes:
+			return fmt.Errorf("%w: run %q: event %d has a type of %d bytes; want 1 to %d", ErrInvalid, id, e.Seq, len(e.Type), MaxEventTypeBytes)
+		case !utf8.ValidString(e.Type) || strings.ContainsRune(e.Type, 0):
+			return fmt.Errorf("%w: run %q: event %d has type %q, which is not valid UTF-8 or has a NUL", ErrInvalid, id, e.Seq, e.Type)
+		}
+		seen[e.Seq] = true
+		if err := checkData(id, e.Seq, e.Data, int64(len(e.Data)), ErrInvalid, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkData checks an event's Data like checkDocument a run's documents;
+// it must not be empty.
+func checkData(id string, seq int64, data []byte, size int64, invalid error, hint string) error {
+	if hint != "" {
+		hint = "; " + hint
+	}
+	if size > MaxDocumentBytes {
+		return fmt.Errorf("%w: run %q: the data of its event %d has %d bytes, over the limit of %d MiB%s",
+			ErrTooLarge, id, seq, size, MaxDocumentBytes>>20, hint)
+	}
+	if !json.Valid(data) {
+		return fmt.Errorf("%w: run %q: the data of its event %d is not a JSON document%s", invalid, id, seq, hint)
+	}
+	return nil
 }
 
 // checkID accepts 1 to maxIDBytes printable UTF-8 characters without
@@ -120,12 +180,17 @@ func notFound(id string) error {
 	return fmt.Errorf("%w: no run has the id %q", ErrNotFound, id)
 }
 
+// exists is the error for a run id that is taken.
 func exists(id string) error {
 	return fmt.Errorf("%w: run %q is already stored; create it with another id (NewID)", ErrExists, id)
 }
 
-// prunable reports whether Prune removes r: it started before before and
-// is not running in a live process.
+// prunable reports whether Prune removes r: it started before before, is
+// not running in a live process and is not queued.
 func prunable(r *Run, before, now time.Time) bool {
-	return r.Started.Before(before) && r.Effective(now, Alive) != StatusRunning
+	if !r.Started.Before(before) {
+		return false
+	}
+	status := r.Effective(now, Alive)
+	return status != StatusRunning && status != StatusQueued
 }

@@ -6,22 +6,38 @@
 // # The model
 //
 // A Run is created by the process that starts it (status running, with its
-// host and pid), updated by that process after every step (tokens, model
-// calls) and when it stops: done with its report, failed with why,
-// interrupted, or needs-input when it waits for a human's answers. Resuming
+// host and pid) — or by a server that queues it (status queued, until a
+// worker takes it up and marks it running) — updated by that process after
+// every step (tokens, model calls) and when it stops: done with its report,
+// failed with why, interrupted, or needs-input when it waits for a human's
+// answers. Resuming
 // a run, in the same or another process, updates the same record back to
 // running with the new process's host and pid. The run's progress itself —
 // the graph state — is in the checkpoints of its Thread; a follow-up
 // question starts a new run on the thread of an earlier one, so one thread
 // may have several runs (ThreadRuns).
 //
+// A Thread is the record of such a conversation: Create records the thread
+// of every new run (its kind and title from its first run, Updated when its
+// newest run started), and a server can create one before its first run
+// (CreateThread), list the conversations newest first (ListThreads) and
+// remove one with all its runs (DeleteThread). Deleting a thread's last run
+// leaves the thread; Prune removes the threads whose runs it removed all of.
+//
+// Each run may have an event log: Events numbered 1, 2, 3… by their writer
+// (AppendEvents), with a type and a JSON document, that a server streams to
+// its clients — Events reads them after a given number, LastEvent the
+// newest of a type. They go with their run: Delete, DeleteThread and Prune
+// remove them.
+//
 // The stored status is what the process last wrote; a process that is
 // killed or crashes cannot write "interrupted". Effective corrects that when
 // reading: a run stored as running whose process is gone (Alive: its pid no
 // longer exists on this machine) is interrupted, and so is a run of another
 // machine, whose process cannot be checked, that has not been updated for
-// StaleAfter. Commands that show a status should show Effective's; Prune
-// removes only runs that are not running by that measure.
+// StaleAfter. A queued run has no process yet and stays queued. Commands
+// that show a status should show Effective's; Prune removes only runs that
+// are neither running by that measure nor queued.
 //
 // Run ids are 8 random characters (NewID); Get also accepts a unique prefix
 // of at least MinPrefix characters, like git.
@@ -29,24 +45,33 @@
 // # Stores
 //
 // OpenSQLite and OpenPostgres keep the runs in the database of the
-// checkpoint store, in two tables of their own (the
-// checkpoint store's start with deepgraph_):
+// checkpoint store, in tables of their own (the checkpoint store's start
+// with deepgraph_):
 //
 //   - research_runs: one row per run; times in UTC to the microsecond;
 //     Settings and Report as JSON bytes, verbatim; indexed by started time
 //     (List) and by thread (ThreadRuns);
+//   - research_threads: one row per thread, indexed by updated time
+//     (ListThreads);
+//   - research_run_events: one row per event, keyed by run id and seq, and
+//     indexed by run id, type and seq (LastEvent); data as JSON bytes,
+//     verbatim;
 //   - research_runs_meta: key/value rows, with schema_version, the version of
-//     the tables, for future migrations.
+//     the tables, for migrations.
 //
 // The tables are created when missing, in one transaction that serializes
 // processes opening the store together (SQLite's write lock, a PostgreSQL
-// advisory lock). Tables at a newer version — made by a newer deepgraph —
-// are refused with an error asking for an upgrade.
+// advisory lock). The same transaction upgrades tables of an older version:
+// those of version 1, which had research_runs only, get the other tables
+// and a thread row for each thread of their runs. Tables at a newer version
+// — made by a newer deepgraph — are refused with an error asking for an
+// upgrade.
 //
 // Both stores behave the same: ids are compared byte by byte (also by
-// prefix), List orders by Started then ID, newest first, and List,
+// prefix), List orders by Started then ID, newest first (ListThreads by
+// Updated then ID), and List,
 // ThreadRuns and Prune return runs without Settings and Report, which can be
 // large: Get returns a whole run. Settings and Report are limited to
 // MaxDocumentBytes when written, and a stored one over the limit is refused
-// when read (ErrTooLarge) before it is loaded.
+// when read (ErrTooLarge) before it is loaded; so is an event's Data.
 package runstore

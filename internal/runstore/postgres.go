@@ -2,6 +2,7 @@ package runstore
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -10,19 +11,21 @@ import (
 )
 
 // OpenPostgres returns the Store in the PostgreSQL database of pool, with
-// its tables research_runs and research_runs_meta in the connection's
+// its tables research_runs, research_threads, research_run_events and
+// research_runs_meta in the connection's
 // default schema (the first of its search_path) — where the checkpoint
-// store opened on the same pool keeps its tables. They are created if they
-// are missing, in a transaction holding an advisory lock, so that processes
+// store opened on the same pool keeps its tables. They are created (or
+// upgraded) if they are missing, in a transaction holding an advisory lock, so that processes
 // starting together do not race. The caller keeps pool and closes it after
 // the last use of the store.
 func OpenPostgres(ctx context.Context, pool *pgxpool.Pool) (Store, error) {
 	return openSQL(ctx, pgDB{pgConn{pool}, pool}, dialect{
 		name: "PostgreSQL",
 		// Ids compare byte by byte (collation "C"), as in SQLite, which also
-		// lets LIKE 'prefix%' use the primary key. Settings and Report are
-		// bytea holding the JSON verbatim: text that jsonb refuses, like
-		// "\u0000", is kept, and invalid UTF-8 too.
+		// lets LIKE 'prefix%' use the primary key; thread ids too, so that
+		// ListThreads orders them alike. Settings, Report and an event's
+		// data are bytea holding the JSON verbatim: text that jsonb
+		// refuses, like "\u0000", is kept, and invalid UTF-8 too.
 		create: []string{
 			`CREATE TABLE IF NOT EXISTS research_runs (
 				id text COLLATE "C" PRIMARY KEY,
@@ -43,8 +46,31 @@ func OpenPostgres(ctx context.Context, pool *pgxpool.Pool) (Store, error) {
 			)`,
 			`CREATE INDEX IF NOT EXISTS research_runs_started ON research_runs (started DESC, id DESC)`,
 			`CREATE INDEX IF NOT EXISTS research_runs_thread ON research_runs (thread, started, id)`,
+			`CREATE TABLE IF NOT EXISTS research_threads (
+				id text COLLATE "C" PRIMARY KEY,
+				kind text NOT NULL,
+				title text NOT NULL,
+				created timestamptz NOT NULL,
+				updated timestamptz NOT NULL
+			)`,
+			`CREATE INDEX IF NOT EXISTS research_threads_updated ON research_threads (updated DESC, id DESC)`,
+			`CREATE TABLE IF NOT EXISTS research_run_events (
+				run_id text COLLATE "C" NOT NULL,
+				seq bigint NOT NULL,
+				type text NOT NULL,
+				at timestamptz,
+				data bytea NOT NULL,
+				PRIMARY KEY (run_id, seq)
+			)`,
+			`CREATE INDEX IF NOT EXISTS research_run_events_type ON research_run_events (run_id, type, seq)`,
 		},
-		timeArg: func(t time.Time) any { return t },
+		timeArg:   func(t time.Time) any { return t },
+		param:     func(n int) string { return "$" + strconv.Itoa(n) },
+		keyShare:  ` FOR KEY SHARE`,
+		forUpdate: ` FOR UPDATE`,
+		// research_runs.thread has the database's collation, thread ids
+		// "C".
+		runOfThread: `r.thread = t.id COLLATE "default"`,
 	})
 }
 
@@ -64,6 +90,12 @@ func (d pgDB) inTx(ctx context.Context, fn func(sqlConn) error) error {
 		}
 		return fn(pgConn{tx})
 	})
+}
+
+// tx runs fn in a transaction (read committed, unless the pool's
+// connections default to another level).
+func (d pgDB) tx(ctx context.Context, fn func(sqlConn) error) error {
+	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error { return fn(pgConn{tx}) })
 }
 
 // pgConn is a pool or a transaction as a sqlConn; pgx.Rows is a sqlRows.

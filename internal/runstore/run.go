@@ -14,6 +14,10 @@ type Status string
 
 // The statuses of a run.
 const (
+	// StatusQueued: the run waits in a server's queue and has not started;
+	// no process works on it yet, so Effective leaves it queued and Prune
+	// keeps it.
+	StatusQueued Status = "queued"
 	// StatusRunning: a process is working on the run.
 	StatusRunning Status = "running"
 	// StatusDone: the run finished with a report.
@@ -42,8 +46,8 @@ const (
 // MinPrefix is the shortest id prefix Get resolves.
 const MinPrefix = 4
 
-// MaxDocumentBytes bounds Run.Settings and Run.Report, when written and
-// when read back.
+// MaxDocumentBytes bounds Run.Settings, Run.Report and Event.Data, when
+// written and when read back.
 const MaxDocumentBytes = 16 << 20
 
 // StaleAfter is how long a running run of another machine may go without
@@ -51,19 +55,26 @@ const MaxDocumentBytes = 16 << 20
 // be checked from here, and a live one writes after every step.
 const StaleAfter = 24 * time.Hour
 
-// The errors of a Store, wrapped with the run id and what to do.
+// The errors of a Store, wrapped with the run, thread or event concerned
+// and what to do.
 var (
-	// ErrNotFound: no run has the id (or the prefix matches none).
+	// ErrNotFound: no run has the id (or the prefix matches none); from
+	// GetThread and DeleteThread, there is no such thread; from LastEvent,
+	// the run has no event of the type.
 	ErrNotFound = errors.New("runstore: no such run")
 	// ErrAmbiguous: an id prefix matches more than one run.
 	ErrAmbiguous = errors.New("runstore: ambiguous run id")
-	// ErrExists: Create was given an id that is already stored.
+	// ErrExists: Create or CreateThread was given an id that is already
+	// stored, or AppendEvents a Seq the run already has.
 	ErrExists = errors.New("runstore: run id already exists")
-	// ErrInvalid: a run given to Create or Update is incomplete or malformed.
+	// ErrInvalid: a run given to Create or Update, a thread given to
+	// CreateThread or an event given to AppendEvents is incomplete or
+	// malformed.
 	ErrInvalid = errors.New("runstore: invalid run")
-	// ErrTooLarge: a run's Settings or Report is over MaxDocumentBytes.
+	// ErrTooLarge: a run's Settings or Report, or an event's Data, is over
+	// MaxDocumentBytes.
 	ErrTooLarge = errors.New("runstore: document too large")
-	// ErrCorrupt: a stored run cannot be read back.
+	// ErrCorrupt: a stored run or event cannot be read back.
 	ErrCorrupt = errors.New("runstore: stored run is corrupt")
 )
 
@@ -116,6 +127,8 @@ type Run struct {
 // be running (Alive, or a fake in tests). Because the process of another
 // machine cannot be checked, a running run whose Host is not this machine is
 // also interrupted once it has not been updated for StaleAfter.
+// Other statuses, queued among them, are as stored: no process works on
+// such a run.
 func (r *Run) Effective(now time.Time, alive func(host string, pid int) bool) Status {
 	if r.Status != StatusRunning {
 		return r.Status
@@ -135,8 +148,8 @@ func (r *Run) Effective(now time.Time, alive func(host string, pid int) bool) St
 
 // Duration is how long the run took: Ended-Started; now-Started while it is
 // running (Effective, with alive); and for a run that stopped without
-// recording an end — killed, or paused for an answer — until its last
-// update, not until now. It is never negative.
+// recording an end — killed, or paused for an answer — or that waits in a
+// queue, until its last update, not until now. It is never negative.
 func (r *Run) Duration(now time.Time, alive func(host string, pid int) bool) time.Duration {
 	end := r.Ended
 	if end.IsZero() {
@@ -172,19 +185,78 @@ func NewID() string {
 type ListOptions struct {
 	// Limit caps the number of runs; 0 (or less) returns them all.
 	Limit int
+	// Offset skips that many runs of the order first, for paging; 0 (or
+	// less) skips none.
+	Offset int
 	// Kind, when set, keeps the runs of that kind.
 	Kind Kind
 	// Thread, when set, keeps the runs of that thread.
 	Thread string
 }
 
+// MaxEventTypeBytes bounds Event.Type.
+const MaxEventTypeBytes = 64
+
+// Event is one entry of a run's event log (a server streams them to
+// clients). The writer numbers a run's events: AppendEvents stores them as
+// given and refuses a Seq the run already has.
+type Event struct {
+	// Seq numbers the event within its run: 1, 2, 3…, assigned by the
+	// writer.
+	Seq int64 `json:"seq"`
+	// Type says what happened, e.g. "activity", "token", "end": 1 to
+	// MaxEventTypeBytes bytes of valid UTF-8 without NUL.
+	Type string `json:"type"`
+	// At is when it happened, stored in UTC to the microsecond; a zero At
+	// stays zero.
+	At time.Time `json:"at"`
+	// Data is a JSON document (not empty), stored verbatim; at most
+	// MaxDocumentBytes.
+	Data json.RawMessage `json:"data"`
+}
+
+// Thread is a conversation: the runs that share a graph thread (Run.Thread
+// is its ID). Create records the thread of each new run, so every run's
+// thread has one, and CreateThread makes one that has no runs yet.
+type Thread struct {
+	// ID names the thread, like a run's (NewID); Run.Thread refers to it.
+	ID string `json:"id"`
+	// Kind is the kind of its first run; "" while it has none.
+	Kind Kind `json:"kind,omitempty"`
+	// Title is its first run's question, unless it was created with one;
+	// stored as valid UTF-8 without NUL.
+	Title string `json:"title,omitempty"`
+	// Created is when the thread was created.
+	Created time.Time `json:"created"`
+	// Updated is when its newest run was created (Created while it has
+	// none).
+	Updated time.Time `json:"updated"`
+	// Runs is how many runs it has, filled when read (CreateThread ignores
+	// it).
+	Runs int `json:"runs"`
+}
+
+// ThreadListOptions select the threads ListThreads returns.
+type ThreadListOptions struct {
+	// Limit caps the number of threads; 0 (or less) returns them all.
+	Limit int
+	// Offset skips that many threads of the order first, for paging; 0 (or
+	// less) skips none.
+	Offset int
+}
+
 // Store is the registry of runs. Its implementations, OpenSQLite and
 // OpenPostgres, behave identically and are safe for concurrent use, also by
 // several processes on one database.
 type Store interface {
-	// Create stores a new run. It fails with ErrExists when the id is
-	// taken and with ErrInvalid when the run lacks an id, a thread, a kind,
-	// a status or a start time, or has malformed Settings or Report.
+	// Create stores a new run and records its thread in the same
+	// transaction: a thread that has no row yet gets one (Kind and Title
+	// from the run, Created and Updated its Started); one that has gets
+	// Updated moved to the run's Started when that is later, and its Kind
+	// and Title filled in when they are still empty. It fails with
+	// ErrExists when the id is taken and with ErrInvalid when the run lacks
+	// an id, a thread, a kind, a status or a start time, or has malformed
+	// Settings or Report.
 	Create(ctx context.Context, r *Run) error
 	// Update overwrites the stored run with r's ID with every field of r
 	// except Started, Kind and Thread, which stay as created. It fails with
@@ -198,14 +270,54 @@ type Store interface {
 	// List returns runs newest first (by Started, then by ID), without
 	// Settings and Report.
 	List(ctx context.Context, opts ListOptions) ([]*Run, error)
-	// Delete removes the run with exactly the id. It fails with ErrNotFound
-	// when there is no such run.
+	// Delete removes the run with exactly the id, and its events. Its
+	// thread stays, even when it has no runs left (DeleteThread removes
+	// it). It fails with ErrNotFound when there is no such run.
 	Delete(ctx context.Context, id string) error
-	// Prune removes the runs started before before that are no longer
+	// Prune removes the runs started before before that are neither
 	// running (Effective with Alive: a run of a live process is never
-	// removed) and returns them, newest first, without Settings and Report.
+	// removed) nor queued, with their events, and the threads it removed
+	// all the runs of. It returns the runs, newest first, without Settings
+	// and Report.
 	Prune(ctx context.Context, before time.Time) ([]*Run, error)
 	// ThreadRuns returns the runs of a thread oldest first, the order of
 	// the conversation, without Settings and Report.
 	ThreadRuns(ctx context.Context, thread string) ([]*Run, error)
+
+	// AppendEvents stores events of the run with exactly the id, in one
+	// transaction: all of them or, on an error, none. Several writers may
+	// append to one run together when their Seqs differ. It fails with
+	// ErrNotFound when there is no such run, ErrExists when the run already
+	// has an event with one of the Seqs, ErrInvalid when an event has a Seq
+	// below 1 or one that evs has twice, no Type or one that is too long or
+	// not valid UTF-8, or Data that is not a JSON document, and ErrTooLarge
+	// when Data is over MaxDocumentBytes. Appending no events does nothing.
+	AppendEvents(ctx context.Context, runID string, evs []Event) error
+	// Events returns the events of the run with exactly the id whose Seq
+	// is over after, by Seq, at most limit of them (all when limit <= 0).
+	// A run without such events, or no run, gives an empty slice (not nil).
+	// It fails with ErrCorrupt or ErrTooLarge when a stored event cannot be
+	// read back.
+	Events(ctx context.Context, runID string, after int64, limit int) ([]Event, error)
+	// LastEvent returns the event of the run with the highest Seq among
+	// those of type typ, or of any type when typ is "". It fails with
+	// ErrNotFound when there is none.
+	LastEvent(ctx context.Context, runID, typ string) (*Event, error)
+
+	// CreateThread stores a new thread with no runs. It fails with
+	// ErrExists when the id is taken (by a thread, also one that Create
+	// recorded for a run) and with ErrInvalid when the thread lacks an id
+	// or a creation time, or has an unknown Kind. A zero Updated is stored
+	// as Created.
+	CreateThread(ctx context.Context, t *Thread) error
+	// GetThread returns the thread with exactly the id. It fails with
+	// ErrNotFound when there is none.
+	GetThread(ctx context.Context, id string) (*Thread, error)
+	// ListThreads returns threads most recently updated first (by Updated,
+	// then by ID); none gives an empty slice (not nil).
+	ListThreads(ctx context.Context, opts ThreadListOptions) ([]*Thread, error)
+	// DeleteThread removes the thread with exactly the id, all its runs and
+	// their events. It fails with ErrNotFound when there is neither a
+	// thread nor a run of the thread.
+	DeleteThread(ctx context.Context, id string) error
 }

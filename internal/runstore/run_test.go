@@ -42,6 +42,8 @@ func TestEffective(t *testing.T) {
 		"failed":                    {run(StatusFailed, host, dead, now), StatusFailed},
 		"needs input, process gone": {run(StatusNeedsInput, host, dead, now), StatusNeedsInput},
 		"interrupted":               {run(StatusInterrupted, host, pid, now), StatusInterrupted},
+		"queued, no process":        {run(StatusQueued, "", 0, time.Time{}), StatusQueued},
+		"queued, process gone":      {run(StatusQueued, host, dead, now), StatusQueued},
 	} {
 		assert.Equal(t, c.want, c.run.Effective(now, Alive), name)
 	}
@@ -70,6 +72,8 @@ func TestDuration(t *testing.T) {
 	assert.Equal(t, time.Minute, running().Duration(now, dead), "killed: until its last update, not growing with time")
 	paused := &Run{Status: StatusNeedsInput, Started: start, Updated: start.Add(2 * time.Minute)}
 	assert.Equal(t, 2*time.Minute, paused.Duration(now, alive), "waiting for a person is not run time")
+	queued := &Run{Status: StatusQueued, Started: start}
+	assert.Equal(t, time.Duration(0), queued.Duration(now, alive), "waiting in a queue is not run time")
 	assert.Equal(t, time.Duration(0), running().Duration(start.Add(-time.Second), alive), "never negative")
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,11 +16,22 @@ import (
 // interface (sqlDB) that sqlite.go implements with database/sql and
 // postgres.go with pgx. Both dialects take the same statements, with $n
 // parameters; only the table definitions, the transaction that creates
-// them and the encoding of times differ.
+// them, the row locks and the encoding of times differ.
+//
+// Writes that touch several rows run in a transaction. In SQLite a
+// transaction holds the database's write lock (_txlock=immediate), so they
+// are serialized; in PostgreSQL (read committed) the row locks keep the
+// tables consistent: AppendEvents holds a key-share lock on the run while
+// it adds events, which a deletion of the run waits for, and a removal of
+// the run's events runs after the deletion of the run, so that it sees the
+// events of appenders that finished meanwhile, while later appenders find
+// no run.
 
 // schemaVersion is the version of the tables this code reads and writes,
-// kept in the meta table as schema_version.
-const schemaVersion = 1
+// kept in the meta table as schema_version. Version 1 had research_runs
+// only; version 2 added research_threads, with a row for each thread of
+// the stored runs, and research_run_events.
+const schemaVersion = 2
 
 // sqlConn runs statements on a database or in a transaction.
 type sqlConn interface {
@@ -42,16 +55,30 @@ type sqlDB interface {
 	// creation of the tables, where the tables can be created, and commits
 	// when fn returns nil.
 	inTx(ctx context.Context, fn func(sqlConn) error) error
+	// tx runs fn in a transaction and commits when fn returns nil.
+	tx(ctx context.Context, fn func(sqlConn) error) error
 }
 
 // dialect is what differs between the SQL stores.
 type dialect struct {
 	// name is the database's name in error messages.
 	name string
-	// create makes the runs table and its indexes.
+	// create makes the tables and their indexes, if they are missing.
 	create []string
 	// timeArg encodes a time (never zero) as a statement argument.
 	timeArg func(time.Time) any
+	// param is the placeholder of the nth parameter of a statement that
+	// has many. Other statements use $n, which SQLite takes too, but looks
+	// up by name in a list, which takes time in the square of their number.
+	param func(n int) string
+	// keyShare and forUpdate end a SELECT that locks the rows it reads
+	// until the end of the transaction: against their deletion (keyShare),
+	// or against any change (forUpdate). They are empty when a transaction
+	// locks the whole database.
+	keyShare, forUpdate string
+	// runOfThread is the condition that the run r is of the thread t, in
+	// the collation of research_runs_thread, so that the index serves it.
+	runOfThread string
 }
 
 // sqlStore is the Store over a SQL database.
@@ -83,15 +110,31 @@ func openSQL(ctx context.Context, db sqlDB, d dialect) (*sqlStore, error) {
 				return err
 			}
 		}
+		// Before version 2 the threads had no rows: each thread of the
+		// stored runs gets one (nothing to do in a new database).
+		if _, err := c.exec(ctx, backfillThreads); err != nil {
+			return err
+		}
 		_, err = c.exec(ctx, `INSERT INTO research_runs_meta (key, value) VALUES ('schema_version', $1)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, schemaVersion)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("runstore: preparing the table of runs research_runs in %s: %w", d.name, err)
+		return nil, fmt.Errorf("runstore: preparing the tables of runs (research_runs…) in %s: %w", d.name, err)
 	}
 	return s, nil
 }
+
+// backfillThreads gives each thread of the stored runs its row: kind and
+// title from its oldest run (by started, then id), created when that run
+// started and updated when its newest did.
+const backfillThreads = `INSERT INTO research_threads (id, kind, title, created, updated)
+	SELECT r.thread, r.kind, r.question, r.started,
+		(SELECT max(n.started) FROM research_runs n WHERE n.thread = r.thread)
+	FROM research_runs r
+	WHERE NOT EXISTS (SELECT 1 FROM research_runs o WHERE o.thread = r.thread
+		AND (o.started < r.started OR (o.started = r.started AND o.id < r.id)))
+	ON CONFLICT (id) DO NOTHING`
 
 // summaryColumns are the columns of a run but its documents, in the order
 // of runFields.
@@ -105,18 +148,34 @@ func (s *sqlStore) Create(ctx context.Context, r *Run) error {
 		return err
 	}
 	n := normalized(r)
-	changed, err := s.db.exec(ctx, `INSERT INTO research_runs (`+summaryColumns+`, settings, report)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-		ON CONFLICT (id) DO NOTHING`,
-		n.ID, n.Thread, string(n.Kind), n.Question, string(n.Status), s.time(n.Started), s.time(n.Updated), s.time(n.Ended),
-		n.Error, n.Tokens, n.Calls, n.Host, n.PID, document(n.Settings), document(n.Report))
-	switch {
-	case err != nil:
+	err := s.db.tx(ctx, func(c sqlConn) error {
+		changed, err := c.exec(ctx, `INSERT INTO research_runs (`+summaryColumns+`, settings, report)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+			ON CONFLICT (id) DO NOTHING`,
+			n.ID, n.Thread, string(n.Kind), n.Question, string(n.Status), s.time(n.Started), s.time(n.Updated), s.time(n.Ended),
+			n.Error, n.Tokens, n.Calls, n.Host, n.PID, document(n.Settings), document(n.Report))
+		switch {
+		case err != nil:
+			return err
+		case changed == 0:
+			return exists(r.ID)
+		}
+		// The thread's row: new, or later, or with its kind and title
+		// filled in.
+		_, err = c.exec(ctx, `INSERT INTO research_threads (id, kind, title, created, updated)
+			VALUES ($1, $2, $3, $4, $4)
+			ON CONFLICT (id) DO UPDATE SET
+				updated = CASE WHEN excluded.updated > research_threads.updated
+					THEN excluded.updated ELSE research_threads.updated END,
+				kind = CASE WHEN research_threads.kind = '' THEN excluded.kind ELSE research_threads.kind END,
+				title = CASE WHEN research_threads.title = '' THEN excluded.title ELSE research_threads.title END`,
+			n.Thread, string(n.Kind), n.Question, s.time(n.Started))
+		return err
+	})
+	if err != nil && !ours(err) {
 		return fmt.Errorf("runstore: storing new run %q in %s: %w", r.ID, s.d.name, err)
-	case changed == 0:
-		return exists(r.ID)
 	}
-	return nil
+	return err
 }
 
 func (s *sqlStore) Update(ctx context.Context, r *Run) error {
@@ -232,10 +291,7 @@ func (s *sqlStore) List(ctx context.Context, opts ListOptions) ([]*Run, error) {
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	query += ` ORDER BY started DESC, id DESC`
-	if opts.Limit > 0 {
-		query += ` LIMIT ` + strconv.Itoa(opts.Limit)
-	}
+	query += ` ORDER BY started DESC, id DESC` + page(opts.Limit, opts.Offset)
 	runs, err := s.summaries(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("runstore: listing runs in %s: %w", s.d.name, err)
@@ -243,15 +299,38 @@ func (s *sqlStore) List(ctx context.Context, opts ListOptions) ([]*Run, error) {
 	return runs, nil
 }
 
-func (s *sqlStore) Delete(ctx context.Context, id string) error {
-	changed, err := s.db.exec(ctx, `DELETE FROM research_runs WHERE id = $1`, id)
-	switch {
-	case err != nil:
-		return fmt.Errorf("runstore: deleting run %q from %s: %w", id, s.d.name, err)
-	case changed == 0:
-		return notFound(id)
+// page is the LIMIT and OFFSET clause of a page of a list: "" for all of
+// it.
+func page(limit, offset int) string {
+	if limit <= 0 && offset <= 0 {
+		return ""
 	}
-	return nil
+	if limit <= 0 {
+		limit = math.MaxInt64 // SQLite wants a LIMIT before an OFFSET
+	}
+	clause := ` LIMIT ` + strconv.Itoa(limit)
+	if offset > 0 {
+		clause += ` OFFSET ` + strconv.Itoa(offset)
+	}
+	return clause
+}
+
+func (s *sqlStore) Delete(ctx context.Context, id string) error {
+	err := s.db.tx(ctx, func(c sqlConn) error {
+		changed, err := c.exec(ctx, `DELETE FROM research_runs WHERE id = $1`, id)
+		switch {
+		case err != nil:
+			return err
+		case changed == 0:
+			return notFound(id)
+		}
+		_, err = c.exec(ctx, `DELETE FROM research_run_events WHERE run_id = $1`, id)
+		return err
+	})
+	if err != nil && !ours(err) {
+		return fmt.Errorf("runstore: deleting run %q from %s: %w", id, s.d.name, err)
+	}
+	return err
 }
 
 // Prune removes each prunable run only if it has not been written since it
@@ -265,17 +344,45 @@ func (s *sqlStore) Prune(ctx context.Context, before time.Time) ([]*Run, error) 
 	}
 	now := time.Now()
 	var pruned []*Run
+	var threads []string // of the pruned runs, each once
 	for _, r := range old {
 		if !prunable(r, before, now) {
 			continue
 		}
-		changed, err := s.db.exec(ctx, `DELETE FROM research_runs WHERE id = $1 AND status = $2 AND updated IS NOT DISTINCT FROM $3`,
-			r.ID, string(r.Status), s.time(r.Updated))
+		var removed bool
+		err := s.db.tx(ctx, func(c sqlConn) error {
+			changed, err := c.exec(ctx, `DELETE FROM research_runs WHERE id = $1 AND status = $2 AND updated IS NOT DISTINCT FROM $3`,
+				r.ID, string(r.Status), s.time(r.Updated))
+			if err != nil || changed == 0 {
+				return err
+			}
+			removed = true
+			_, err = c.exec(ctx, `DELETE FROM research_run_events WHERE run_id = $1`, r.ID)
+			return err
+		})
 		if err != nil {
 			return pruned, fmt.Errorf("runstore: pruning run %q from %s: %w", r.ID, s.d.name, err)
 		}
-		if changed > 0 {
+		if removed {
 			pruned = append(pruned, r)
+			if !slices.Contains(threads, r.Thread) {
+				threads = append(threads, r.Thread)
+			}
+		}
+	}
+	for _, thread := range threads {
+		// The lock waits for a Create adding a run to the thread, whose run
+		// the next statement then sees.
+		err := s.db.tx(ctx, func(c sqlConn) error {
+			if _, err := c.exec(ctx, `SELECT id FROM research_threads WHERE id = $1`+s.d.forUpdate, thread); err != nil {
+				return err
+			}
+			_, err := c.exec(ctx, `DELETE FROM research_threads WHERE id = $1
+				AND NOT EXISTS (SELECT 1 FROM research_runs WHERE thread = $1)`, thread)
+			return err
+		})
+		if err != nil {
+			return pruned, fmt.Errorf("runstore: removing thread %q, whose runs were pruned, from %s: %w", thread, s.d.name, err)
 		}
 	}
 	return pruned, nil
@@ -287,6 +394,233 @@ func (s *sqlStore) ThreadRuns(ctx context.Context, thread string) ([]*Run, error
 		return nil, fmt.Errorf("runstore: listing the runs of thread %q in %s: %w", thread, s.d.name, err)
 	}
 	return runs, nil
+}
+
+// eventsPerInsert is how many events one INSERT statement of AppendEvents
+// stores at most: 5 parameters each stays far below the limits of both
+// databases (32766 in SQLite, 65535 in PostgreSQL).
+const eventsPerInsert = 500
+
+func (s *sqlStore) AppendEvents(ctx context.Context, runID string, evs []Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	if err := checkEvents(runID, evs); err != nil {
+		return err
+	}
+	err := s.db.tx(ctx, func(c sqlConn) error {
+		// The run's row stays locked against its deletion until the
+		// events are in.
+		var one int
+		err := scanOne(ctx, c, []any{&one}, `SELECT 1 FROM research_runs WHERE id = $1`+s.d.keyShare, runID)
+		switch {
+		case errors.Is(err, errNoRows):
+			return notFound(runID)
+		case err != nil:
+			return err
+		}
+		for chunk := range slices.Chunk(evs, eventsPerInsert) {
+			var q strings.Builder
+			q.WriteString(`INSERT INTO research_run_events (run_id, seq, type, at, data) VALUES `)
+			args := make([]any, 0, 5*len(chunk))
+			for i, e := range chunk {
+				if i > 0 {
+					q.WriteString(", ")
+				}
+				q.WriteByte('(')
+				for j := range 5 {
+					if j > 0 {
+						q.WriteString(", ")
+					}
+					q.WriteString(s.d.param(len(args) + j + 1))
+				}
+				q.WriteByte(')')
+				args = append(args, runID, e.Seq, e.Type, s.time(normalTime(e.At)), []byte(e.Data))
+			}
+			q.WriteString(` ON CONFLICT (run_id, seq) DO NOTHING RETURNING seq`)
+			stored, err := queryAll(ctx, c, scanInt64, q.String(), args...)
+			if err != nil {
+				return err
+			}
+			if len(stored) < len(chunk) {
+				for _, e := range chunk {
+					if !slices.Contains(stored, e.Seq) {
+						return fmt.Errorf("%w: run %q already has an event with seq %d; none of the %d events was stored: append them with seqs after the run's last (LastEvent)",
+							ErrExists, runID, e.Seq, len(evs))
+					}
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil && !ours(err) {
+		return fmt.Errorf("runstore: storing %d events of run %q in %s: %w", len(evs), runID, s.d.name, err)
+	}
+	return err
+}
+
+// eventColumns are the columns of an event as scanEvent reads them, with
+// $2 standing for MaxDocumentBytes: the data comes with its length, and
+// only when within the limit.
+const eventColumns = `seq, type, at, octet_length(data), CASE WHEN octet_length(data) <= $2 THEN data END`
+
+func (s *sqlStore) Events(ctx context.Context, runID string, after int64, limit int) ([]Event, error) {
+	evs, err := queryAll(ctx, s.db, scanEvent(runID), `SELECT `+eventColumns+` FROM research_run_events
+		WHERE run_id = $1 AND seq > $3 ORDER BY seq`+page(limit, 0), runID, MaxDocumentBytes, after)
+	switch {
+	case err != nil && !ours(err):
+		return nil, fmt.Errorf("runstore: reading the events of run %q from %s: %w", runID, s.d.name, err)
+	case err != nil:
+		return nil, err
+	case evs == nil:
+		return []Event{}, nil
+	}
+	return evs, nil
+}
+
+func (s *sqlStore) LastEvent(ctx context.Context, runID, typ string) (*Event, error) {
+	query, args := `SELECT `+eventColumns+` FROM research_run_events WHERE run_id = $1`, []any{runID, MaxDocumentBytes}
+	if typ != "" {
+		query += ` AND type = $3`
+		args = append(args, typ)
+	}
+	evs, err := queryAll(ctx, s.db, scanEvent(runID), query+` ORDER BY seq DESC LIMIT 1`, args...)
+	switch {
+	case err != nil && !ours(err):
+		return nil, fmt.Errorf("runstore: reading the last event of run %q from %s: %w", runID, s.d.name, err)
+	case err != nil:
+		return nil, err
+	case len(evs) == 0 && typ == "":
+		return nil, fmt.Errorf("%w: run %q has no events (or there is no such run)", ErrNotFound, runID)
+	case len(evs) == 0:
+		return nil, fmt.Errorf("%w: run %q has no event of type %q (or there is no such run)", ErrNotFound, runID, typ)
+	}
+	return &evs[0], nil
+}
+
+// scanEvent reads a row of eventColumns of the run id, refusing data that
+// cannot be read back.
+func scanEvent(id string) func(sqlRows) (Event, error) {
+	return func(rows sqlRows) (Event, error) {
+		var e Event
+		var size int64
+		if err := rows.Scan(&e.Seq, &e.Type, dbTime{&e.At}, &size, (*[]byte)(&e.Data)); err != nil {
+			return e, err
+		}
+		return e, checkData(id, e.Seq, e.Data, size, ErrCorrupt, fmt.Sprintf(docHint, id))
+	}
+}
+
+func scanInt64(rows sqlRows) (int64, error) {
+	var v int64
+	err := rows.Scan(&v)
+	return v, err
+}
+
+// threadColumns are the columns of a thread (as t) in the order of
+// threadFields.
+func (s *sqlStore) threadColumns() string {
+	return `t.id, t.kind, t.title, t.created, t.updated,
+		(SELECT count(*) FROM research_runs r WHERE ` + s.d.runOfThread + `)`
+}
+
+// threadFields are the scan destinations of threadColumns.
+func threadFields(t *Thread) []any {
+	return []any{&t.ID, (*string)(&t.Kind), &t.Title, dbTime{&t.Created}, dbTime{&t.Updated}, &t.Runs}
+}
+
+func (s *sqlStore) CreateThread(ctx context.Context, t *Thread) error {
+	if err := checkThread(t); err != nil {
+		return err
+	}
+	created, updated := normalTime(t.Created), normalTime(t.Updated)
+	if updated.IsZero() {
+		updated = created
+	}
+	changed, err := s.db.exec(ctx, `INSERT INTO research_threads (id, kind, title, created, updated)
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`,
+		t.ID, string(t.Kind), text(t.Title), s.time(created), s.time(updated))
+	switch {
+	case err != nil:
+		return fmt.Errorf("runstore: storing new thread %q in %s: %w", t.ID, s.d.name, err)
+	case changed == 0:
+		return fmt.Errorf("%w: thread %q is already stored; create it with another id (NewID), or add runs to it", ErrExists, t.ID)
+	}
+	return nil
+}
+
+func (s *sqlStore) GetThread(ctx context.Context, id string) (*Thread, error) {
+	t := new(Thread)
+	err := scanOne(ctx, s.db, threadFields(t), `SELECT `+s.threadColumns()+` FROM research_threads t WHERE t.id = $1`, id)
+	switch {
+	case errors.Is(err, errNoRows):
+		return nil, threadNotFound(id)
+	case err != nil:
+		return nil, fmt.Errorf("runstore: reading thread %q from %s: %w", id, s.d.name, err)
+	}
+	return t, nil
+}
+
+func (s *sqlStore) ListThreads(ctx context.Context, opts ThreadListOptions) ([]*Thread, error) {
+	threads, err := queryAll(ctx, s.db, func(rows sqlRows) (*Thread, error) {
+		t := new(Thread)
+		return t, rows.Scan(threadFields(t)...)
+	}, `SELECT `+s.threadColumns()+` FROM research_threads t ORDER BY t.updated DESC, t.id DESC`+page(opts.Limit, opts.Offset))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("runstore: listing threads in %s: %w", s.d.name, err)
+	case threads == nil:
+		return []*Thread{}, nil
+	}
+	return threads, nil
+}
+
+// DeleteThread removes the thread's row first: a Create adding a run to
+// the thread meanwhile waits for it, and then makes the row anew.
+func (s *sqlStore) DeleteThread(ctx context.Context, id string) error {
+	err := s.db.tx(ctx, func(c sqlConn) error {
+		threads, err := c.exec(ctx, `DELETE FROM research_threads WHERE id = $1`, id)
+		if err != nil {
+			return err
+		}
+		runs, err := queryAll(ctx, c, func(rows sqlRows) (string, error) {
+			var id string
+			err := rows.Scan(&id)
+			return id, err
+		}, `DELETE FROM research_runs WHERE thread = $1 RETURNING id`, id)
+		if err != nil {
+			return err
+		}
+		if threads == 0 && len(runs) == 0 {
+			return threadNotFound(id)
+		}
+		for _, run := range runs {
+			if _, err := c.exec(ctx, `DELETE FROM research_run_events WHERE run_id = $1`, run); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil && !ours(err) {
+		return fmt.Errorf("runstore: deleting thread %q from %s: %w", id, s.d.name, err)
+	}
+	return err
+}
+
+// threadNotFound is the error for a missing thread.
+func threadNotFound(id string) error {
+	return fmt.Errorf("%w: no thread has the id %q", ErrNotFound, id)
+}
+
+// ours reports whether err is one of the package's errors, which a store
+// returns as they are, already saying what they are about.
+func ours(err error) bool {
+	for _, e := range []error{ErrNotFound, ErrAmbiguous, ErrExists, ErrInvalid, ErrTooLarge, ErrCorrupt} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // summaries runs a query selecting summaryColumns.

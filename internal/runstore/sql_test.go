@@ -6,12 +6,14 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -26,9 +28,18 @@ import (
 type sqlEnv struct {
 	// openErr opens the store (again) over the database.
 	openErr func(ctx context.Context) (Store, error)
-	// exec runs a statement behind the store's back; {runs} and {meta}
-	// stand for its tables.
+	// exec runs a statement behind the store's back; {runs}, {meta},
+	// {threads} and {events} stand for its tables.
 	exec func(t *testing.T, query string, args ...any)
+	// v1 are the statements that made the tables of schema version 1 (in
+	// an empty database, with exec).
+	v1 []string
+	// tables lists the tables of the store's database.
+	tables func(t *testing.T) []string
+	// time is a time as the tables store it, for exec.
+	time func(time.Time) any
+	// count runs a query behind the store's back that counts something.
+	count func(t *testing.T, query string, args ...any) int
 }
 
 func (e sqlEnv) open(t *testing.T) Store {
@@ -46,7 +57,7 @@ func sqliteDSN(path string) string {
 
 // openSQLiteDB opens a database/sql handle to the SQLite file, closed in
 // cleanup.
-func openSQLiteDB(t *testing.T, path string) *sql.DB {
+func openSQLiteDB(t testing.TB, path string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("sqlite", sqliteDSN(path))
 	require.NoError(t, err)
@@ -55,20 +66,69 @@ func openSQLiteDB(t *testing.T, path string) *sql.DB {
 }
 
 // newSQLite is a fresh SQLite file in t.TempDir().
-func newSQLite(t *testing.T) sqlEnv {
+func newSQLite(t testing.TB) sqlEnv {
 	db := openSQLiteDB(t, filepath.Join(t.TempDir(), "runs.db"))
-	names := strings.NewReplacer("{runs}", "research_runs", "{meta}", "research_runs_meta")
+	names := strings.NewReplacer("{runs}", "research_runs", "{meta}", "research_runs_meta",
+		"{threads}", "research_threads", "{events}", "research_run_events")
 	return sqlEnv{
 		openErr: func(ctx context.Context) (Store, error) { return OpenSQLite(ctx, db) },
 		exec: func(t *testing.T, query string, args ...any) {
 			_, err := db.ExecContext(t.Context(), names.Replace(query), args...)
 			require.NoError(t, err)
 		},
+		v1: []string{
+			`CREATE TABLE research_runs_meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL)`,
+			`CREATE TABLE research_runs (
+				id TEXT PRIMARY KEY NOT NULL,
+				thread TEXT NOT NULL,
+				kind TEXT NOT NULL,
+				question TEXT NOT NULL,
+				status TEXT NOT NULL,
+				started INTEGER NOT NULL,
+				updated INTEGER,
+				ended INTEGER,
+				error TEXT NOT NULL,
+				tokens INTEGER NOT NULL,
+				calls INTEGER NOT NULL,
+				host TEXT NOT NULL,
+				pid INTEGER NOT NULL,
+				settings BLOB,
+				report BLOB
+			) STRICT`,
+			`CREATE INDEX research_runs_started ON research_runs (started DESC, id DESC)`,
+			`CREATE INDEX research_runs_thread ON research_runs (thread, started, id)`,
+			`INSERT INTO research_runs_meta (key, value) VALUES ('schema_version', 1)`,
+		},
+		tables: func(t *testing.T) []string {
+			return queryStrings(t, db, `SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`)
+		},
+		time: func(t time.Time) any { return t.UnixMicro() },
+		count: func(t *testing.T, query string, args ...any) int {
+			var n int
+			require.NoError(t, db.QueryRowContext(t.Context(), names.Replace(query), args...).Scan(&n))
+			return n
+		},
 	}
 }
 
+// queryStrings returns the first column of a query's rows.
+func queryStrings(t *testing.T, db *sql.DB, query string) []string {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), query)
+	require.NoError(t, err)
+	defer rows.Close()
+	var all []string
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		all = append(all, s)
+	}
+	require.NoError(t, rows.Err())
+	return all
+}
+
 // postgresDSN returns the DSN of the test server, or skips the test.
-func postgresDSN(t *testing.T) string {
+func postgresDSN(t testing.TB) string {
 	dsn := os.Getenv("DEEPGRAPH_TEST_POSTGRES")
 	if dsn == "" {
 		t.Skip("PostgreSQL tests skipped: set DEEPGRAPH_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable to run them (.ci/run sets it when a server answers on 127.0.0.1:5432)")
@@ -78,15 +138,53 @@ func postgresDSN(t *testing.T) string {
 
 // newPostgres is a fresh schema of its own, first in the pool's
 // search_path, dropped in cleanup.
-func newPostgres(t *testing.T) sqlEnv {
+func newPostgres(t testing.TB) sqlEnv {
 	pool, schema := newPostgresPool(t)
 	names := strings.NewReplacer("{runs}", pgx.Identifier{schema, "research_runs"}.Sanitize(),
-		"{meta}", pgx.Identifier{schema, "research_runs_meta"}.Sanitize())
+		"{meta}", pgx.Identifier{schema, "research_runs_meta"}.Sanitize(),
+		"{threads}", pgx.Identifier{schema, "research_threads"}.Sanitize(),
+		"{events}", pgx.Identifier{schema, "research_run_events"}.Sanitize())
 	return sqlEnv{
 		openErr: func(ctx context.Context) (Store, error) { return OpenPostgres(ctx, pool) },
 		exec: func(t *testing.T, query string, args ...any) {
 			_, err := pool.Exec(t.Context(), names.Replace(query), args...)
 			require.NoError(t, err)
+		},
+		v1: []string{
+			`CREATE TABLE {meta} (key TEXT PRIMARY KEY, value BIGINT NOT NULL)`,
+			`CREATE TABLE {runs} (
+				id text COLLATE "C" PRIMARY KEY,
+				thread text NOT NULL,
+				kind text NOT NULL,
+				question text NOT NULL,
+				status text NOT NULL,
+				started timestamptz NOT NULL,
+				updated timestamptz,
+				ended timestamptz,
+				error text NOT NULL,
+				tokens bigint NOT NULL,
+				calls bigint NOT NULL,
+				host text NOT NULL,
+				pid bigint NOT NULL,
+				settings bytea,
+				report bytea
+			)`,
+			`CREATE INDEX research_runs_started ON {runs} (started DESC, id DESC)`,
+			`CREATE INDEX research_runs_thread ON {runs} (thread, started, id)`,
+			`INSERT INTO {meta} (key, value) VALUES ('schema_version', 1)`,
+		},
+		tables: func(t *testing.T) []string {
+			rows, err := pool.Query(t.Context(), `SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY tablename COLLATE "C"`, schema)
+			require.NoError(t, err)
+			names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			require.NoError(t, err)
+			return names
+		},
+		time: func(t time.Time) any { return t },
+		count: func(t *testing.T, query string, args ...any) int {
+			var n int
+			require.NoError(t, pool.QueryRow(t.Context(), names.Replace(query), args...).Scan(&n))
+			return n
 		},
 	}
 }
@@ -94,7 +192,7 @@ func newPostgres(t *testing.T) sqlEnv {
 // newPostgresPool connects to the test server with a fresh schema of its
 // own first in search_path, and returns the pool and the schema's name; the
 // schema is dropped in cleanup.
-func newPostgresPool(t *testing.T) (*pgxpool.Pool, string) {
+func newPostgresPool(t testing.TB) (*pgxpool.Pool, string) {
 	cfg, err := pgxpool.ParseConfig(postgresDSN(t))
 	require.NoError(t, err)
 	var b [6]byte
@@ -123,7 +221,7 @@ func TestPostgresDatabase(t *testing.T) {
 	testSQL(t, newPostgres)
 }
 
-func testSQL(t *testing.T, env func(t *testing.T) sqlEnv) {
+func testSQL(t *testing.T, env func(testing.TB) sqlEnv) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, e sqlEnv)
@@ -131,8 +229,13 @@ func testSQL(t *testing.T, env func(t *testing.T) sqlEnv) {
 		{"ReopenKeepsRuns", testReopen},
 		{"OversizeDocumentRefusedOnRead", testOversizeOnRead},
 		{"CorruptDocumentRefusedOnRead", testCorruptOnRead},
+		{"CorruptEventRefusedOnRead", testCorruptEventOnRead},
 		{"NewerSchemaRefused", testNewerSchema},
 		{"ConcurrentOpens", testConcurrentOpens},
+		{"Tables", testTables},
+		{"UpgradeFromVersion1", testUpgradeFromV1},
+		{"UpgradeEmptyVersion1", testUpgradeEmptyV1},
+		{"NoEventsOutliveTheirRun", testNoOrphanEvents},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, env(t)) })
@@ -176,10 +279,141 @@ func testCorruptOnRead(t *testing.T, e sqlEnv) {
 
 func testNewerSchema(t *testing.T, e sqlEnv) {
 	e.open(t)
-	e.exec(t, `UPDATE {meta} SET value = 2 WHERE key = 'schema_version'`)
+	e.exec(t, `UPDATE {meta} SET value = 3 WHERE key = 'schema_version'`)
 	_, err := e.openErr(t.Context())
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "has version 2, and this version of deepgraph reads up to 1: upgrade deepgraph")
+	assert.Contains(t, err.Error(), "has version 3, and this version of deepgraph reads up to 2: upgrade deepgraph")
+}
+
+func testCorruptEventOnRead(t *testing.T, e sqlEnv) {
+	s := e.open(t)
+	create(t, s, newRun("badv0001", base()))
+	require.NoError(t, s.AppendEvents(t.Context(), "badv0001", []Event{event(1, "a"), event(2, "b"), event(3, "c")}))
+	e.exec(t, `UPDATE {events} SET data = $1 WHERE run_id = $2 AND seq = 2`, []byte(`{"n":`), "badv0001")
+	e.exec(t, `UPDATE {events} SET data = $1 WHERE run_id = $2 AND seq = 3`, []byte(bigDocument()), "badv0001")
+
+	_, err := s.Events(t.Context(), "badv0001", 0, 0)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.Contains(t, err.Error(), `run "badv0001": the data of its event 2 is not a JSON document`)
+	assert.Contains(t, err.Error(), "research rm badv0001")
+	_, err = s.Events(t.Context(), "badv0001", 2, 0)
+	require.ErrorIs(t, err, ErrTooLarge)
+	assert.Contains(t, err.Error(), "event 3 has 16777217 bytes")
+	_, err = s.LastEvent(t.Context(), "badv0001", "b")
+	require.ErrorIs(t, err, ErrCorrupt)
+
+	evs, err := s.Events(t.Context(), "badv0001", 0, 1)
+	require.NoError(t, err, "the events before are read")
+	assert.Len(t, evs, 1)
+	require.NoError(t, s.Delete(t.Context(), "badv0001"))
+}
+
+func testTables(t *testing.T, e sqlEnv) {
+	e.open(t)
+	assert.Equal(t, []string{"research_run_events", "research_runs", "research_runs_meta", "research_threads"}, e.tables(t))
+}
+
+// testUpgradeFromV1 opens tables of schema version 1 with runs: the new
+// tables are made, and each thread gets its row.
+func testUpgradeFromV1(t *testing.T, e sqlEnv) {
+	ctx := t.Context()
+	for _, stmt := range e.v1 {
+		e.exec(t, stmt)
+	}
+	insert := func(id, thread string, kind Kind, question string, started time.Time) {
+		e.exec(t, `INSERT INTO {runs} (id, thread, kind, question, status, started, updated, ended, error, tokens, calls, host, pid)
+			VALUES ($1, $2, $3, $4, 'done', $5, NULL, NULL, '', 0, 0, '', 0)`, id, thread, string(kind), question, e.time(started))
+	}
+	insert("old00001", "conversation", KindAgent, "first", base())
+	insert("old00002", "conversation", KindResearch, "second", base().Add(2*time.Hour))
+	insert("old00003", "conversation", KindResearch, "same start, greater id", base())
+	insert("old00004", "conversation", KindResearch, "between", base().Add(time.Hour))
+	insert("old00005", "lonely", KindResearch, "alone", base().Add(3*time.Hour))
+	insert("old00000", "tie", KindResearch, "tie, smaller id", base())
+	insert("old00009", "tie", KindAgent, "tie, greater id", base())
+
+	s := e.open(t)
+	assert.Equal(t, []string{"research_run_events", "research_runs", "research_runs_meta", "research_threads"}, e.tables(t))
+	threads, err := s.ListThreads(ctx, ThreadListOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []*Thread{
+		{ID: "lonely", Kind: KindResearch, Title: "alone", Created: base().Add(3 * time.Hour), Updated: base().Add(3 * time.Hour), Runs: 1},
+		{ID: "conversation", Kind: KindAgent, Title: "first", Created: base(), Updated: base().Add(2 * time.Hour), Runs: 4},
+		{ID: "tie", Kind: KindResearch, Title: "tie, smaller id", Created: base(), Updated: base(), Runs: 2},
+	}, threads)
+
+	// The upgraded store works, and opens again without redoing it.
+	r := newRun("new00001", base().Add(5*time.Hour))
+	r.Thread = "conversation"
+	create(t, s, r)
+	require.NoError(t, s.AppendEvents(ctx, r.ID, []Event{event(1, "a")}))
+	require.NoError(t, s.DeleteThread(ctx, "lonely"))
+	s = e.open(t)
+	th, err := s.GetThread(ctx, "conversation")
+	require.NoError(t, err)
+	assert.Equal(t, base().Add(5*time.Hour), th.Updated)
+	assert.Equal(t, 5, th.Runs)
+	_, err = s.GetThread(ctx, "lonely")
+	require.ErrorIs(t, err, ErrNotFound, "not made again")
+	evs, err := s.Events(ctx, r.ID, 0, 0)
+	require.NoError(t, err)
+	assert.Len(t, evs, 1)
+}
+
+// testNoOrphanEvents deletes runs while writers append to them: no event
+// stays behind, and an append fails only because the run is gone.
+func testNoOrphanEvents(t *testing.T, e sqlEnv) {
+	s := e.open(t)
+	const runs, writers = 4, 4
+	for i := range runs {
+		r := newRun(fmt.Sprintf("orph%04d", i), base())
+		if i%2 == 1 {
+			r.Thread = "thread-orph0000" // DeleteThread removes both
+		}
+		create(t, s, r)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, runs*writers+runs)
+	for i := range runs {
+		id := fmt.Sprintf("orph%04d", i)
+		for w := range writers {
+			wg.Go(func() {
+				for n := int64(0); ; n++ {
+					err := s.AppendEvents(t.Context(), id, []Event{event(n*writers+int64(w)+1, "a")})
+					if err != nil {
+						if !errors.Is(err, ErrNotFound) {
+							errs <- err
+						}
+						return
+					}
+				}
+			})
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
+	errs <- s.DeleteThread(t.Context(), "thread-orph0000")
+	errs <- s.Delete(t.Context(), "orph0002")
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	assert.Zero(t, e.count(t, `SELECT count(*) FROM {events}`), "events of deleted runs")
+	assert.Zero(t, e.count(t, `SELECT count(*) FROM {runs}`))
+}
+
+func testUpgradeEmptyV1(t *testing.T, e sqlEnv) {
+	for _, stmt := range e.v1 {
+		e.exec(t, stmt)
+	}
+	s := e.open(t)
+	threads, err := s.ListThreads(t.Context(), ThreadListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, threads)
+	create(t, s, newRun("new00001", base()))
+	threads, err = s.ListThreads(t.Context(), ThreadListOptions{})
+	require.NoError(t, err)
+	assert.Len(t, threads, 1)
 }
 
 func testConcurrentOpens(t *testing.T, e sqlEnv) {
@@ -239,17 +473,8 @@ func TestSQLiteSharesTheFile(t *testing.T) {
 	assert.Equal(t, 7, userVersion, "PRAGMA user_version belongs to the checkpoint store")
 	assert.Equal(t, 1684500327, appID, "PRAGMA application_id belongs to the checkpoint store")
 
-	var tables []string
-	rows, err := db.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`)
-	require.NoError(t, err)
-	defer rows.Close()
-	for rows.Next() {
-		var name string
-		require.NoError(t, rows.Scan(&name))
-		tables = append(tables, name)
-	}
-	require.NoError(t, rows.Err())
-	assert.Equal(t, []string{"deepgraph_checkpoints", "research_runs", "research_runs_meta"}, tables)
+	assert.Equal(t, []string{"deepgraph_checkpoints", "research_run_events", "research_runs", "research_runs_meta", "research_threads"},
+		queryStrings(t, db, `SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`))
 }
 
 // PostgreSQL: the tables go in the connection's default schema (the first
@@ -293,6 +518,25 @@ func TestSQLiteErrors(t *testing.T) {
 	assert.ErrorContains(t, err, `listing the runs of thread "t" in SQLite: sql: database is closed`)
 	_, err = s.Prune(ctx, base())
 	assert.ErrorContains(t, err, "listing the runs to prune in SQLite: sql: database is closed")
+
+	err = s.AppendEvents(ctx, r.ID, []Event{event(1, "a")})
+	assert.ErrorContains(t, err, `storing 1 events of run "gone0001" in SQLite: sql: database is closed`)
+	assert.NotErrorIs(t, err, ErrNotFound)
+	_, err = s.Events(ctx, r.ID, 0, 0)
+	assert.ErrorContains(t, err, `reading the events of run "gone0001" from SQLite: sql: database is closed`)
+	_, err = s.LastEvent(ctx, r.ID, "")
+	assert.ErrorContains(t, err, `reading the last event of run "gone0001" from SQLite: sql: database is closed`)
+	assert.NotErrorIs(t, err, ErrNotFound)
+	th := &Thread{ID: "thread1", Created: base()}
+	assert.ErrorContains(t, s.CreateThread(ctx, th), `storing new thread "thread1" in SQLite: sql: database is closed`)
+	_, err = s.GetThread(ctx, th.ID)
+	assert.ErrorContains(t, err, `reading thread "thread1" from SQLite: sql: database is closed`)
+	assert.NotErrorIs(t, err, ErrNotFound)
+	_, err = s.ListThreads(ctx, ThreadListOptions{})
+	assert.ErrorContains(t, err, "listing threads in SQLite: sql: database is closed")
+	err = s.DeleteThread(ctx, th.ID)
+	assert.ErrorContains(t, err, `deleting thread "thread1" from SQLite: sql: database is closed`)
+	assert.NotErrorIs(t, err, ErrNotFound)
 }
 
 // SQLite: the real checkpoint store's file takes the tables, and the
@@ -312,5 +556,34 @@ func TestSQLiteNextToCheckpoints(t *testing.T) {
 			assert.NoError(t, err)
 		}
 		require.NoError(t, saver.Close())
+	}
+}
+
+// BenchmarkAppendEvents appends 500 small events in one call, as a server
+// may with a run's buffered tokens.
+func BenchmarkAppendEvents(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		env  func(testing.TB) sqlEnv
+	}{{"SQLite", newSQLite}, {"PostgreSQL", newPostgres}} {
+		b.Run(c.name, func(b *testing.B) {
+			s, err := c.env(b).openErr(b.Context())
+			require.NoError(b, err)
+			require.NoError(b, s.Create(b.Context(), newRun("bench001", base())))
+			const n = 500
+			evs := make([]Event, n)
+			b.ReportAllocs()
+			var seq int64
+			for b.Loop() {
+				for i := range evs {
+					seq++
+					evs[i] = Event{Seq: seq, Type: "token", At: base(), Data: json.RawMessage(`{"text":"some words of a report"}`)}
+				}
+				if err := s.AppendEvents(b.Context(), "bench001", evs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(seq), "ns/event")
+		})
 	}
 }

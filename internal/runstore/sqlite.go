@@ -8,17 +8,20 @@ import (
 
 // OpenSQLite returns the Store in the SQLite database of db, a handle
 // opened with modernc.org/sqlite (driver "sqlite"), creating its tables
-// research_runs and research_runs_meta if they are missing. The database
+// research_runs, research_threads, research_run_events and
+// research_runs_meta if they are missing (or upgrading them). The database
 // may hold other tables: it is meant to be the checkpoint store's. db should
 // run in WAL mode with a busy timeout and _txlock=immediate, as the
 // checkpoint store's handle does, so that processes sharing the file wait
-// for each other instead of failing. The caller keeps db and closes it
+// for each other instead of failing; the store's writes of several rows
+// rely on that lock. The caller keeps db and closes it
 // after the last use of the store.
 func OpenSQLite(ctx context.Context, db *sql.DB) (Store, error) {
 	return openSQL(ctx, sqliteDB{stdConn{db}, db}, dialect{
 		name: "SQLite",
 		// Times are microseconds since the Unix epoch, NULL when unset;
-		// Settings and Report are BLOBs holding the JSON verbatim.
+		// Settings, Report and an event's data are BLOBs holding the JSON
+		// verbatim.
 		create: []string{
 			`CREATE TABLE IF NOT EXISTS research_runs (
 				id TEXT PRIMARY KEY NOT NULL,
@@ -39,8 +42,30 @@ func OpenSQLite(ctx context.Context, db *sql.DB) (Store, error) {
 			) STRICT`,
 			`CREATE INDEX IF NOT EXISTS research_runs_started ON research_runs (started DESC, id DESC)`,
 			`CREATE INDEX IF NOT EXISTS research_runs_thread ON research_runs (thread, started, id)`,
+			`CREATE TABLE IF NOT EXISTS research_threads (
+				id TEXT PRIMARY KEY NOT NULL,
+				kind TEXT NOT NULL,
+				title TEXT NOT NULL,
+				created INTEGER NOT NULL,
+				updated INTEGER NOT NULL
+			) STRICT`,
+			`CREATE INDEX IF NOT EXISTS research_threads_updated ON research_threads (updated DESC, id DESC)`,
+			`CREATE TABLE IF NOT EXISTS research_run_events (
+				run_id TEXT NOT NULL,
+				seq INTEGER NOT NULL,
+				type TEXT NOT NULL,
+				at INTEGER,
+				data BLOB NOT NULL,
+				PRIMARY KEY (run_id, seq)
+			) STRICT`,
+			`CREATE INDEX IF NOT EXISTS research_run_events_type ON research_run_events (run_id, type, seq)`,
 		},
 		timeArg: func(t time.Time) any { return t.UnixMicro() },
+		// Anonymous parameters, in order.
+		param: func(int) string { return "?" },
+		// No row locks (keyShare, forUpdate): a transaction holds the
+		// database's write lock.
+		runOfThread: `r.thread = t.id`,
 	})
 }
 
@@ -50,9 +75,15 @@ type sqliteDB struct {
 	db *sql.DB
 }
 
-// inTx runs fn in a transaction: with _txlock=immediate it takes the
-// database's write lock at once, which serializes the creation of tables.
+// inTx runs fn in a transaction (tx), whose lock serializes the creation
+// of tables.
 func (d sqliteDB) inTx(ctx context.Context, fn func(sqlConn) error) error {
+	return d.tx(ctx, fn)
+}
+
+// tx runs fn in a transaction: with _txlock=immediate it takes the
+// database's write lock at once.
+func (d sqliteDB) tx(ctx context.Context, fn func(sqlConn) error) error {
 	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

@@ -42,6 +42,18 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		{"Prune", testPrune},
 		{"ThreadRuns", testThreadRuns},
 		{"Concurrent", testConcurrent},
+		{"Queued", testQueued},
+		{"Events", testEvents},
+		{"AppendEventsErrors", testAppendEventsErrors},
+		{"AppendManyEvents", testAppendManyEvents},
+		{"LastEvent", testLastEvent},
+		{"ConcurrentEvents", testConcurrentEvents},
+		{"DeleteRemovesEvents", testDeleteRemovesEvents},
+		{"Threads", testThreads},
+		{"ThreadOfCreate", testThreadOfCreate},
+		{"ListThreads", testListThreads},
+		{"DeleteThread", testDeleteThread},
+		{"PruneEventsAndThreads", testPruneEventsAndThreads},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -333,6 +345,12 @@ func testList(t *testing.T, s Store) {
 		"thread and kind":  {ListOptions{Thread: b.Thread, Kind: KindResearch, Limit: 1}, []string{"dddd0004"}},
 		"no such thread":   {ListOptions{Thread: "nope"}, []string{}},
 		"thread and limit": {ListOptions{Thread: b.Thread, Limit: 2}, []string{"dddd0004", "bbbb0002"}},
+		"offset":           {ListOptions{Offset: 3}, []string{"aaaa0001", "eeee0005"}},
+		"page":             {ListOptions{Limit: 2, Offset: 1}, []string{"dddd0004", "bbbb0002"}},
+		"last page":        {ListOptions{Limit: 2, Offset: 4}, []string{"eeee0005"}},
+		"offset over":      {ListOptions{Limit: 2, Offset: 5}, []string{}},
+		"negative offset":  {ListOptions{Limit: 1, Offset: -1}, []string{"cccc0003"}},
+		"thread and page":  {ListOptions{Thread: b.Thread, Limit: 1, Offset: 1}, []string{"bbbb0002"}},
 	} {
 		list, err := s.List(ctx, c.opts)
 		require.NoError(t, err, name)
