@@ -327,8 +327,11 @@ func (c *cli) rmCmd() *cobra.Command {
 					if err != nil {
 						return usageErr("%v", err)
 					}
-					if run.Effective(time.Now(), runstore.Alive) == runstore.StatusRunning {
+					switch run.Effective(time.Now(), runstore.Alive) {
+					case runstore.StatusRunning:
 						return usageErr("run %s is running now (process %d); stop it before removing it", run.ID, run.PID)
+					case runstore.StatusQueued:
+						return usageErr("run %s waits in the queue of research serve; cancel it there before removing it", run.ID)
 					}
 					if err := st.Remove(ctx, run); err != nil {
 						return err
@@ -378,8 +381,11 @@ func (c *cli) resume(cmd *cobra.Command, id, answer string) error {
 		if err != nil {
 			return usageErr("%v", err)
 		}
-		if status := run.Effective(time.Now(), runstore.Alive); status == runstore.StatusDone {
+		switch run.Effective(time.Now(), runstore.Alive) {
+		case runstore.StatusDone:
 			return usageErr("run %s is done; research show %s prints its report", run.ID, run.ID)
+		case runstore.StatusQueued:
+			return usageErr("run %s waits in the queue of research serve, which runs it; cancel it there to run it here", run.ID)
 		}
 		// A bad answer is refused before the run is touched: it keeps
 		// waiting as it was.

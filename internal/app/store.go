@@ -88,6 +88,9 @@ type Settings struct {
 	Loops   int           `json:"loops,omitempty"`
 	Review  bool          `json:"review,omitempty"`
 	Agent   *config.Agent `json:"agent,omitempty"`
+	// Effort is the preset a server's client chose, if any (Queries and
+	// Loops hold its values).
+	Effort string `json:"effort,omitempty"`
 }
 
 // ResearchSettings records the settings of a run of r.

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deepgraph/deepgraph/config"
+	"github.com/deepgraph/deepgraph/internal/app"
+	"github.com/deepgraph/deepgraph/internal/server"
+)
+
+func (c *cli) serveCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve [--addr 127.0.0.1:8080]",
+		Short: "Serve the HTTP API and the web page: threads, runs, live timelines, reviews",
+		Long: `serve runs deepgraph as a server: an HTTP API shaped after the LangGraph
+server (threads, runs, Server-Sent Events, interrupts answered over HTTP;
+GET /openapi.json describes it) and, at /, a web page to ask questions and
+follow the research live. Runs execute in the background, at most
+serve.max_running at once, with up to serve.queue_size waiting; they are
+kept in the store like the command line's runs (research runs lists them).
+
+Security: it listens on 127.0.0.1 by default. Any other --addr needs a
+token (serve.token or DEEPGRAPH_SERVE_TOKEN), sent as Authorization: Bearer;
+without one the server refuses to start. Pages of other sites may not call
+the API unless listed in serve.cors_origins.
+
+SIGTERM or Ctrl-C stops it: running runs store what they finished and wait
+as interrupted; with --resume-interrupted (serve.resume_interrupted) the
+next start resumes them. Queued runs run at the next start.`,
+		Example: `  research serve
+  DEEPGRAPH_SERVE_TOKEN=$(openssl rand -hex 32) research serve --addr 0.0.0.0:8080`,
+		Args: cobra.NoArgs,
+		RunE: c.serve,
+	}
+	if err := config.AddFlags(cmd.Flags(), config.KeysWithFlags("serve.")...); err != nil {
+		panic(err)
+	}
+	return cmd
+}
+
+func (c *cli) serve(cmd *cobra.Command, _ []string) error {
+	cfg, err := c.loadConfig(cmd)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	logger := c.logger()
+	addr := cfg.Serve.Addr
+	if err := server.Check(addr, cfg.Serve.Token.Reveal()); err != nil {
+		return usageErr("%v", err)
+	}
+	st, err := c.openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		return usageErr("research serve keeps its runs in the store, but the store is off (--no-save or store: off): set --store to a file or a postgres:// DSN")
+	}
+	defer st.Close()
+	// The configuration must make a run: models and a back end. Checked
+	// now, not at the first question.
+	pool := app.NewPool(logger)
+	defer pool.Close()
+	probe, err := pool.Research(ctx, cfg, nil)
+	if err != nil {
+		return err
+	}
+	probe.Close()
+
+	srv := server.New(st, server.NewEngine(cfg, pool, logger), server.Options{
+		Token: cfg.Serve.Token.Reveal(), CORSOrigins: cfg.Serve.CORSOrigins, MaxRunning: cfg.Serve.MaxRunning,
+		QueueSize: cfg.Serve.QueueSize, ResumeInterrupted: cfg.Serve.ResumeInterrupted, Loopback: server.IsLoopback(addr),
+		Version: versionString(), Redact: c.console.redact, Logger: logger,
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return usageErr("research serve cannot listen on %s: %v (choose another with --addr)", addr, err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		_ = ln.Close()
+		return err
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	c.console.line(fmt.Sprintf("Serving http://%s (runs kept in %s; at most %d running, %d waiting)", ln.Addr(), st.Where,
+		cfg.Serve.MaxRunning, cfg.Serve.QueueSize))
+	if cfg.Serve.Token.Reveal() == "" {
+		c.console.line("No token: only this machine can reach the API")
+	}
+	select {
+	case err := <-served:
+		return fmt.Errorf("research serve stopped: %w", err)
+	case <-ctx.Done():
+	}
+	c.console.line("Stopping: running runs store what they finished and wait as interrupted")
+	drain, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	drainErr := srv.Shutdown(drain)
+	closing, cancel2 := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel2()
+	if err := hs.Shutdown(closing); err != nil {
+		_ = hs.Close()
+	}
+	if drainErr != nil {
+		return drainErr
+	}
+	c.console.line("Stopped")
+	if errors.Is(context.Cause(ctx), errInterrupted) {
+		return nil
+	}
+	return nil
+}

@@ -1,0 +1,44 @@
+// Package server is research serve: an HTTP API over the run store, shaped
+// after the LangGraph server's resources, a queue that executes runs in the
+// background, and the web page, all in one binary.
+//
+// # Resources
+//
+// Threads are conversations; runs are questions (research) or tasks (agent)
+// on a thread, executed by the queue: at most Options.MaxRunning at once,
+// Options.QueueSize waiting, more refused with 429 and Retry-After. A run
+// that pauses for a person (a query review, an agent's question) waits with
+// status needs-input until POST …/resume brings the answer. GET
+// /openapi.json is an OpenAPI 3.1 document generated from the route table
+// and the Go types of the bodies, so it says what the handlers do.
+//
+// # Events
+//
+// Every run keeps an event log (runstore): status, activity (the timeline
+// lines the CLI prints, with elapsed time and tokens), token (the answer as
+// it is written), state (after each step), interrupt, report, error and
+// end. GET …/runs/{id}/stream sends it as Server-Sent Events: the stored
+// events after Last-Event-ID, then the new ones live, so a client that
+// joins late or reconnects misses nothing. Events are kept in memory for
+// the live streams and stored as they happen — answer tokens in batches of
+// up to 100 ms — and ids only grow: after a crash they jump past any id a
+// client may have seen but the store had not.
+//
+// # Stopping and starting
+//
+// Shutdown cancels the running runs: each stores what it finished (the
+// graph checkpoints every finished task) and is recorded as interrupted.
+// Start queues again the runs a stopped server left queued and, with
+// Options.ResumeInterrupted, those it left running; a resumed run repeats
+// no finished model call or search.
+//
+// # Security
+//
+// The server listens on loopback unless told otherwise, and Check refuses
+// any other address without a token. A loopback server answers only
+// requests that name a loopback host (no DNS rebinding). Requests from
+// another site's page are refused unless its origin is listed (no
+// wildcard); bodies must be JSON (no form posts) and are bounded, as are
+// questions. The page runs under a strict Content-Security-Policy and
+// builds every piece of model or web text as DOM text, never as HTML.
+package server

@@ -1,0 +1,414 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/deepgraph/deepgraph/config"
+	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/internal/app"
+	"github.com/deepgraph/deepgraph/internal/runstore"
+	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/llm/fake"
+	"github.com/deepgraph/deepgraph/nodes"
+	"github.com/deepgraph/deepgraph/research"
+	"github.com/deepgraph/deepgraph/schemas"
+	"github.com/deepgraph/deepgraph/search"
+	"github.com/deepgraph/deepgraph/tools"
+)
+
+// The world of the server's tests: a fake model (llm/fake, with an answer
+// writer that cites what the summaries cite, streamed token by token) and a
+// fake search, both with latency, behind an Engine like the server's.
+
+// world tunes the fakes.
+type world struct {
+	// callDelay is each model call's latency; tokenDelay each streamed
+	// token's.
+	callDelay, tokenDelay time.Duration
+	// searchDelay is each search's latency.
+	searchDelay time.Duration
+	// hostile makes the answer carry markup that must never run in the
+	// page, and the sources hostile titles.
+	hostile bool
+	// block, when set, is a query whose research never returns until its
+	// context ends (a run in flight).
+	block string
+	// queries is how many queries the query writer proposes.
+	queries int
+}
+
+// worldModel answers the deep-search prompts: queries, summaries and
+// reflections from llm/fake's script; the answer by citing every marker of
+// the summaries, streamed.
+type worldModel struct {
+	w      *world
+	script *fake.Model
+	// tokenAt records when each answer token was handed to the graph (for
+	// the latency figures of the load test): token text → time.
+	mu      sync.Mutex
+	tokenAt map[string]time.Time
+	calls   atomic.Int64
+}
+
+var markerRe = regexp.MustCompile(`\[[^\]]+\]\(https://vertexaisearch\.cloud\.google\.com/id/[0-9]+-[0-9]+\)`)
+
+func newWorld(w world) *worldModel {
+	if w.queries == 0 {
+		w.queries = 2
+	}
+	qs := make([]string, w.queries)
+	for i := range qs {
+		qs[i] = fmt.Sprintf("query %d", i+1)
+	}
+	script := fake.New(
+		fake.JSON(schemas.SearchQueryList{Query: qs, Rationale: "cover the question"}).WithTokens(100, 20).When(fake.Schema("SearchQueryList")).Repeat(),
+		fake.JSON(schemas.Reflection{IsSufficient: true, FollowUpQueries: []string{}}).WithTokens(300, 30).When(fake.Schema("Reflection")).Repeat(),
+		fake.Text("The sources agree on the main point [S1] and add a detail [S2].").WithTokens(500, 40).When(fake.Contains("Summarise what the sources")).Repeat(),
+	)
+	return &worldModel{w: &w, script: script, tokenAt: map[string]time.Time{}}
+}
+
+func (m *worldModel) Generate(ctx context.Context, msgs []schemas.Message, opts ...llm.Option) (*llm.Response, error) {
+	m.calls.Add(1)
+	if err := sleep(ctx, m.w.callDelay); err != nil {
+		return nil, err
+	}
+	prompt := msgs[len(msgs)-1].Content
+	if !strings.Contains(prompt, "well-researched answer") {
+		return m.script.Generate(ctx, msgs, opts...)
+	}
+	var marks []string
+	for _, mk := range markerRe.FindAllString(prompt, -1) {
+		if !slices.Contains(marks, mk) {
+			marks = append(marks, mk)
+		}
+	}
+	text := "## Findings\n\nThe answer is **clear**: " + strings.Join(marks, " ") + ".\n\n- first point\n- second point\n"
+	if m.w.hostile {
+		text += "\nInjected: <script>window.__pwned=1</script> <img src=x onerror=\"window.__pwned=2\"> [click me](javascript:window.__pwned=3) " +
+			"[data](data:text/html,<script>window.__pwned=4</script>) <a href=\"javascript:window.__pwned=5\">raw link</a> ![pic](https://evil.example/x.png)\n"
+	}
+	req := llm.NewRequest(opts...)
+	if req.OnDelta != nil {
+		for i, tok := range strings.SplitAfter(text, " ") {
+			if err := sleep(ctx, m.w.tokenDelay); err != nil {
+				return nil, err
+			}
+			key := fmt.Sprintf("%d:%s", i, tok)
+			m.mu.Lock()
+			m.tokenAt[key] = time.Now()
+			m.mu.Unlock()
+			req.OnDelta(llm.Delta{Content: tok})
+		}
+	}
+	return &llm.Response{Content: text, FinishReason: llm.FinishStop, Usage: llm.Usage{PromptTokens: 900, CompletionTokens: 60, TotalTokens: 960}}, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// worldSearch finds two sources per query.
+type worldSearch struct {
+	w        *world
+	searches atomic.Int64
+	mu       sync.Mutex
+	queries  []string
+}
+
+func (s *worldSearch) Name() string { return "world" }
+
+func (s *worldSearch) Search(ctx context.Context, query string, _ search.Options) ([]search.Result, error) {
+	s.searches.Add(1)
+	s.mu.Lock()
+	s.queries = append(s.queries, query)
+	s.mu.Unlock()
+	if s.w.block != "" && query == s.w.block {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if err := sleep(ctx, s.w.searchDelay); err != nil {
+		return nil, err
+	}
+	slug := strings.ReplaceAll(query, " ", "-")
+	title := "Source on " + query
+	if s.w.hostile {
+		title = `<img src=x onerror="window.__pwned=6"> ` + title
+	}
+	return []search.Result{
+		{Title: title, URL: "https://example.org/" + slug, Content: "What example.org says about " + query + "."},
+		{Title: "Second source on " + query, URL: "https://docs.example.net/" + slug, Content: "More on " + query + "."},
+	}, nil
+}
+
+// testEngine is the Engine of the tests: the world's model for every role
+// and the world's search.
+type testEngine struct {
+	model  *worldModel
+	search *worldSearch
+	// agentScript answers agent runs.
+	agentScript *fake.Model
+}
+
+func (e *testEngine) Choices() Choices {
+	return Choices{Kinds: []runstore.Kind{runstore.KindResearch, runstore.KindAgent}, Efforts: research.Efforts(), DefaultEffort: "low",
+		Backends: []string{BackendWeb}, DefaultBackend: BackendWeb, Models: []string{"fake:world"}}
+}
+
+func (e *testEngine) Settings(req RunRequest) (app.Settings, error) {
+	set := app.Settings{Models: map[string]string{}, Effort: "low", Queries: 1, Loops: 1, Review: req.Review}
+	if req.Kind == runstore.KindAgent {
+		set.Models["agent"] = "fake:world"
+		set.Agent = &config.Agent{MaxSteps: 5}
+		return set, nil
+	}
+	if req.Effort != "" {
+		ef, err := research.EffortByName(req.Effort)
+		if err != nil {
+			return set, badRequest("effort: %v", err)
+		}
+		set.Effort, set.Queries, set.Loops = ef.Name, ef.Queries, ef.Loops
+	}
+	for role, spec := range req.Models {
+		if spec != "fake:world" {
+			return set, badRequest("model %q is not offered by this server", spec)
+		}
+		set.Models[role] = spec
+	}
+	if req.Backend != "" && req.Backend != BackendWeb {
+		return set, badRequest("backend %q is not configured on this server", req.Backend)
+	}
+	for _, role := range app.Roles {
+		if set.Models[role] == "" {
+			set.Models[role] = "fake:world"
+		}
+	}
+	return set, nil
+}
+
+func (e *testEngine) Research(_ context.Context, set app.Settings, cp graph.Checkpointer) (*ResearchRun, error) {
+	r, err := research.New(research.Config{QueryModel: e.model, Backend: &research.SearchBackend{Searcher: e.search, ReadPages: -1},
+		InitialQueries: set.Queries, MaxLoops: set.Loops, Checkpointer: cp})
+	if err != nil {
+		return nil, err
+	}
+	return &ResearchRun{Researcher: r, Models: set.Models, Backend: "search:world"}, nil
+}
+
+func (e *testEngine) Agent(_ context.Context, set app.Settings, cp graph.Checkpointer) (*AgentRun, error) {
+	ask, err := tools.NewAskHuman(tools.AskHumanOptions{Asker: noHuman{}})
+	if err != nil {
+		return nil, err
+	}
+	set2, err := tools.NewCollection(ask, tools.NewTerminate())
+	if err != nil {
+		return nil, err
+	}
+	a, err := nodes.NewAgent(nodes.AgentConfig{Model: e.agentScript, Tools: set2, MaxSteps: 5, Checkpointer: cp})
+	if err != nil {
+		return nil, err
+	}
+	return &AgentRun{Agent: a, Model: "fake:world", Workspace: "/nonexistent"}, nil
+}
+
+type noHuman struct{}
+
+func (noHuman) Ask(context.Context, string) (string, error) { return "", tools.ErrNoHuman }
+
+// testServer is a server over a SQLite store in a temporary directory,
+// serving on httptest.
+type testServer struct {
+	t     *testing.T
+	srv   *Server
+	http  *httptest.Server
+	store *app.Store
+	eng   *testEngine
+	token string
+	path  string
+}
+
+type serverOption func(*Options, *testEngine)
+
+func newTestServer(t *testing.T, w world, opts ...serverOption) *testServer {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "runs.db")
+	return startTestServer(t, path, newEngine(w), opts...)
+}
+
+func newEngine(w world) *testEngine {
+	m := newWorld(w)
+	return &testEngine{model: m, search: &worldSearch{w: m.w}, agentScript: fake.New()}
+}
+
+func startTestServer(t *testing.T, path string, eng *testEngine, opts ...serverOption) *testServer {
+	t.Helper()
+	ctx := context.Background()
+	st, err := app.OpenStore(ctx, &config.Config{Store: config.Store(path)})
+	require.NoError(t, err)
+	o := Options{MaxRunning: 2, QueueSize: 8, Loopback: true, Version: "test"}
+	for _, opt := range opts {
+		opt(&o, eng)
+	}
+	srv := New(st, eng, o)
+	require.NoError(t, srv.Start(ctx))
+	hs := httptest.NewServer(checkedHandler(t, srv.Handler()))
+	ts := &testServer{t: t, srv: srv, http: hs, store: st, eng: eng, token: o.Token, path: path}
+	t.Cleanup(ts.stop)
+	return ts
+}
+
+// stop shuts the server down as SIGTERM does, once.
+func (ts *testServer) stop() {
+	if ts.http == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(ts.t, ts.srv.Shutdown(ctx))
+	ts.http.CloseClientConnections()
+	ts.http.Close()
+	ts.store.Close()
+	ts.http = nil
+}
+
+// do sends a request with a JSON body (nil: none) and returns the status
+// and the body.
+func (ts *testServer) do(method, path string, body any, hdr ...string) (int, []byte, http.Header) {
+	ts.t.Helper()
+	var r io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		require.NoError(ts.t, err)
+		r = strings.NewReader(string(data))
+	}
+	req, err := http.NewRequest(method, ts.http.URL+path, r)
+	require.NoError(ts.t, err)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if ts.token != "" {
+		req.Header.Set("Authorization", "Bearer "+ts.token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := ts.http.Client().Do(req)
+	require.NoError(ts.t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(ts.t, err)
+	return resp.StatusCode, data, resp.Header
+}
+
+// call is do for a JSON answer of want status, decoded into a T.
+func call[T any](ts *testServer, method, path string, body any, want int) T {
+	ts.t.Helper()
+	status, data, _ := ts.do(method, path, body)
+	require.Equal(ts.t, want, status, "%s %s: %s", method, path, data)
+	var v T
+	require.NoError(ts.t, json.Unmarshal(data, &v), "%s", data)
+	return v
+}
+
+// ask creates a thread and a run on it.
+func (ts *testServer) ask(req RunRequest) Run {
+	th := call[Thread](ts, "POST", "/threads", map[string]any{}, 201)
+	return call[Run](ts, "POST", "/threads/"+th.ID+"/runs", req, 202)
+}
+
+// waitRun polls a run until its status is one of want.
+func (ts *testServer) waitRun(run Run, want ...runstore.Status) Run {
+	ts.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := call[Run](ts, "GET", "/threads/"+run.ThreadID+"/runs/"+run.ID, nil, 200)
+		if slices.Contains(want, got.Status) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			ts.t.Fatalf("run %s is %s after 30s, want %v", run.ID, got.Status, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// sseEvent is one event read from a stream.
+type sseEvent struct {
+	ID   int64
+	Type string
+	Data string
+}
+
+// readSSE reads a stream's events until it ends or stop returns true.
+func readSSE(t *testing.T, body io.Reader, stop func(sseEvent) bool) []sseEvent {
+	t.Helper()
+	var out []sseEvent
+	var cur sseEvent
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if cur.Type != "" {
+				out = append(out, cur)
+				if stop != nil && stop(cur) {
+					return out
+				}
+			}
+			cur = sseEvent{}
+		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, "id: "):
+			cur.ID, _ = strconv.ParseInt(line[4:], 10, 64)
+		case strings.HasPrefix(line, "event: "):
+			cur.Type = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			cur.Data = line[6:]
+		}
+	}
+	return out
+}
+
+// stream opens a run's stream after an event id.
+func (ts *testServer) stream(ctx context.Context, run Run, after int64) *http.Response {
+	ts.t.Helper()
+	req, err := http.NewRequestWithContext(ctx, "GET", ts.http.URL+"/threads/"+run.ThreadID+"/runs/"+run.ID+"/stream", nil)
+	require.NoError(ts.t, err)
+	if after > 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(after, 10))
+	}
+	if ts.token != "" {
+		req.Header.Set("Authorization", "Bearer "+ts.token)
+	}
+	resp, err := ts.http.Client().Do(req)
+	require.NoError(ts.t, err)
+	require.Equal(ts.t, 200, resp.StatusCode)
+	return resp
+}

@@ -1,0 +1,224 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/deepgraph/deepgraph/internal/app"
+	"github.com/deepgraph/deepgraph/internal/runstore"
+)
+
+// The causes a run's context is cancelled with.
+var (
+	errCancelled = errors.New("cancelled by a client")
+	errStopping  = errors.New("the server stopped")
+)
+
+// stoppedByServer is the error recorded with a run the server stopped: at
+// its next start, the server resumes such runs when told to.
+const stoppedByServer = "the server stopped while the run was running; resume it"
+
+// Errors of the queue.
+var (
+	errQueueFull = errors.New("the run queue is full")
+	errDraining  = errors.New("the server is shutting down")
+	errBusy      = errors.New("the thread has a run in progress")
+)
+
+// queue runs the runs in the background, at most maxRunning at once, with
+// at most queueSize waiting.
+type queue struct {
+	st         *app.Store
+	eng        Engine
+	logger     *slog.Logger
+	redact     func(string) string
+	maxRunning int
+	queueSize  int
+
+	mu       sync.Mutex
+	wake     *sync.Cond
+	waiting  []*job
+	active   map[string]*job // queued or running here, by run id
+	threads  map[string]bool // threads with an active run
+	running  int
+	peak     int // most runs running at once (tests and load figures)
+	draining bool
+	workers  sync.WaitGroup
+}
+
+// job is a run queued or running in this process.
+type job struct {
+	run    *runstore.Run
+	answer json.RawMessage // the answer a resumed run waits for
+	log    *runLog
+	cancel context.CancelCauseFunc // set while it runs
+	done   chan struct{}           // closed when it leaves the queue
+}
+
+func newQueue(st *app.Store, eng Engine, logger *slog.Logger, redact func(string) string, maxRunning, queueSize int) *queue {
+	q := &queue{st: st, eng: eng, logger: logger, redact: redact, maxRunning: max(maxRunning, 1), queueSize: max(queueSize, 0),
+		active: map[string]*job{}, threads: map[string]bool{}}
+	q.wake = sync.NewCond(&q.mu)
+	for range q.maxRunning {
+		q.workers.Add(1)
+		go q.work()
+	}
+	return q
+}
+
+// retryAfter is the Retry-After of a full queue: about one run's time.
+const retryAfter = 30 * time.Second
+
+// add queues a run, created (create) or resumed, under the queue's lock so
+// that the bound holds however many come at once. create runs with the lock
+// held: it stores the run.
+func (q *queue) add(ctx context.Context, run *runstore.Run, answer json.RawMessage, create func(*runstore.Run) error) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch {
+	case q.draining:
+		return errDraining
+	case q.threads[run.Thread]:
+		return errBusy
+	case q.running+len(q.waiting) >= q.maxRunning+q.queueSize:
+		return errQueueFull
+	}
+	if err := create(run); err != nil {
+		return err
+	}
+	log, err := openLog(ctx, q.st.Runs, run.ID, q.logger)
+	if err != nil {
+		return err
+	}
+	own := *run // the worker's: the caller keeps reading its own
+	j := &job{run: &own, answer: answer, log: log, done: make(chan struct{})}
+	q.active[run.ID], q.threads[run.Thread] = j, true
+	q.waiting = append(q.waiting, j)
+	log.emit(EventStatus, statusData{Status: runstore.StatusQueued})
+	q.wake.Signal()
+	return nil
+}
+
+// log is the event log of a run active here, or nil.
+func (q *queue) log(runID string) *runLog {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if j := q.active[runID]; j != nil {
+		return j.log
+	}
+	return nil
+}
+
+// counts are the runs running and waiting.
+func (q *queue) counts() (running, waiting, peak int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.running, len(q.waiting), q.peak
+}
+
+// cancel stops a run: a waiting one leaves the queue as interrupted, a
+// running one is cancelled and records itself. false when the run is not
+// active here.
+func (q *queue) cancel(ctx context.Context, runID string) bool {
+	q.mu.Lock()
+	j := q.active[runID]
+	if j == nil {
+		q.mu.Unlock()
+		return false
+	}
+	if j.cancel != nil {
+		j.cancel(errCancelled)
+		q.mu.Unlock()
+		return true
+	}
+	for i, w := range q.waiting {
+		if w == j {
+			q.waiting = append(q.waiting[:i], q.waiting[i+1:]...)
+			break
+		}
+	}
+	q.mu.Unlock()
+	run := j.run
+	now := time.Now().UTC()
+	run.Status, run.Error, run.Updated, run.Ended = runstore.StatusInterrupted, "cancelled before it started", now, now
+	if err := q.st.Runs.Update(context.WithoutCancel(ctx), run); err != nil {
+		q.logger.Warn("could not record a cancelled run", "run", run.ID, "err", err)
+	}
+	j.log.emit(EventStatus, statusData{Status: run.Status, Error: run.Error})
+	j.log.emit(EventEnd, endData{Status: run.Status})
+	q.leave(j)
+	return true
+}
+
+// leave takes a job out of the active set and closes its log.
+func (q *queue) leave(j *job) {
+	j.log.close()
+	q.mu.Lock()
+	delete(q.active, j.run.ID)
+	delete(q.threads, j.run.Thread)
+	q.mu.Unlock()
+	close(j.done)
+}
+
+// work runs waiting jobs until the queue drains.
+func (q *queue) work() {
+	defer q.workers.Done()
+	for {
+		q.mu.Lock()
+		for len(q.waiting) == 0 && !q.draining {
+			q.wake.Wait()
+		}
+		if q.draining {
+			q.mu.Unlock()
+			return
+		}
+		j := q.waiting[0]
+		q.waiting = q.waiting[1:]
+		ctx, cancel := context.WithCancelCause(context.Background())
+		j.cancel = cancel
+		q.running++
+		q.peak = max(q.peak, q.running)
+		q.mu.Unlock()
+
+		q.execute(ctx, j)
+		cancel(nil)
+
+		q.mu.Lock()
+		q.running--
+		q.mu.Unlock()
+		q.leave(j)
+	}
+}
+
+// drain stops taking runs, cancels the running ones (each stores what it
+// finished and records itself as interrupted) and waits for them, or for
+// ctx. Waiting runs stay queued in the store: the next start runs them.
+func (q *queue) drain(ctx context.Context) error {
+	q.mu.Lock()
+	q.draining = true
+	for _, j := range q.active {
+		if j.cancel != nil {
+			j.cancel(errStopping)
+		}
+	}
+	waiting := q.waiting
+	q.waiting = nil
+	q.wake.Broadcast()
+	q.mu.Unlock()
+	for _, j := range waiting {
+		q.leave(j)
+	}
+	done := make(chan struct{})
+	go func() { q.workers.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("runs still recording when the server stopped: %w", ctx.Err())
+	}
+}
