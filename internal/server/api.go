@@ -422,9 +422,13 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	switch status := run.Effective(time.Now(), runstore.Alive); {
-	case s.runs.cancel(ctx, run.ID):
-	case status == runstore.StatusNeedsInput:
+	switch status := run.Effective(time.Now(), runstore.Alive); status {
+	case runstore.StatusQueued, runstore.StatusRunning:
+		if !s.runs.cancel(ctx, run.ID) {
+			writeError(w, http.StatusConflict, codeConflict, fmt.Sprintf("run %s is %s in another process (%d on %s): stop it there", run.ID, status, run.PID, run.Host))
+			return
+		}
+	case runstore.StatusNeedsInput:
 		// Nobody runs it: it stops waiting.
 		now := time.Now().UTC()
 		run.Status, run.Error, run.Updated, run.Ended = runstore.StatusInterrupted, "cancelled while it waited for an answer", now, now
@@ -433,7 +437,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	default:
-		writeError(w, http.StatusConflict, codeConflict, fmt.Sprintf("run %s is %s, not queued, running or waiting here: there is nothing to cancel", run.ID, status))
+		writeError(w, http.StatusConflict, codeConflict, fmt.Sprintf("run %s is %s: there is nothing to cancel", run.ID, status))
 		return
 	}
 	if fresh, err := s.store.Runs.Get(ctx, run.ID); err == nil {

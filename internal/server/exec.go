@@ -61,6 +61,7 @@ func (q *queue) started(ctx context.Context, run *runstore.Run) (bool, error) {
 // event.
 func (q *queue) fail(ctx context.Context, j *job, tr *app.Tracker, why string) {
 	why = q.redact(why)
+	q.release(j)
 	if tr == nil {
 		tr = &app.Tracker{Run: j.run}
 	}
@@ -95,9 +96,8 @@ func outcome(ctx context.Context, runErr error) (runstore.Status, string) {
 // the interrupt or the report, an error, the status, the end.
 func (q *queue) finish(ctx context.Context, j *job, tr *app.Tracker, status runstore.Status, why string, doc []byte, intr *Interrupt) {
 	why = q.redact(why)
-	if err := tr.Finish(ctx, status, why, doc); err != nil {
-		q.logger.Warn("could not record the end of a run", "run", tr.Run.ID, "err", err)
-	}
+	// The interrupt or report is stored before the status, so that a
+	// client that reads the run as waiting or done finds them.
 	switch {
 	case intr != nil:
 		j.log.emit(EventInterrupt, intr)
@@ -106,6 +106,10 @@ func (q *queue) finish(ctx context.Context, j *job, tr *app.Tracker, status runs
 	}
 	if status == runstore.StatusFailed {
 		j.log.emit(EventError, errorDetail{Code: codeRunFailed, Message: why})
+	}
+	q.release(j)
+	if err := tr.Finish(ctx, status, why, doc); err != nil {
+		q.logger.Warn("could not record the end of a run", "run", tr.Run.ID, "err", err)
 	}
 	j.log.emit(EventStatus, statusData{Status: status, Error: why})
 	j.log.emit(EventEnd, endData{Status: status})

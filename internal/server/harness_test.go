@@ -52,6 +52,9 @@ type world struct {
 	block string
 	// queries is how many queries the query writer proposes.
 	queries int
+	// stamp makes each answer token carry the time it was written,
+	// "{unixnano}", for the latency figures of the load test.
+	stamp bool
 }
 
 // worldModel answers the deep-search prompts: queries, summaries and
@@ -60,11 +63,7 @@ type world struct {
 type worldModel struct {
 	w      *world
 	script *fake.Model
-	// tokenAt records when each answer token was handed to the graph (for
-	// the latency figures of the load test): token text → time.
-	mu      sync.Mutex
-	tokenAt map[string]time.Time
-	calls   atomic.Int64
+	calls  atomic.Int64
 }
 
 var markerRe = regexp.MustCompile(`\[[^\]]+\]\(https://vertexaisearch\.cloud\.google\.com/id/[0-9]+-[0-9]+\)`)
@@ -82,7 +81,7 @@ func newWorld(w world) *worldModel {
 		fake.JSON(schemas.Reflection{IsSufficient: true, FollowUpQueries: []string{}}).WithTokens(300, 30).When(fake.Schema("Reflection")).Repeat(),
 		fake.Text("The sources agree on the main point [S1] and add a detail [S2].").WithTokens(500, 40).When(fake.Contains("Summarise what the sources")).Repeat(),
 	)
-	return &worldModel{w: &w, script: script, tokenAt: map[string]time.Time{}}
+	return &worldModel{w: &w, script: script}
 }
 
 func (m *worldModel) Generate(ctx context.Context, msgs []schemas.Message, opts ...llm.Option) (*llm.Response, error) {
@@ -107,14 +106,13 @@ func (m *worldModel) Generate(ctx context.Context, msgs []schemas.Message, opts 
 	}
 	req := llm.NewRequest(opts...)
 	if req.OnDelta != nil {
-		for i, tok := range strings.SplitAfter(text, " ") {
+		for _, tok := range strings.SplitAfter(text, " ") {
 			if err := sleep(ctx, m.w.tokenDelay); err != nil {
 				return nil, err
 			}
-			key := fmt.Sprintf("%d:%s", i, tok)
-			m.mu.Lock()
-			m.tokenAt[key] = time.Now()
-			m.mu.Unlock()
+			if m.w.stamp {
+				tok = fmt.Sprintf("%s{%d} ", tok, time.Now().UnixNano())
+			}
 			req.OnDelta(llm.Delta{Content: tok})
 		}
 	}

@@ -58,6 +58,8 @@ type job struct {
 	log    *runLog
 	cancel context.CancelCauseFunc // set while it runs
 	done   chan struct{}           // closed when it leaves the queue
+	// released: its thread may take another run (its end is recorded).
+	released bool
 }
 
 func newQueue(st *app.Store, eng Engine, logger *slog.Logger, redact func(string) string, maxRunning, queueSize int) *queue {
@@ -145,6 +147,7 @@ func (q *queue) cancel(ctx context.Context, runID string) bool {
 	q.mu.Unlock()
 	run := j.run
 	now := time.Now().UTC()
+	q.release(j)
 	run.Status, run.Error, run.Updated, run.Ended = runstore.StatusInterrupted, "cancelled before it started", now, now
 	if err := q.st.Runs.Update(context.WithoutCancel(ctx), run); err != nil {
 		q.logger.Warn("could not record a cancelled run", "run", run.ID, "err", err)
@@ -155,12 +158,24 @@ func (q *queue) cancel(ctx context.Context, runID string) bool {
 	return true
 }
 
+// release frees the job's thread for a next run: called as the run's end
+// is recorded, so that a client that reads it ended can ask a follow-up at
+// once.
+func (q *queue) release(j *job) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !j.released {
+		j.released = true
+		delete(q.threads, j.run.Thread)
+	}
+}
+
 // leave takes a job out of the active set and closes its log.
 func (q *queue) leave(j *job) {
+	q.release(j)
 	j.log.close()
 	q.mu.Lock()
 	delete(q.active, j.run.ID)
-	delete(q.threads, j.run.Thread)
 	q.mu.Unlock()
 	close(j.done)
 }
