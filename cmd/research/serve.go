@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -87,7 +86,7 @@ func (c *cli) serve(cmd *cobra.Command, _ []string) error {
 		_ = ln.Close()
 		return err
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	c.console.line(fmt.Sprintf("Serving http://%s (runs kept in %s; at most %d running, %d waiting)", ln.Addr(), st.Where,
@@ -113,8 +112,5 @@ func (c *cli) serve(cmd *cobra.Command, _ []string) error {
 		return drainErr
 	}
 	c.console.line("Stopped")
-	if errors.Is(context.Cause(ctx), errInterrupted) {
-		return nil
-	}
 	return nil
 }
