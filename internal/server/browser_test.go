@@ -97,18 +97,9 @@ func TestBrowser(t *testing.T) {
 	assert.False(t, stream.Pwned, "injected script ran while the answer streamed")
 	t.Logf("streaming: %d samples, %d..%d of %d characters", len(stream.Lens), slices.Min(stream.Lens), slices.Max(stream.Lens), len(streamed))
 
-	var report struct {
-		Sources []struct {
-			URL string `json:"url"`
-		} `json:"sources"`
-	}
-	require.NoError(t, json.Unmarshal(run.Report, &report))
-	var sourceURLs []string
-	for _, s := range report.Sources {
-		sourceURLs = append(sourceURLs, s.URL)
-	}
+	// What the page shows of the run: the report, checked against the API.
+	sourceURLs := sourcesOf(t, ts, run)
 	require.Len(t, sourceURLs, 4, "two sources for each of the two queries")
-
 	f := readPage(t, ctx)
 	checkRunPage(t, f, sourceURLs)
 	checkTimeline(t, f.Timeline)
@@ -127,14 +118,17 @@ func TestBrowser(t *testing.T) {
 		document.getElementById('answer')?.dataset.streaming !== 'true'`)
 	assert.Equal(t, "done", evalJS[string](t, ctx, `document.body.dataset.state`))
 
+	// The API agrees: one thread, two runs.
 	th := call[ThreadDetail](ts, "GET", "/threads/"+threadID, nil, 200)
 	require.Len(t, th.Runs, 2, "the follow-up went on the same thread")
+	assert.Equal(t, 2, th.RunCount)
 	assert.Equal(t, runID, th.Runs[0].ID)
 	assert.Equal(t, followUp, th.Runs[1].Input)
 	assert.Equal(t, runstore.StatusDone, th.Runs[1].Status)
 	assert.Equal(t, th.Runs[1].ID, evalJS[string](t, ctx, `document.getElementById('current-run').dataset.runId`))
 	assert.Equal(t, 1, evalJS[int](t, ctx, `document.querySelectorAll('#thread-list > li').length`), "still one thread in the list")
 
+	// The page shows both runs, the newest one with the stable ids.
 	runs := evalJS[[]pageRun](t, ctx, `[...document.querySelectorAll('#runs > article.run')].map((r) => ({
 		question: r.querySelector('.run-question')?.textContent ?? '',
 		status: r.querySelector('.run-status')?.textContent ?? '',
@@ -142,11 +136,12 @@ func TestBrowser(t *testing.T) {
 		sources: r.querySelectorAll('a.source-link').length,
 	}))`)
 	require.Len(t, runs, 2)
-	assert.Equal(t, pageRun{Question: question, Status: "done", Citations: runs[0].Citations, Sources: 4}, runs[0], "the earlier run stays, with its answer")
-	assert.Positive(t, runs[0].Citations)
-	assert.Equal(t, followUp, runs[1].Question)
-	assert.Equal(t, "done", runs[1].Status)
-	assert.Positive(t, runs[1].Citations)
+	for i, want := range []string{question, followUp} {
+		assert.Equal(t, want, runs[i].Question, "run %d", i+1)
+		assert.Equal(t, "done", runs[i].Status, "run %d", i+1)
+		assert.Positive(t, runs[i].Citations, "run %d keeps its cited answer", i+1)
+		assert.Equal(t, 4, runs[i].Sources, "run %d keeps its sources", i+1)
+	}
 	for _, id := range []string{"answer", "sources", "timeline", "run-status", "current-run"} {
 		assert.Equal(t, 1, evalJS[int](t, ctx, `document.querySelectorAll('#`+id+`').length`), "one #%s, on the newest run", id)
 	}
@@ -155,12 +150,14 @@ func TestBrowser(t *testing.T) {
 	checkTimeline(t, f2.Timeline)
 	checkNoInjection(t, ctx)
 
+	// For the artifacts, the same page on a phone.
 	if os.Getenv("DEEPGRAPH_ARTIFACTS") != "" {
 		require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(375, 800, chromedp.EmulateMobile, chromedp.EmulatePortrait)))
 		pollJS(t, ctx, `innerWidth === 375 && getComputedStyle(document.getElementById('sidebar')).position === 'fixed'`)
 		saveScreenshot(t, ctx, "serve-page-phone.png")
 	}
 
+	// No dialog, console error or CSP violation all along.
 	b.checkProblems(t)
 	t.Logf("browser test: %s (screenshot %s)", time.Since(began).Round(time.Millisecond), shot)
 }
@@ -439,10 +436,8 @@ type pageFacts struct {
 	Strong       []string        `json:"strong"`
 	ListItems    []string        `json:"listItems"`
 	Citations    []string        `json:"citations"`
-	AnswerLinks  []string        `json:"answerLinks"`
 	SourceLinks  []string        `json:"sourceLinks"`
 	SourceItems  int             `json:"sourceItems"`
-	SourcesText  string          `json:"sourcesText"`
 	BlankWithout []string        `json:"blankWithout"`
 }
 
@@ -469,10 +464,8 @@ const readPageJS = `(() => {
 		strong: answer ? all('strong', answer).map((s) => s.textContent) : [],
 		listItems: answer ? all('li', answer).map((li) => li.textContent) : [],
 		citations: answer ? all('a.citation', answer).map((a) => a.href) : [],
-		answerLinks: answer ? all('a', answer).map((a) => a.href) : [],
 		sourceLinks: sources ? all(':scope > li a.source-link', sources).map((a) => a.href) : [],
 		sourceItems: sources ? all(':scope > li', sources).length : 0,
-		sourcesText: sources?.textContent ?? '',
 		blankWithout: all('a[target="_blank"]').filter((a) => !/\bnoopener\b/.test(a.rel) || !/\bnoreferrer\b/.test(a.rel)).map((a) => a.outerHTML),
 	};
 })()`
