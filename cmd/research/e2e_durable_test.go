@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -68,15 +67,7 @@ func searchedFor(q string) func(geminiRequest) bool {
 
 func TestE2EKilledRunResumes(t *testing.T) {
 	g := newFakeGemini(t)
-	var hang atomic.Bool
-	hang.Store(true)
-	g.setScript(func(c geminiCall) bool {
-		if hang.Load() && c.req.grounded() && researchQuery(c.req.prompt()) == "Euro 2024 Torschützenkönig" {
-			hangUntilGone(c.r)
-			return true
-		}
-		return false
-	})
+	hang := g.hangOn("Euro 2024 Torschützenkönig")
 	envv := geminiEnv(t, g, nil)
 	tr := &transcript{t: t}
 	defer tr.log()

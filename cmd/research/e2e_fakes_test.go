@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -184,6 +185,21 @@ func (f *fakeGemini) setScript(script func(c geminiCall) bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.script = script
+}
+
+// hangOn makes the grounded search of query hang until its client goes,
+// while the returned switch is on (it starts on).
+func (f *fakeGemini) hangOn(query string) *atomic.Bool {
+	hang := &atomic.Bool{}
+	hang.Store(true)
+	f.setScript(func(c geminiCall) bool {
+		if hang.Load() && c.req.grounded() && researchQuery(c.req.prompt()) == query {
+			hangUntilGone(c.r)
+			return true
+		}
+		return false
+	})
+	return hang
 }
 
 func (f *fakeGemini) serve(w http.ResponseWriter, r *http.Request) {

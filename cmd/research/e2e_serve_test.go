@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -23,15 +22,7 @@ var servingRe = regexp.MustCompile(`Serving (http://127\.0\.0\.1:\d+)`)
 // serve --resume-interrupted finishes it.
 func TestE2EServe(t *testing.T) {
 	g := newFakeGemini(t)
-	var hang atomic.Bool
-	hang.Store(true)
-	g.setScript(func(c geminiCall) bool {
-		if hang.Load() && c.req.grounded() && researchQuery(c.req.prompt()) == "Euro 2024 Torschützenkönig" {
-			hangUntilGone(c.r)
-			return true
-		}
-		return false
-	})
+	hang := g.hangOn("Euro 2024 Torschützenkönig")
 	envv := geminiEnv(t, g, nil)
 	s := startBin(t, envv, "serve", "--addr", "127.0.0.1:0")
 	s.waitStderr(t, "Serving http://", 20*time.Second)

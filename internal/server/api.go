@@ -86,6 +86,16 @@ func pageOf(r *http.Request) (limit, offset int, err error) {
 	return limit, offset, nil
 }
 
+// nextPage cuts a page read with one item more than limit (to learn
+// whether another page follows) and returns the next page's offset, nil at
+// the end.
+func nextPage[T any](items []T, limit, offset int) ([]T, *int) {
+	if len(items) > limit {
+		return items[:limit], new(offset + limit)
+	}
+	return items, nil
+}
+
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	running, waiting, _ := s.runs.counts()
 	writeJSON(w, http.StatusOK, Health{Status: "ok", Running: running, Queued: waiting})
@@ -164,9 +174,7 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := ThreadList{Threads: []Thread{}}
-	if len(ts) > limit {
-		ts, out.NextOffset = ts[:limit], new(offset+limit)
-	}
+	ts, out.NextOffset = nextPage(ts, limit, offset)
 	for _, t := range ts {
 		runs, err := s.store.Runs.ThreadRuns(r.Context(), t.ID)
 		if err != nil {
@@ -397,9 +405,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := RunList{Runs: []Run{}}
-	if len(runs) > limit {
-		runs, out.NextOffset = runs[:limit], new(offset+limit)
-	}
+	runs, out.NextOffset = nextPage(runs, limit, offset)
 	for _, run := range runs {
 		out.Runs = append(out.Runs, s.runOf(ctx, run, false))
 	}

@@ -199,25 +199,40 @@ func (q *queue) research(ctx context.Context, j *job, tr *app.Tracker, set app.S
 		}
 		rep, err = r.Run(ctx, run.Question, opts...)
 	}
-	status, why := outcome(ctx, err)
 	if rep == nil {
+		_, why := outcome(ctx, err)
 		q.finish(ctx, j, tr, runstore.StatusFailed, why, nil, nil)
 		return
 	}
-	tot := rep.Usage.Total()
-	run.Tokens, run.Calls = int64(app.Tokens(tot.Usage)), tot.Calls
+	var waiting *Interrupt
+	if rep.Review != nil {
+		waiting = &Interrupt{Kind: InterruptReview, Review: rep.Review}
+	}
+	q.conclude(ctx, j, tr, err, rep.Usage, waiting, func(docErr error) ([]byte, error) {
+		return app.ResearchDocument(rep, r.Models, docErr)
+	})
+}
+
+// conclude records how a stretch that produced a result ended: what it
+// spent, and the interrupt it waits on or its document.
+func (q *queue) conclude(ctx context.Context, j *job, tr *app.Tracker, runErr error, usage llm.UsageByRole, waiting *Interrupt,
+	document func(docErr error) ([]byte, error)) {
+	status, why := outcome(ctx, runErr)
+	tot := usage.Total()
+	tr.Run.Tokens, tr.Run.Calls = int64(app.Tokens(tot.Usage)), tot.Calls
+	if status == runstore.StatusNeedsInput && waiting != nil {
+		q.finish(ctx, j, tr, status, why, nil, waiting)
+		return
+	}
 	var docErr error
-	if err != nil {
+	if runErr != nil {
 		docErr = errors.New(q.redact(why))
 	}
-	var intr *Interrupt
-	var doc []byte
-	if status == runstore.StatusNeedsInput && rep.Review != nil {
-		intr = &Interrupt{Kind: InterruptReview, Review: rep.Review}
-	} else if doc, err = app.ResearchDocument(rep, r.Models, docErr); err != nil {
+	doc, err := document(docErr)
+	if err != nil {
 		status, why, doc = runstore.StatusFailed, "encoding the report: "+err.Error(), nil
 	}
-	q.finish(ctx, j, tr, status, why, doc, intr)
+	q.finish(ctx, j, tr, status, why, doc, nil)
 }
 
 // reviewAnswer reads the answer to a review: a string as the CLI takes it
@@ -264,25 +279,18 @@ func (q *queue) agent(ctx context.Context, j *job, tr *app.Tracker, set app.Sett
 	} else {
 		res, err = a.Agent.Run(ctx, run.Question, observe, opts...)
 	}
-	status, why := outcome(ctx, err)
 	if res == nil {
+		_, why := outcome(ctx, err)
 		q.finish(ctx, j, tr, runstore.StatusFailed, why, nil, nil)
 		return
 	}
-	tot := res.Usage.Total()
-	run.Tokens, run.Calls = int64(app.Tokens(tot.Usage)), tot.Calls
-	var docErr error
-	if err != nil {
-		docErr = errors.New(q.redact(why))
+	var waiting *Interrupt
+	if res.Waiting != nil {
+		waiting = &Interrupt{Kind: InterruptQuestion, Question: app.CleanText(res.Waiting.Question)}
 	}
-	var intr *Interrupt
-	var doc []byte
-	if status == runstore.StatusNeedsInput && res.Waiting != nil {
-		intr = &Interrupt{Kind: InterruptQuestion, Question: app.CleanText(res.Waiting.Question)}
-	} else if doc, err = json.MarshalIndent(app.AgentResultDoc(res, a.Model, docErr), "", "  "); err != nil {
-		status, why, doc = runstore.StatusFailed, "encoding the result: "+err.Error(), nil
-	}
-	q.finish(ctx, j, tr, status, why, doc, intr)
+	q.conclude(ctx, j, tr, err, res.Usage, waiting, func(docErr error) ([]byte, error) {
+		return json.MarshalIndent(app.AgentResultDoc(res, a.Model, docErr), "", "  ")
+	})
 }
 
 // researchActivity is a research activity as an event.
