@@ -68,7 +68,11 @@ func NewFetchPage(opts FetchPageOptions) (Tool, error) {
 		if a.Offset != nil {
 			offset = *a.Offset
 		}
-		return formatPage(page, offset, opts.MaxChars), nil
+		res := formatPage(page, offset, opts.MaxChars)
+		if !res.Failed() {
+			res.Sources = []Source{{URL: oneLine(page.URL), Title: oneLine(page.Title)}}
+		}
+		return res, nil
 	})
 }
 

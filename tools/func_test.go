@@ -138,14 +138,14 @@ func TestResultContent(t *testing.T) {
 }
 
 func TestCheckName(t *testing.T) {
-	for _, ok := range []string{"a", "_x", "web_search", "mcp-server_tool1", "A"} {
+	for _, ok := range []string{"a", "_x", "web_search", "mcp-server_tool1", "A", "files.read_file"} {
 		assert.NoError(t, CheckName(ok), ok)
 	}
 	long := "a"
 	for len(long) < 65 {
 		long += "a"
 	}
-	for _, bad := range []string{"", "1a", "a b", "a.b", "a/b", "é", long} {
+	for _, bad := range []string{"", "1a", "a b", ".a", "a/b", "é", long} {
 		assert.Error(t, CheckName(bad), bad)
 	}
 }

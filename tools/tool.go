@@ -17,8 +17,9 @@ import (
 // calls of one tool at the same time.
 type Tool interface {
 	// Name is the identifier the model calls the tool by. It matches
-	// ^[A-Za-z_][A-Za-z0-9_-]{0,63}$, the intersection of what the major
-	// providers accept.
+	// ^[A-Za-z_][A-Za-z0-9_.-]{0,63}$: what Gemini accepts, and, but for
+	// the '.' of MCP tools ("server.tool"), what OpenAI and Anthropic
+	// accept; their adapters send a '.' in another form and map it back.
 	Name() string
 	// Description tells the model what the tool does and when to use it.
 	Description() string
@@ -51,6 +52,17 @@ type Result struct {
 	Error string `json:"error,omitempty"`
 	// Images are pictures the tool produced (a viewed PNG, a screenshot).
 	Images []schemas.Image `json:"images,omitempty"`
+	// Sources are the pages or documents Output came from (search results,
+	// a fetched page, a research report's sources). An agent gives each a
+	// stable label the model cites, and checks its final answer's
+	// citations against them.
+	Sources []Source `json:"sources,omitempty"`
+}
+
+// Source is a page or document a tool's result came from.
+type Source struct {
+	URL   string `json:"url"`
+	Title string `json:"title,omitempty"`
 }
 
 // Text returns a successful Result holding output.
@@ -95,15 +107,16 @@ func Def(t Tool) schemas.ToolDef {
 	return schemas.ToolDef{Name: t.Name(), Description: t.Description(), Parameters: t.Parameters()}
 }
 
-// validName is what OpenAI (^[a-zA-Z0-9_-]{1,64}$), Anthropic and Gemini
-// (must start with a letter or underscore) all accept.
-var validName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
+// validName is what Gemini accepts (a letter or underscore first; letters,
+// digits, '_', '.', '-'), and without the '.' what OpenAI
+// (^[a-zA-Z0-9_-]{1,64}$) and Anthropic accept.
+var validName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,63}$`)
 
 // CheckName reports whether name is usable as a tool name with every
 // provider, and if not, says why.
 func CheckName(name string) error {
 	if !validName.MatchString(name) {
-		return fmt.Errorf("tools: invalid tool name %q: use 1 to 64 letters, digits, '_' or '-', starting with a letter or '_'", name)
+		return fmt.Errorf("tools: invalid tool name %q: use 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or '_'", name)
 	}
 	return nil
 }

@@ -83,7 +83,13 @@ func NewWebSearch(opts WebSearchOptions) (Tool, error) {
 		if len(results) > n {
 			results = results[:n]
 		}
-		return Text(formatResults(q, opts.Searcher.Name(), results, opts.MaxSnippetChars)), nil
+		res := Text(formatResults(q, opts.Searcher.Name(), results, opts.MaxSnippetChars))
+		for _, r := range results {
+			if u := oneLine(r.URL); u != "" {
+				res.Sources = append(res.Sources, Source{URL: u, Title: oneLine(r.Title)})
+			}
+		}
+		return res, nil
 	})
 }
 
