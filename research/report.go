@@ -1,7 +1,6 @@
 package research
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -87,25 +86,13 @@ func (r *Report) Markdown() string {
 	}
 	b.WriteString(answer)
 	b.WriteString("\n")
-	if len(r.Sources) > 0 {
-		b.WriteString("\n## Sources\n\n")
-		for i, s := range r.Sources {
-			title := s.Title
-			if title == "" {
-				title = s.Label
-			}
-			if title == "" {
-				title = s.URL
-			}
-			fmt.Fprintf(&b, "%d. [%s](%s)\n", i+1, escapeLinkText(title), s.URL)
-		}
+	if list := citation.SourcesList(r.Sources); list != "" {
+		b.WriteString("\n")
+		b.WriteString(list)
 	}
 	return b.String()
 }
 
-func escapeLinkText(s string) string {
-	return strings.NewReplacer("[", `\[`, "]", `\]`, "\n", " ").Replace(s)
-}
 
 // Timings is where a run's time went.
 type Timings struct {

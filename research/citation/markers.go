@@ -2,6 +2,7 @@ package citation
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -89,4 +90,31 @@ func boundary(s string, i int) int {
 		i++
 	}
 	return i
+}
+
+// SourcesList renders sources as the numbered Markdown list that ends a
+// report or an answer — "## Sources" and one "n. [title](url)" line each,
+// numbered as Finalize numbered them — or "" when there are none.
+func SourcesList(sources []Source) string {
+	if len(sources) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("## Sources\n\n")
+	for i, s := range sources {
+		title := s.Title
+		if title == "" {
+			title = s.Label
+		}
+		if title == "" {
+			title = s.URL
+		}
+		b.WriteString(strconv.Itoa(i + 1))
+		b.WriteString(". [")
+		b.WriteString(strings.NewReplacer("[", `\[`, "]", `\]`, "\n", " ").Replace(title))
+		b.WriteString("](")
+		b.WriteString(s.URL)
+		b.WriteString(")\n")
+	}
+	return b.String()
 }
