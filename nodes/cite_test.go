@@ -99,7 +99,9 @@ func TestAgentAnswerWithoutSourcesLosesInventedLinks(t *testing.T) {
 }
 
 // changing is a tools.Dynamic whose tools can be swapped mid-run.
-type changing struct{ c atomic.Pointer[tools.Collection] }
+type changing struct {
+	c atomic.Pointer[tools.Collection]
+}
 
 func (d *changing) Collection(context.Context) (*tools.Collection, error) { return d.c.Load(), nil }
 

@@ -93,7 +93,6 @@ func (r *Report) Markdown() string {
 	return b.String()
 }
 
-
 // Timings is where a run's time went.
 type Timings struct {
 	Total time.Duration `json:"total_ns"`
