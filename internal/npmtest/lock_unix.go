@@ -1,0 +1,31 @@
+//go:build unix
+
+package npmtest
+
+import (
+	"os"
+	"syscall"
+)
+
+// lockFile takes an exclusive lock on path, waiting for other processes to
+// release it; unlock releases it.
+func lockFile(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}

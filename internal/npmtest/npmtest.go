@@ -1,0 +1,191 @@
+// Package npmtest installs npm packages for tests that run third-party
+// programs, such as the MCP servers published on npm.
+//
+// Install runs the machine's npm once per package version and machine: the
+// package goes into a cache directory ($DEEPGRAPH_NPM_CACHE, else
+// <user cache dir>/deepgraph/npm), under <pkg>@<version>, and later calls —
+// from the same test process or another — find it there. An install is made
+// in a temporary directory and renamed into place when it is complete, under
+// a lock file, so concurrent test processes (go test ./... runs packages in
+// parallel) neither install twice nor see half an install.
+//
+// Without npm or node the tests skip, saying how to run them. An install that
+// fails (no network, a registry error) skips too, with npm's output — except
+// under CI=true, where it fails the test: CI must not skip silently.
+//
+//	bin := npmtest.Bin(t, "@modelcontextprotocol/server-everything", "2026.8.31", "mcp-server-everything")
+//	cmd := exec.Command("node", bin, "stdio")
+package npmtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// EnvCache names the variable that moves the cache directory.
+const EnvCache = "DEEPGRAPH_NPM_CACHE"
+
+// installTimeout bounds one npm install.
+const installTimeout = 10 * time.Minute
+
+// Pinned versions of the packages the tests use.
+const (
+	ServerEverything        = "@modelcontextprotocol/server-everything"
+	ServerEverythingVersion = "2026.8.31"
+	ServerFilesystem        = "@modelcontextprotocol/server-filesystem"
+	ServerFilesystemVersion = "2026.8.31"
+	InspectorCLI            = "@modelcontextprotocol/inspector-cli"
+	InspectorCLIVersion     = "1.0.3"
+)
+
+// installs serialises the installs of one process per package version; the
+// lock file does the same between processes.
+var installs sync.Map // key string -> *sync.Mutex
+
+// Install installs pkg@version (unless it already is) and returns its
+// node_modules/.bin directory, where the package's bin scripts are linked.
+// It skips the test when npm or node is missing, and when the install fails
+// outside CI (CI=true fails the test instead).
+func Install(t testing.TB, pkg, version string) string {
+	t.Helper()
+	return filepath.Join(install(t, pkg, version), "node_modules", ".bin")
+}
+
+// PackageDir installs pkg@version like Install and returns the package's own
+// directory (node_modules/<pkg>, with its package.json).
+func PackageDir(t testing.TB, pkg, version string) string {
+	t.Helper()
+	return filepath.Join(install(t, pkg, version), "node_modules", filepath.FromSlash(pkg))
+}
+
+// Bin installs pkg@version like Install and returns the path of its bin
+// script binName (a JavaScript file: run it with node, or directly where
+// the shebang line is honoured). A package without that bin fails the test.
+func Bin(t testing.TB, pkg, version, binName string) string {
+	t.Helper()
+	p := filepath.Join(Install(t, pkg, version), binName)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("npmtest: %s@%s has no bin %q: %v", pkg, version, binName, err)
+	}
+	return p
+}
+
+// Node returns the path of node, skipping the test when there is none.
+func Node(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not found: the tests against npm MCP servers skip; install Node.js and npm to run them")
+	}
+	return p
+}
+
+func install(t testing.TB, pkg, version string) string {
+	t.Helper()
+	if err := checkName(pkg, version); err != nil {
+		t.Fatalf("npmtest: %v", err)
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Skip("npm not found: the tests against npm MCP servers skip; install Node.js and npm to run them")
+	}
+	Node(t)
+	root, err := cacheRoot()
+	if err != nil {
+		t.Fatalf("npmtest: %v", err)
+	}
+	dir := filepath.Join(root, filepath.FromSlash(pkg)+"@"+version)
+
+	key := pkg + "@" + version
+	mu, _ := installs.LoadOrStore(key, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+
+	if installed(dir, pkg) {
+		return dir
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatalf("npmtest: creating the cache directory: %v", err)
+	}
+	unlock, err := lockFile(dir + ".lock")
+	if err != nil {
+		t.Fatalf("npmtest: locking %s: %v", dir+".lock", err)
+	}
+	defer unlock()
+	if installed(dir, pkg) { // another process installed it while we waited
+		return dir
+	}
+
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".install-")
+	if err != nil {
+		t.Fatalf("npmtest: %v", err)
+	}
+	defer os.RemoveAll(tmp) // after a successful rename there is nothing left to remove
+	t.Logf("npmtest: installing %s with npm into %s", key, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), installTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--prefix", tmp, key)
+	cmd.Dir = tmp
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		failOrSkip(t, "npm install %s failed (%v); the tests that need it cannot run:\n%s", key, err, strings.TrimSpace(out.String()))
+	}
+	if !installed(tmp, pkg) {
+		failOrSkip(t, "npm install %s did not install the package:\n%s", key, strings.TrimSpace(out.String()))
+	}
+	_ = os.RemoveAll(dir) // a broken earlier install
+	if err := os.Rename(tmp, dir); err != nil {
+		t.Fatalf("npmtest: moving the install of %s into place: %v", key, err)
+	}
+	return dir
+}
+
+// failOrSkip fails the test under CI (which must not skip silently) and
+// skips it elsewhere.
+func failOrSkip(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("npmtest: "+format+" (CI=true: failing instead of skipping)", args...)
+	}
+	t.Skipf("npmtest: "+format, args...)
+}
+
+// installed reports whether dir holds a complete install of pkg.
+func installed(dir, pkg string) bool {
+	_, err := os.Stat(filepath.Join(dir, "node_modules", filepath.FromSlash(pkg), "package.json"))
+	return err == nil
+}
+
+func cacheRoot() (string, error) {
+	if d := os.Getenv(EnvCache); d != "" {
+		return filepath.Abs(d)
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache directory (%v): set %s", err, EnvCache)
+	}
+	return filepath.Join(d, "deepgraph", "npm"), nil
+}
+
+// checkName refuses names that could escape the cache directory or be read
+// by npm as options.
+func checkName(pkg, version string) error {
+	bad := func(s string) bool {
+		return s == "" || strings.HasPrefix(s, "-") || strings.Contains(s, "..") || strings.ContainsAny(s, "\\ \t\n")
+	}
+	if bad(pkg) || bad(version) || strings.Contains(version, "/") || strings.Count(pkg, "/") > 1 ||
+		(strings.Contains(pkg, "/") && !strings.HasPrefix(pkg, "@")) {
+		return errors.New("install " + pkg + "@" + version + ": use a package name (name or @scope/name) and an exact version")
+	}
+	return nil
+}
