@@ -41,7 +41,10 @@
 // WithToolChoice forces auto, none, required or one named tool. The model's
 // calls come back as schemas.ToolCall with raw JSON arguments — untrusted
 // input: validate before use (ExtractJSON repairs what models commonly get
-// wrong). Answer each call with schemas.ToolResultMessage.
+// wrong). Answer each call with schemas.ToolResultMessage. Tool names may
+// hold a '.' (MCP's server.tool); providers whose APIs reject it send such
+// names encoded and name the reply's calls back (ToolNames), so callers
+// only ever see the real names.
 //
 // # Usage per role
 //

@@ -31,7 +31,9 @@
 //	                     With other tools offered, tool_choice is "any".
 //	tools                native: tools, tool_choice (auto, none, any for required, one tool),
 //	                     several tool_use blocks per reply, tool results as tool_result
-//	                     blocks in the following user turn
+//	                     blocks in the following user turn; names with a '.' (MCP's
+//	                     server.tool) travel as server__tool and are named back in
+//	                     replies (llm.ToolNames)
 //	system messages      native: joined into the top-level system field, wherever they occur
 //	streaming            native SSE (message_start, content_block_*, message_delta,
 //	                     message_stop, ping, error); text and thinking deltas to

@@ -22,19 +22,30 @@ func (m *Model) prepare(msgs []schemas.Message, req llm.Request) (prepared, erro
 	if len(msgs) == 0 {
 		return p, fmt.Errorf("%s: %w: no messages to send", m.provider, llm.ErrBadRequest)
 	}
-	lcMsgs, inputs, err := toMessages(msgs)
+	// Tool names may hold a '.', which the API rejects: they travel as
+	// wire names, and the reply's tool calls are named back (build).
+	wire, err := llm.NewToolNames(req.Tools)
+	if err != nil {
+		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
+	}
+	p.call.names = wire
+	lcMsgs, inputs, err := toMessages(msgs, wire)
 	if err != nil {
 		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
 	}
 	p.msgs = lcMsgs
 	p.call.inputs = inputs
 
-	tools, names, err := lcbridge.Tools(req.Tools)
+	tools, names, err := lcbridge.Tools(req.Tools, wire)
 	if err != nil {
 		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
 	}
 	if req.Schema != nil {
-		tool, wrapped, err := schemaTool(req.SchemaName, req.Schema, names)
+		taken := make(map[string]bool, len(tools))
+		for _, t := range tools {
+			taken[t.Function.Name] = true
+		}
+		tool, wrapped, err := schemaTool(req.SchemaName, req.Schema, taken)
 		if err != nil {
 			return p, fmt.Errorf("%s: %w", m.provider, err)
 		}
@@ -42,7 +53,7 @@ func (m *Model) prepare(msgs []schemas.Message, req llm.Request) (prepared, erro
 		p.call.schemaTool = tool.Function.Name
 		p.call.schemaWrapped = wrapped
 	}
-	choice, err := toolChoice(req.ToolChoice, names, p.call.schemaTool)
+	choice, err := toolChoice(req.ToolChoice, names, wire, p.call.schemaTool)
 	if err != nil {
 		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
 	}
@@ -76,14 +87,14 @@ func (m *Model) prepare(msgs []schemas.Message, req llm.Request) (prepared, erro
 	return p, nil
 }
 
-// toMessages converts the conversation for langchaingo, which reads only the
-// first part of an assistant message: each text and tool call becomes its
+// toMessages converts the conversation for langchaingo, naming tools by their
+// wire names. langchaingo reads only the first part of an assistant message: each text and tool call becomes its
 // own assistant message, and the transport merges consecutive messages of a
 // role back into one (as it does the separate tool_result messages). System
 // messages, wherever they are, become the top-level system prompt. inputs
 // maps tool-call IDs to their exact argument JSON, which the transport puts
 // back (langchaingo round-trips it through map[string]any).
-func toMessages(msgs []schemas.Message) ([]llms.MessageContent, map[string]json.RawMessage, error) {
+func toMessages(msgs []schemas.Message, wire llm.ToolNames) ([]llms.MessageContent, map[string]json.RawMessage, error) {
 	var system []string
 	out := make([]llms.MessageContent, 0, len(msgs)+2)
 	inputs := map[string]json.RawMessage{}
@@ -122,7 +133,7 @@ func toMessages(msgs []schemas.Message) ([]llms.MessageContent, map[string]json.
 				args := objectArguments(tc.Arguments)
 				inputs[tc.ID] = args
 				out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{llms.ToolCall{
-					ID: tc.ID, Type: "function", FunctionCall: &llms.FunctionCall{Name: tc.Name, Arguments: string(args)},
+					ID: tc.ID, Type: "function", FunctionCall: &llms.FunctionCall{Name: wire.Wire(tc.Name), Arguments: string(args)},
 				}}})
 			}
 		case schemas.Tool:
@@ -130,7 +141,7 @@ func toMessages(msgs []schemas.Message) ([]llms.MessageContent, map[string]json.
 				return nil, nil, fmt.Errorf("message %d: a tool result needs the ToolCallID of the call it answers", i)
 			}
 			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
-				llms.ToolCallResponse{ToolCallID: msg.ToolCallID, Name: msg.Name, Content: msg.Content},
+				llms.ToolCallResponse{ToolCallID: msg.ToolCallID, Name: wire.Wire(msg.Name), Content: msg.Content},
 			}})
 			pending = append(pending, imageParts(msg.Images)...)
 		default:
@@ -168,7 +179,7 @@ func objectArguments(raw json.RawMessage) json.RawMessage {
 
 // schemaTool is the tool whose forced call carries a structured reply. Its
 // name is the schema's name made valid (and distinct from the offered
-// tools). Anthropic wants an object as tool input, so a schema whose root is
+// tools' wire names, taken). Anthropic wants an object as tool input, so a schema whose root is
 // not an object is wrapped as {"value": schema}; wrapped says so.
 func schemaTool(name string, s *jsonschema.Schema, taken map[string]bool) (llms.Tool, bool, error) {
 	tool := llm.APIName(name)
@@ -207,8 +218,8 @@ func isObjectSchema(s *jsonschema.Schema) bool {
 // ({"type":"auto"|"any"|"none"} or {"type":"tool","name":…}); nil leaves it
 // out. With a response schema the model must call a tool: the schema tool
 // when no other tool is offered (or ToolNone), any tool otherwise, or the
-// one the choice names.
-func toolChoice(c llm.ToolChoice, names map[string]bool, schemaTool string) (json.RawMessage, error) {
+// one the choice names (by its wire name).
+func toolChoice(c llm.ToolChoice, names map[string]bool, wire llm.ToolNames, schemaTool string) (json.RawMessage, error) {
 	forced := func(name string) json.RawMessage {
 		b, _ := json.Marshal(map[string]string{"type": "tool", "name": name})
 		return b
@@ -241,5 +252,5 @@ func toolChoice(c llm.ToolChoice, names map[string]bool, schemaTool string) (jso
 	if !names[string(c)] {
 		return nil, fmt.Errorf("tool choice names %q, which is not among the offered tools", c)
 	}
-	return forced(string(c)), nil
+	return forced(wire.Wire(string(c))), nil
 }

@@ -106,8 +106,8 @@ func (c *call) fromStream() assembled {
 }
 
 // build turns an assembled reply into the neutral one: the structured-output
-// tool's input becomes the content, other tool calls get IDs and safe
-// arguments.
+// tool's input becomes the content, other tool calls get their tool's name
+// back (from its wire name), IDs and safe arguments.
 func (m *Model) build(c *call, a assembled) *llm.Response {
 	c.mu.Lock()
 	model := c.reply.model
@@ -132,7 +132,7 @@ func (m *Model) build(c *call, a assembled) *llm.Response {
 		if id == "" {
 			id = lcbridge.CallID("toolu_")
 		}
-		out.ToolCalls = append(out.ToolCalls, schemas.ToolCall{ID: id, Name: rc.name, Arguments: lcbridge.ToolCallArguments(rc.args)})
+		out.ToolCalls = append(out.ToolCalls, schemas.ToolCall{ID: id, Name: c.spec.names.Name(rc.name), Arguments: lcbridge.ToolCallArguments(rc.args)})
 	}
 	out.FinishReason = finishReason(a.stop, len(out.ToolCalls) > 0)
 	return out

@@ -20,6 +20,7 @@ type callSpec struct {
 	inputs          map[string]json.RawMessage // tool_use id → exact input
 	schemaTool      string                     // the structured-output tool, if any
 	schemaWrapped   bool                       // its input is {"value": reply}
+	names           llm.ToolNames              // the request's tool names on the wire
 	stream          bool
 	onDelta         func(llm.Delta)
 }

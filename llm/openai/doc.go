@@ -35,7 +35,9 @@
 //	                     fallback: SchemaJSONObject (json_object + schema in the system
 //	                     prompt, for DeepSeek) or SchemaPrompt (schema in the prompt only)
 //	tools                native: tools/tool_choice (auto, none, required, one function),
-//	                     parallel calls, tool results by tool_call_id
+//	                     parallel calls, tool results by tool_call_id; names with a
+//	                     '.' (MCP's server.tool) travel as server__tool and are named
+//	                     back in replies (llm.ToolNames)
 //	streaming            native SSE; content and reasoning deltas to llm.OnDelta; tool
 //	                     calls assembled by index; usage via stream_options.include_usage
 //	reasoning            reasoning_content (DeepSeek) or reasoning (Ollama, vLLM,

@@ -39,7 +39,14 @@ func (m *Model) prepare(msgs []schemas.Message, req llm.Request) (prepared, erro
 			instructions = llm.SchemaInstructions(req.SchemaName, req.Schema)
 		}
 	}
-	lcMsgs, err := toMessages(msgs, instructions)
+	// Tool names may hold a '.', which the API rejects: they travel as
+	// wire names, and the reply's tool calls are named back (response).
+	wire, err := llm.NewToolNames(req.Tools)
+	if err != nil {
+		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
+	}
+	p.call.names = wire
+	lcMsgs, err := toMessages(msgs, instructions, wire)
 	if err != nil {
 		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
 	}
@@ -62,14 +69,14 @@ func (m *Model) prepare(msgs []schemas.Message, req llm.Request) (prepared, erro
 		p.opts = append(p.opts, llms.WithStopWords(req.Stop))
 	}
 	if len(req.Tools) > 0 {
-		tools, names, err := lcbridge.Tools(req.Tools)
+		tools, names, err := lcbridge.Tools(req.Tools, wire)
 		if err != nil {
 			return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
 		}
 		p.opts = append(p.opts, llms.WithTools(tools))
 		p.names = names
 	}
-	choice, err := toolChoice(req.ToolChoice, p.names)
+	choice, err := toolChoice(req.ToolChoice, p.names, wire)
 	if err != nil {
 		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
 	}
@@ -88,10 +95,11 @@ func (m *Model) prepare(msgs []schemas.Message, req llm.Request) (prepared, erro
 	return p, nil
 }
 
-// toMessages converts the conversation. Images attached to tool results go
-// into a user message after the run of tool messages, since the tool role
-// takes text only and tool results must directly follow their call.
-func toMessages(msgs []schemas.Message, instructions string) ([]llms.MessageContent, error) {
+// toMessages converts the conversation, naming tools by their wire names.
+// Images attached to tool results go into a user message after the run of
+// tool messages, since the tool role takes text only and tool results must
+// directly follow their call.
+func toMessages(msgs []schemas.Message, instructions string, wire llm.ToolNames) ([]llms.MessageContent, error) {
 	out := make([]llms.MessageContent, 0, len(msgs)+2)
 	if instructions != "" {
 		if msgs[0].Role == schemas.System {
@@ -136,7 +144,7 @@ func toMessages(msgs []schemas.Message, instructions string) ([]llms.MessageCont
 				parts = append(parts, llms.ToolCall{
 					ID:           tc.ID,
 					Type:         "function",
-					FunctionCall: &llms.FunctionCall{Name: tc.Name, Arguments: argumentsText(tc.Arguments)},
+					FunctionCall: &llms.FunctionCall{Name: wire.Wire(tc.Name), Arguments: argumentsText(tc.Arguments)},
 				})
 			}
 			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: parts})
@@ -145,7 +153,7 @@ func toMessages(msgs []schemas.Message, instructions string) ([]llms.MessageCont
 				return nil, fmt.Errorf("message %d: a tool result needs the ToolCallID of the call it answers", i)
 			}
 			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
-				llms.ToolCallResponse{ToolCallID: msg.ToolCallID, Name: msg.Name, Content: msg.Content},
+				llms.ToolCallResponse{ToolCallID: msg.ToolCallID, Name: wire.Wire(msg.Name), Content: msg.Content},
 			}})
 			pending = append(pending, imageParts(msg.Images)...)
 		default:
@@ -182,9 +190,10 @@ func argumentsText(raw json.RawMessage) string {
 }
 
 // toolChoice maps the neutral choice to OpenAI's tool_choice: a string, or
-// {"type":"function","function":{"name":…}}. Without tools, auto and none are
-// dropped (OpenAI rejects tool_choice without tools) and the others fail.
-func toolChoice(c llm.ToolChoice, names map[string]bool) (any, error) {
+// {"type":"function","function":{"name":…}} with the tool's wire name.
+// Without tools, auto and none are dropped (OpenAI rejects tool_choice
+// without tools) and the others fail.
+func toolChoice(c llm.ToolChoice, names map[string]bool, wire llm.ToolNames) (any, error) {
 	switch c {
 	case "":
 		return nil, nil
@@ -202,7 +211,7 @@ func toolChoice(c llm.ToolChoice, names map[string]bool) (any, error) {
 	if !names[string(c)] {
 		return nil, fmt.Errorf("tool choice names %q, which is not among the offered tools", c)
 	}
-	return llms.ToolChoice{Type: "function", Function: &llms.FunctionReference{Name: string(c)}}, nil
+	return llms.ToolChoice{Type: "function", Function: &llms.FunctionReference{Name: wire.Wire(string(c))}}, nil
 }
 
 // responseFormat builds the json_schema response_format with the full schema

@@ -59,6 +59,7 @@ func (m *Model) response(c *call, r *llms.ContentResponse) (*llm.Response, error
 		if calls[i].Name == "" {
 			return nil, &llm.APIError{Provider: m.provider, Message: fmt.Sprintf("tool call %d in the reply has no function name", i), Err: wiretap.ErrMalformed}
 		}
+		calls[i].Name = c.spec.names.Name(calls[i].Name)
 	}
 	out.ToolCalls = calls
 	out.FinishReason = finishReason(finish, len(calls) > 0)

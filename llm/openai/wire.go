@@ -18,6 +18,7 @@ type callSpec struct {
 	dropStreamOptions bool
 	stream            bool
 	onDelta           func(llm.Delta)
+	names             llm.ToolNames // the request's tool names on the wire
 }
 
 // call is the state of one Generate call, shared between Model.send and the

@@ -5,7 +5,9 @@
 // counters of langchaingo's GenerationInfo, generated call IDs, and a
 // GenerateContent that survives langchaingo's panics on malformed replies.
 //
-//	tools, names, err := lcbridge.Tools(req.Tools)
+//	wire, err := llm.NewToolNames(req.Tools)
+//	…
+//	tools, names, err := lcbridge.Tools(req.Tools, wire) // definitions under their wire names
 //	…
 //	resp, err := lcbridge.Generate(ctx, lc, msgs, opts...) // a panic becomes wiretap.ErrMalformed
 //	…

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
 	"github.com/deepgraph/deepgraph/schemas"
 )
@@ -17,10 +18,11 @@ import (
 // emptyObject is the parameters schema of a tool that takes no arguments.
 var emptyObject = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// Tools converts tool definitions to langchaingo's, with the set of their
-// names. A tool without parameters takes an empty object. Names must be
-// present and unique.
-func Tools(defs []schemas.ToolDef) ([]llms.Tool, map[string]bool, error) {
+// Tools converts tool definitions to langchaingo's, named by their wire
+// names (see llm.ToolNames), with the set of their names (not wire names).
+// A tool without parameters takes an empty object. Names must be present
+// and unique.
+func Tools(defs []schemas.ToolDef, wire llm.ToolNames) ([]llms.Tool, map[string]bool, error) {
 	tools := make([]llms.Tool, 0, len(defs)+1) // room for a provider's own tool
 	names := make(map[string]bool, len(defs))
 	for _, d := range defs {
@@ -36,7 +38,7 @@ func Tools(defs []schemas.ToolDef) ([]llms.Tool, map[string]bool, error) {
 			params = d.Parameters
 		}
 		tools = append(tools, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-			Name: d.Name, Description: d.Description, Parameters: params,
+			Name: wire.Wire(d.Name), Description: d.Description, Parameters: params,
 		}})
 	}
 	return tools, names, nil

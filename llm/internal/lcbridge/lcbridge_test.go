@@ -14,19 +14,25 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
 func TestTools(t *testing.T) {
 	params := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"q": {Type: "string"}}, Required: []string{"q"}}
-	tools, names, err := Tools([]schemas.ToolDef{
+	defs := []schemas.ToolDef{
 		{Name: "search", Description: "Search the web.", Parameters: params},
 		{Name: "now"},
-	})
+		{Name: "files.read_file"},
+	}
+	wire, err := llm.NewToolNames(defs)
 	require.NoError(t, err)
-	require.Len(t, tools, 2)
-	assert.Equal(t, map[string]bool{"search": true, "now": true}, names)
+	tools, names, err := Tools(defs, wire)
+	require.NoError(t, err)
+	require.Len(t, tools, 3)
+	assert.Equal(t, map[string]bool{"search": true, "now": true, "files.read_file": true}, names, "the names, not the wire names")
+	assert.Equal(t, "files__read_file", tools[2].Function.Name, "definitions carry the wire name")
 	assert.Equal(t, "function", tools[0].Type)
 	assert.Equal(t, "search", tools[0].Function.Name)
 	assert.Equal(t, "Search the web.", tools[0].Function.Description)
@@ -34,7 +40,7 @@ func TestTools(t *testing.T) {
 	assert.JSONEq(t, `{"type":"object","properties":{}}`, string(tools[1].Function.Parameters.(json.RawMessage)),
 		"a tool without parameters takes an empty object")
 
-	tools, names, err = Tools(nil)
+	tools, names, err = Tools(nil, llm.ToolNames{})
 	require.NoError(t, err)
 	assert.Empty(t, tools)
 	assert.Empty(t, names)
@@ -46,7 +52,7 @@ func TestTools(t *testing.T) {
 		{[]schemas.ToolDef{{Description: "nameless"}}, "a tool needs a name"},
 		{[]schemas.ToolDef{{Name: "a"}, {Name: "b"}, {Name: "a"}}, `two tools are named "a"`},
 	} {
-		_, _, err := Tools(bad.defs)
+		_, _, err := Tools(bad.defs, llm.ToolNames{})
 		assert.EqualError(t, err, bad.want)
 	}
 }
