@@ -43,7 +43,9 @@
 //   - Tool calls are sent back as functionCall parts carrying ToolCall.Signature
 //     as the thought signature, which Gemini 3 requires. Calls the API sent
 //     without an ID get one ("gemini-call-…"), which is kept on our side only.
-//   - llm.Tools become function declarations with parametersJsonSchema;
+//   - llm.Tools become function declarations with parametersJsonSchema,
+//     under their own names: Gemini accepts '.', ':' and '-' in function
+//     names (MCP's server.tool needs no encoding);
 //     ToolChoice maps to functionCallingConfig (auto→AUTO, none→NONE,
 //     required→ANY, a tool's name→ANY restricted to it).
 //   - A response schema is sent natively as responseMimeType
