@@ -2,13 +2,10 @@ package server
 
 import (
 	"context"
-	"crypto/subtle"
 	"embed"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -99,7 +96,10 @@ func New(st *app.Store, eng Engine, opts Options) *Server {
 }
 
 // Handler serves the API and the page.
-func (s *Server) Handler() http.Handler { return s.guard(s.mux) }
+func (s *Server) Handler() http.Handler {
+	return Guard(s.mux, GuardOptions{CORSOrigins: s.opts.CORSOrigins, Loopback: s.opts.Loopback,
+		ContentSecurityPolicy: contentSecurityPolicy, AllowHeaders: []string{"Authorization", "Content-Type", "Last-Event-ID"}})
+}
 
 // Start queues again the runs a previous server left queued, and — with
 // ResumeInterrupted — the runs it left running.
@@ -152,41 +152,6 @@ func (s *Server) Peak() int {
 const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
 	"font-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-// guard applies to every request: security headers, the Host check on a
-// loopback server, the Origin check and CORS.
-func (s *Server) guard(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Content-Security-Policy", contentSecurityPolicy)
-		h.Set("Cross-Origin-Opener-Policy", "same-origin")
-		if s.opts.Loopback && !loopbackHost(r.Host) {
-			writeError(w, http.StatusMisdirectedRequest, codeForbidden,
-				fmt.Sprintf("host %q is not this server's: it listens on loopback, so use http://127.0.0.1 or http://localhost", r.Host))
-			return
-		}
-		if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r) {
-			if !slices.Contains(s.opts.CORSOrigins, strings.ToLower(origin)) {
-				writeError(w, http.StatusForbidden, codeForbidden,
-					fmt.Sprintf("origin %s may not call this API; list it under serve.cors_origins to allow it", origin))
-				return
-			}
-			h.Set("Access-Control-Allow-Origin", origin)
-			h.Add("Vary", "Origin")
-			if r.Method == http.MethodOptions {
-				h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
-				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID")
-				h.Set("Access-Control-Max-Age", "600")
-				w.WriteHeader(http.StatusNoContent)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
 // page serves the web page's files.
 func (s *Server) page(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -199,9 +164,8 @@ func (s *Server) page(next http.Handler) http.Handler {
 func (s *Server) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
-		if rt.Auth && s.opts.Token != "" && !s.authorized(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="deepgraph"`)
-			writeError(w, http.StatusUnauthorized, codeUnauthorized, "this server needs its token: send Authorization: Bearer <serve.token>")
+		if rt.Auth && s.opts.Token != "" && !Authorized(r, s.opts.Token) {
+			writeUnauthorized(w)
 			return
 		}
 		if rt.Request != nil {
@@ -213,58 +177,4 @@ func (s *Server) wrap(rt route) http.Handler {
 		}
 		rt.Handle(s, w, r)
 	})
-}
-
-func (s *Server) authorized(r *http.Request) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.opts.Token)) == 1
-}
-
-// sameOrigin reports whether a request's Origin is the server's own.
-func sameOrigin(origin string, r *http.Request) bool {
-	o := strings.ToLower(origin)
-	host := strings.ToLower(r.Host)
-	return o == "http://"+host || o == "https://"+host
-}
-
-// loopbackHost reports whether a Host header names this machine.
-func loopbackHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.Trim(strings.ToLower(host), "[]")
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// IsLoopback reports whether an address to listen on (host:port) reaches
-// this machine only.
-func IsLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil || host == "" {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// ErrNeedsToken is Check's refusal to listen beyond loopback without a
-// token.
-var ErrNeedsToken = errors.New("a token is needed to listen beyond loopback")
-
-// Check refuses to serve the API beyond this machine without a token.
-func Check(addr, token string) error {
-	if IsLoopback(addr) || token != "" {
-		return nil
-	}
-	return fmt.Errorf("%w: %s is reachable from other machines, and anyone reaching it could start runs on your keys. "+
-		"Set a token (serve.token in the config file, or DEEPGRAPH_SERVE_TOKEN=$(openssl rand -hex 32)) and send it as "+
-		"Authorization: Bearer …, or listen on 127.0.0.1", ErrNeedsToken, addr)
 }
