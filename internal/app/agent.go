@@ -14,6 +14,7 @@ import (
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/nodes"
+	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/search"
 	"github.com/deepgraph/deepgraph/tools"
 )
@@ -44,14 +45,18 @@ func (pausingHuman) Ask(context.Context, string) (string, error) { return "", to
 type AgentSetup struct {
 	Agent *nodes.Agent
 	Tools *tools.Collection
-	// Spec is the agent's model spec.
-	Spec string
+	// Spec is the agent's model spec, and Model the model.
+	Spec  string
+	Model llm.Model
 	// Workspace is the directory the file and exec tools work in;
 	// TempWorkspace says it was created for this run (and is kept after it,
 	// so its files can be inspected).
 	Workspace     string
 	TempWorkspace bool
-	closers       []func()
+	// Research is the researcher behind deep_research; nil when the
+	// configuration makes no research run.
+	Research *Research
+	closers  []func()
 }
 
 // Close releases what the agent's tools hold open. The workspace is kept.
@@ -70,6 +75,8 @@ func (a *AgentSetup) Close() {
 //   - str_replace_editor confined to the workspace: agent.workspace, or a
 //     new temporary directory; the user's home directory and / are refused;
 //   - python_execute and bash only with agent.allow_exec;
+//   - deep_research, the deep-search graph, when the configuration makes a
+//     research run (models and a back end);
 //   - ask_human when aio.Human or aio.Checkpointer is set; planning; terminate.
 //
 // agent.tools narrows the set (an unknown name, or an exec tool without
@@ -85,7 +92,7 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 	if err != nil {
 		return nil, err
 	}
-	setup := &AgentSetup{Spec: spec}
+	setup := &AgentSetup{Spec: spec, Model: model}
 	defer func() {
 		if err != nil {
 			setup.Close()
@@ -124,6 +131,9 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 	if err != nil {
 		return nil, &setupError{fmt.Errorf("agent tools: %w", err)}
 	}
+	if all, err = setup.addResearch(ctx, cfg, aio, all); err != nil {
+		return nil, err
+	}
 	set := all
 	if len(cfg.Agent.Tools) > 0 {
 		for _, name := range cfg.Agent.Tools {
@@ -145,6 +155,39 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 	}
 	setup.Agent, setup.Tools = agent, set
 	return setup, nil
+}
+
+// addResearch offers the deep-research graph as the tool deep_research
+// when the configuration makes a research run (models and a back end);
+// otherwise the agent goes without it, and -v says why.
+func (a *AgentSetup) addResearch(ctx context.Context, cfg *config.Config, aio AgentIO, all *tools.Collection) (*tools.Collection, error) {
+	var r *Research
+	var err error
+	if aio.Pool != nil {
+		r, err = aio.Pool.Research(ctx, cfg, nil)
+	} else {
+		r, err = NewResearch(ctx, cfg, aio.Logger, nil)
+	}
+	if err != nil {
+		if aio.Logger != nil {
+			aio.Logger.Debug("deep_research is not offered", "why", err.Error())
+		}
+		return all, nil
+	}
+	a.closers = append(a.closers, r.Close)
+	a.Research = r
+	tool, err := research.NewTool(r.Researcher, cfg.Effort)
+	if err != nil {
+		return nil, &setupError{fmt.Errorf("deep_research: %w", err)}
+	}
+	// Before terminate, which stays last.
+	ts := all.Tools()
+	ts = append(ts[:len(ts)-1:len(ts)-1], tool, ts[len(ts)-1])
+	c, err := tools.NewCollection(ts...)
+	if err != nil {
+		return nil, &setupError{fmt.Errorf("agent tools: %w", err)}
+	}
+	return c, nil
 }
 
 // agentSearcher is the searcher behind web_search: the corpus when one is

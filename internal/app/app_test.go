@@ -299,8 +299,10 @@ func TestNewAgentTools(t *testing.T) {
 	}{
 		{name: "default set", want: []string{"fetch_page", "str_replace_editor", "planning", "terminate"}},
 		{name: "with search, exec and a human", vars: map[string]string{"SEARXNG_URL": "http://127.0.0.1:9"}, args: []string{"--allow-exec"}, human: true,
-			want: []string{"web_search", "fetch_page", "str_replace_editor", "python_execute", "bash", "planning", "ask_human", "terminate"}},
+			want: []string{"web_search", "fetch_page", "str_replace_editor", "python_execute", "bash", "planning", "ask_human", "deep_research", "terminate"}},
 		{name: "a subset", args: []string{"--tools", "str_replace_editor"}, want: []string{"str_replace_editor", "terminate"}},
+		{name: "deep_research alone", vars: map[string]string{"SEARXNG_URL": "http://127.0.0.1:9"}, args: []string{"--tools", "deep_research"},
+			want: []string{"deep_research", "terminate"}},
 		{name: "exec without allow", args: []string{"--tools", "python_execute"}, wantErr: "python_execute also needs --allow-exec"},
 		{name: "unknown tool", args: []string{"--tools", "web_search"}, wantErr: "agent.tools: web_search is not allowed: use names of available tools: fetch_page, str_replace_editor, planning, terminate"},
 	}

@@ -1,0 +1,94 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/deepgraph/deepgraph/config"
+	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/nodes"
+	"github.com/deepgraph/deepgraph/research"
+)
+
+// FlowSetup is a planning flow built from a configuration.
+type FlowSetup struct {
+	Flow *nodes.Flow
+	// Agent is the default executor's setup: its tools and workspace.
+	Agent *AgentSetup
+	// Executors are the executors' names, the default first.
+	Executors []string
+}
+
+// Close releases what the executors hold open.
+func (f *FlowSetup) Close() { f.Agent.Close() }
+
+// Executor names of the flow of `research flow`.
+const (
+	ExecutorAgent      = "agent"
+	ExecutorResearcher = "researcher"
+)
+
+// FlowOptions are the flow's own settings.
+type FlowOptions struct {
+	// Approve pauses the run after the plan and each revision until the
+	// plan is approved or edited; it needs Checkpointer.
+	Approve      bool
+	Checkpointer graph.Checkpointer
+	// MaxPlanSteps and MaxRevisions: see nodes.FlowConfig (0: defaults).
+	MaxPlanSteps, MaxRevisions int
+}
+
+// NewFlow builds the flow of `research flow`: the configured model plans,
+// revises and summarises; steps go to
+//
+//   - agent (the default): the agent of research agent — web_search,
+//     fetch_page, the workspace editor, deep_research, MCP tools, code only
+//     with allow_exec — with a fresh step budget per step;
+//   - researcher, when the configuration makes a research run: the
+//     deep-search graph on the step's question.
+//
+// aio.Human and aio.Checkpointer are not used: the
+// executors do not ask questions.
+func NewFlow(ctx context.Context, cfg *config.Config, aio AgentIO, fo FlowOptions) (_ *FlowSetup, err error) {
+	agent, err := NewAgent(ctx, cfg, AgentIO{Logger: aio.Logger, Pool: aio.Pool})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			agent.Close()
+		}
+	}()
+	planner := agent.Model
+	execs := []nodes.FlowExecutor{{Name: ExecutorAgent, Executor: nodes.AgentExecutor(agent.Agent),
+		Description: "an autonomous agent with tools (" + strings.Join(agent.Tools.Names(), ", ") + "); for finding facts, reading pages, writing and editing files in the workspace" + execNote(agent)}}
+	if agent.Research != nil {
+		var opts []research.RunOption
+		if cfg.InitialQueries > 0 {
+			opts = append(opts, research.InitialQueries(cfg.InitialQueries))
+		}
+		if cfg.MaxLoops > 0 {
+			opts = append(opts, research.MaxLoops(cfg.MaxLoops))
+		}
+		execs = append(execs, nodes.FlowExecutor{Name: ExecutorResearcher, Executor: agent.Research.Executor(opts...),
+			Description: "researches one question in depth on the web (several searches, reading, reflection) and returns a report with cited sources; for questions that need several sources"})
+	}
+	flow, err := nodes.NewFlow(nodes.FlowConfig{Planner: planner, Executors: execs, Approve: fo.Approve, Checkpointer: fo.Checkpointer,
+		MaxPlanSteps: fo.MaxPlanSteps, MaxRevisions: fo.MaxRevisions})
+	if err != nil {
+		return nil, &setupError{fmt.Errorf("flow: %w", err)}
+	}
+	names := make([]string, len(execs))
+	for i, e := range execs {
+		names[i] = e.Name
+	}
+	return &FlowSetup{Flow: flow, Agent: agent, Executors: names}, nil
+}
+
+func execNote(a *AgentSetup) string {
+	if HasExec(a.Tools) {
+		return ", running Python and shell commands"
+	}
+	return ""
+}
