@@ -802,13 +802,34 @@ func fenceText(text, closing string) string {
 
 // AgentExecutor makes an agent an executor: each step is a new run of the
 // agent — with its own step budget, never one carried over from an
-// earlier step — on the step's prompt (StepTask.Prompt). A run that ends
-// without finishing its task (failure, the step limit, stuck) leaves the
+// earlier step — on the step's prompt (StepTask.Prompt). The earlier
+// steps' sources are the run's first sources (S1, S2, …), listed in the
+// prompt, so its answer may cite them. A run that ends without finishing
+// its task (failure, the step limit, stuck) leaves the
 // step blocked, with the agent's answer as the reason. The agent's events
 // reach the flow's stream.
 func AgentExecutor(a *Agent) Executor {
 	return ExecutorFunc(func(ctx context.Context, t StepTask) (StepResult, error) {
-		final, err := a.graph.Invoke(ctx, AgentState{Task: t.Prompt()})
+		// The earlier steps' sources are the agent's first: it may cite
+		// what those steps found.
+		var known []citation.Source
+		for _, o := range t.Previous {
+			known = append(known, newSources(known, o.Sources)...)
+		}
+		prompt := t.Prompt()
+		if len(known) > 0 {
+			var b strings.Builder
+			b.WriteString(prompt)
+			b.WriteString("\n\nSources of the earlier steps; cite them by label where you use what they say:")
+			for i, src := range known {
+				fmt.Fprintf(&b, "\n[S%d] %s", i+1, src.URL)
+				if src.Title != "" {
+					b.WriteString(" — " + src.Title)
+				}
+			}
+			prompt = b.String()
+		}
+		final, err := a.graph.Invoke(ctx, AgentState{Task: prompt, Sources: known})
 		res := resultOf(final)
 		out := StepResult{Output: res.Answer, Sources: final.Sources, Usage: res.Usage}
 		switch {

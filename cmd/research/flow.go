@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deepgraph/deepgraph/config"
+	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/internal/app"
+	"github.com/deepgraph/deepgraph/nodes"
+	"github.com/deepgraph/deepgraph/research"
+	"github.com/deepgraph/deepgraph/tools"
+)
+
+func (c *cli) flowCmd() *cobra.Command {
+	var out string
+	var fo app.FlowOptions
+	cmd := &cobra.Command{
+		Use:   "flow [flags] \"task\"",
+		Short: "Plan a task, run each step on the right executor (agent or researcher), and summarise with sources",
+		Long: `flow runs a planning flow: the model writes a plan of steps, each tagged
+with the executor that suits it; each step runs on its own — the agent (the
+tools of research agent, with a fresh step budget per step) or the
+researcher (a deep-research run on the step's question) — and sees the
+plan and the earlier steps' results. A step that fails or runs out of its
+steps is marked blocked, never completed, and the planner revises the rest
+of the plan (at most --max-revisions times). A last call summarises what
+was done and what was not; its citations are checked against the sources
+the steps gathered, and it ends with a numbered Sources list.
+
+The plan, each step with its executor and status, and the executors' own
+steps are shown on stderr; the summary goes to stdout (or --out), or the
+whole result as JSON with --format json.
+
+--approve-plan shows the plan and waits: press Enter to approve it, type
+"no" (and a reason) to stop, or type new steps separated by ';' to replace
+the steps not yet done. It needs a terminal.
+
+Exit status: 0 every step completed; 1 the run failed; 2 configuration or
+usage error; 3 some steps were blocked or the plan was rejected (the summary
+says what was not done); 130 interrupted.`,
+		Example: `  research flow "Research the Go 1.22 loop change and write notes.md" --workspace ./notes
+  research flow --approve-plan --mcp files "Tidy the notes in my MCP file server"`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c.out = out
+			return c.runFlow(cmd, args, fo)
+		},
+	}
+	if err := config.AddFlags(cmd.Flags(), config.KeysWithFlags("agent.")...); err != nil {
+		panic(err)
+	}
+	cmd.Flags().StringVarP(&out, "out", "o", "", "write the summary to FILE instead of stdout")
+	cmd.Flags().BoolVar(&fo.Approve, "approve-plan", false, "show the plan and wait for it to be approved or edited before any step runs (and after each revision)")
+	cmd.Flags().IntVar(&fo.MaxPlanSteps, "max-plan-steps", nodes.DefaultMaxPlanSteps, "most steps of a plan")
+	cmd.Flags().IntVar(&fo.MaxRevisions, "max-revisions", nodes.DefaultMaxRevisions, "most revisions of the plan after blocked steps (0: none)")
+	return cmd
+}
+
+func (c *cli) runFlow(cmd *cobra.Command, args []string, fo app.FlowOptions) error {
+	cfg, err := c.loadConfig(cmd)
+	if err != nil {
+		return err
+	}
+	task, err := c.question(args)
+	if err != nil {
+		return usageErr("no task: run research flow \"your task\" (or pipe it in)")
+	}
+	switch {
+	case fo.MaxPlanSteps < 1 || fo.MaxPlanSteps > 50:
+		return usageErr("--max-plan-steps %d is out of range: use 1 to 50", fo.MaxPlanSteps)
+	case fo.MaxRevisions < 0 || fo.MaxRevisions > 10:
+		return usageErr("--max-revisions %d is out of range: use 0 to 10", fo.MaxRevisions)
+	case fo.Approve && !c.canAsk():
+		return usageErr("--approve-plan asks on the terminal, but stdin is not a terminal (or --no-input is set): run it in a terminal, or drop --approve-plan")
+	}
+	if fo.MaxRevisions == 0 {
+		fo.MaxRevisions = -1 // nodes.FlowConfig: negative is none
+	}
+	if fo.Approve {
+		fo.Checkpointer = graph.NewMemorySaver()
+	}
+	ctx := cmd.Context()
+	c.console.setQuiet(c.quiet)
+	setup, err := app.NewFlow(ctx, cfg, app.AgentIO{Logger: c.logger()}, fo)
+	if err != nil {
+		return err
+	}
+	defer setup.Close()
+
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if cfg.Timeout > 0 {
+		runCtx, cancel = context.WithTimeoutCause(ctx, cfg.Timeout, errRunTimeout)
+	}
+	defer cancel()
+
+	began := time.Now()
+	ag := setup.Agent
+	ws := ag.Workspace
+	if ag.TempWorkspace {
+		ws += " (new; kept after the run)"
+	}
+	c.console.line(fmt.Sprintf("Flow using %s in workspace %s", ag.Spec, ws))
+	c.console.line("Executors: " + strings.Join(setup.Executors, ", ") + " · agent tools: " + strings.Join(ag.Tools.Names(), ", "))
+	if app.HasExec(ag.Tools) {
+		c.console.line("Warning: python_execute and bash run model-written code as you; they are not a sandbox")
+	}
+	c.console.start("planning")
+	view := &flowView{c: c.console, start: began}
+	var opts []graph.RunOption
+	if fo.Approve {
+		opts = append(opts, graph.Thread("flow"))
+	}
+	res, runErr := setup.Flow.Run(runCtx, task, view.observe, opts...)
+	for res != nil && res.Waiting != nil && errors.Is(runErr, graph.ErrInterrupted) {
+		ans, err := c.askPlan(runCtx, res.Waiting)
+		if err != nil {
+			runErr = err
+			break
+		}
+		res, runErr = setup.Flow.Resume(runCtx, view.observe, append(opts, graph.Answer(ans))...)
+	}
+	c.console.stop()
+	o := outcomeOf(ctx, runCtx, runErr)
+	o.timeout = cfg.Timeout
+	switch {
+	case o.interrupted:
+		return &exitError{code: exitInterrupted, err: errInterrupted}
+	case o.timedOut:
+		return &exitError{code: exitFailed, err: fmt.Errorf("the flow did not finish within the timeout of %s (timeout)", cfg.Timeout)}
+	case errors.Is(runErr, errNoAnswer):
+		return &exitError{code: exitNeedsInput, err: errors.New("the plan was not approved: the input ended")}
+	case runErr != nil:
+		return runErr
+	}
+	tot := res.Usage.Total()
+	done, total := res.Plan.Progress()
+	c.console.line(fmt.Sprintf("Finished: %s in %.1fs · %d/%d steps completed · %s · %s tokens · %s · %s cited", res.Status,
+		time.Since(began).Seconds(), done, total, plural(res.Revisions, "revision", "revisions"), thousands(tokens(tot.Usage)),
+		plural(tot.Calls, "LLM call", "LLM calls"), plural(len(res.Sources), "source", "sources")))
+	if res.Dropped > 0 {
+		c.console.line(fmt.Sprintf("Removed %s that named no source gathered in this run", plural(res.Dropped, "citation", "citations")))
+	}
+	if cfg.Format == config.FormatJSON {
+		doc, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := c.output(string(doc) + "\n"); err != nil {
+			return err
+		}
+	} else if err := c.output(strings.TrimRight(cleanText(res.Summary), "\n") + "\n"); err != nil {
+		return err
+	}
+	if !res.Status.OK() {
+		return &exitError{code: exitAgentFailed, err: fmt.Errorf("the flow ended %s: %s; the summary above says what was not done", res.Status, flowShortfall(res))}
+	}
+	return nil
+}
+
+// flowShortfall says in a few words what a flow did not do.
+func flowShortfall(res *nodes.FlowResult) string {
+	if res.Status == nodes.FlowRejected {
+		return "the plan was rejected"
+	}
+	c := res.Plan.Counts()
+	var parts []string
+	if c.Blocked > 0 {
+		parts = append(parts, plural(c.Blocked, "step", "steps")+" blocked")
+	}
+	if n := c.NotStarted + c.InProgress; n > 0 {
+		parts = append(parts, plural(n, "step", "steps")+" not run")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// askPlan shows the plan and reads the approval: Enter approves, "no
+// [reason]" rejects, anything else is the new steps separated by ';'.
+func (c *cli) askPlan(ctx context.Context, r *nodes.PlanReview) (nodes.PlanApproval, error) {
+	heading := "plan to approve"
+	if r.Revision > 0 {
+		heading = fmt.Sprintf("revised plan (revision %d) to approve", r.Revision)
+	}
+	question := r.Plan.String() + "\nEnter approves it; \"no\" (and a reason) stops the flow; or type new steps for what is not done yet, separated by ';':"
+	line, err := c.ask(ctx, heading, question)
+	if err != nil {
+		return nodes.PlanApproval{}, err
+	}
+	return parsePlanAnswer(line), nil
+}
+
+func parsePlanAnswer(line string) nodes.PlanApproval {
+	line = strings.TrimSpace(line)
+	lower := strings.ToLower(line)
+	switch {
+	case line == "" || lower == "y" || lower == "yes" || lower == "ok" || lower == "approve":
+		return nodes.PlanApproval{}
+	case lower == "n" || lower == "no" || strings.HasPrefix(lower, "no ") || strings.HasPrefix(lower, "no:") || strings.HasPrefix(lower, "no,"):
+		reason := strings.TrimSpace(strings.TrimLeft(line[min(2, len(line)):], ":, "))
+		if lower == "n" {
+			reason = ""
+		}
+		return nodes.PlanApproval{Reject: true, Reason: reason}
+	}
+	var steps []string
+	for _, s := range strings.Split(line, ";") {
+		if s = strings.TrimSpace(s); s != "" {
+			steps = append(steps, s)
+		}
+	}
+	return nodes.PlanApproval{Steps: steps}
+}
+
+// flowView shows a flow's progress on stderr.
+type flowView struct {
+	c     *console
+	start time.Time
+}
+
+func (v *flowView) line(msg string) {
+	v.c.line(fmt.Sprintf("[%5.1fs] %s", time.Since(v.start).Seconds(), msg))
+}
+
+func (v *flowView) observe(ev nodes.FlowEvent) {
+	switch ev.Kind {
+	case nodes.FlowEventPlan, nodes.FlowEventRevised:
+		what := "Plan"
+		if ev.Kind == nodes.FlowEventRevised {
+			what = fmt.Sprintf("Revised plan (revision %d)", ev.Revision)
+		}
+		if ev.Plan != nil {
+			v.line(fmt.Sprintf("%s: %s", what, app.OneLine(ev.Plan.Title, 120)))
+			for i, s := range ev.Plan.Steps {
+				v.c.line(fmt.Sprintf("         %d. %s %s", i, s.Status.Mark(), app.OneLine(s.Text, 200)))
+			}
+		}
+		if ev.Note != "" {
+			v.line("  note: " + ev.Note)
+		}
+	case nodes.FlowEventApproved:
+		if ev.Note == "edited" && ev.Plan != nil {
+			v.line("Plan approved as edited:")
+			for i, s := range ev.Plan.Steps {
+				v.c.line(fmt.Sprintf("         %d. %s %s", i, s.Status.Mark(), app.OneLine(s.Text, 200)))
+			}
+		} else {
+			v.line("Plan approved")
+		}
+	case nodes.FlowEventStepStart:
+		v.line(fmt.Sprintf("Step %d [%s] %s: in progress", ev.Step, ev.Executor, app.OneLine(ev.Text, 160)))
+		if ev.Note != "" {
+			v.line("  note: " + ev.Note)
+		}
+		v.c.setStatus(fmt.Sprintf("step %d: %s", ev.Step, ev.Executor))
+	case nodes.FlowEventStepDone:
+		if ev.Status == tools.StepBlocked {
+			v.line(fmt.Sprintf("Step %d [%s]: blocked — %s", ev.Step, ev.Executor, app.OneLine(ev.Reason, 200)))
+		} else {
+			v.line(fmt.Sprintf("Step %d [%s]: completed — %s", ev.Step, ev.Executor, app.OneLine(ev.Output, 160)))
+		}
+		v.c.setStatus("planning")
+	case nodes.FlowEventExecutor:
+		switch e := ev.Event.(type) {
+		case nodes.AgentEvent:
+			if e.Kind == nodes.AgentEventDone {
+				return // the step's own line follows
+			}
+			for _, l := range app.AgentLines(e) {
+				v.line("  │ " + l)
+			}
+		case research.Activity:
+			if l := app.ActivityLine(e); l != "" {
+				v.line("  │ " + l)
+			}
+		}
+	case nodes.FlowEventDone:
+		v.line("Summary written")
+	}
+}
