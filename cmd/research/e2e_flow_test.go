@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// flowScript plays the planner, the researcher's models and the agent of a
+// flow that researches Raft, writes raft.md and summarises.
+func flowScript(t *testing.T, ws string, blocked bool) func(c oaCallCtx) oaReply {
+	research := searchResearchScript()
+	return func(c oaCallCtx) oaReply {
+		p := c.req.prompt()
+		switch {
+		case strings.Contains(p, "You are the planner") && strings.Contains(p, "is blocked"):
+			return oaReply{ToolCalls: []oaCall{{Name: "planning", Args: `{"command":"update","steps":["[agent] Write raft.md from the research alone"]}`}}}
+		case strings.Contains(p, "You are the planner"):
+			steps := `["[researcher] How does Raft elect a leader?","[agent] Write raft.md with the findings"]`
+			if blocked {
+				steps = `["[researcher] How does Raft elect a leader?","[agent] Fetch the Raft paper PDF","[agent] Write raft.md with the findings"]`
+			}
+			return oaReply{ToolCalls: []oaCall{{Name: "planning", Args: `{"command":"create","title":"Raft notes","steps":` + steps + `}`}}}
+		case strings.Contains(p, "You write the final answer of a planned task"):
+			return oaReply{Content: "Raft elects a leader with randomized election timeouts [S1]; the notes are in [raft.md](raft.md). A made-up [paper](https://papers.example/raft.pdf) goes."}
+		case strings.Contains(p, "Do step 1 now") && blocked:
+			return oaReply{ToolCalls: []oaCall{terminate("failure", "The PDF host refused the download.")}}
+		case strings.Contains(p, "You are carrying out one step"):
+			if len(c.req.toolResults()) == 0 {
+				args, _ := json.Marshal(map[string]string{"command": "create", "path": filepath.Join(ws, "raft.md"), "file_text": "# Raft\n\nLeaders are elected by randomized timeouts.\n"})
+				return oaReply{Content: "I will write the notes.", ToolCalls: []oaCall{{Name: "str_replace_editor", Args: string(args)}}}
+			}
+			return oaReply{ToolCalls: []oaCall{terminate("success", "Wrote raft.md: leaders are elected by randomized timeouts [S1].")}}
+		}
+		return research(c)
+	}
+}
+
+func TestE2EFlow(t *testing.T) {
+	t.Run("research step, file-writing step, summary with sources", func(t *testing.T) {
+		web, _ := newFakeWeb(t)
+		sx := newFakeSearXNG(t, web.URL)
+		ws := t.TempDir()
+		oa := newFakeOpenAI(t, flowScript(t, ws, false))
+		vars := map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL(), "SEARXNG_URL": sx.srv.URL}
+		res := run(t, env(t, vars), "flow", "--model", "openai:gpt-4.1-mini", "--allow-private-urls", "--loops", "1", "--workspace", ws,
+			"Research how Raft elects a leader and write notes to raft.md")
+		require.Equal(t, 0, res.code, res)
+		if dir := os.Getenv("DEEPGRAPH_ARTIFACTS"); dir != "" {
+			_ = os.MkdirAll(dir, 0o755)
+			_ = os.WriteFile(filepath.Join(dir, "flow-transcript.txt"), []byte(res.stderr+"\n--- stdout ---\n"+res.stdout), 0o644)
+		}
+		b, err := os.ReadFile(filepath.Join(ws, "raft.md"))
+		require.NoError(t, err)
+		assert.Contains(t, string(b), "randomized timeouts")
+
+		assertInOrder(t, res.stderr, "Flow using openai:gpt-4.1-mini", "Executors: agent, researcher",
+			"Plan: Raft notes", "0. [ ] [researcher] How does Raft elect a leader?", "1. [ ] [agent] Write raft.md with the findings",
+			"Step 0 [researcher] How does Raft elect a leader?: in progress", "│ Generating search queries", "│ Queries:",
+			"Step 0 [researcher]: completed",
+			"Step 1 [agent] Write raft.md with the findings: in progress", "│ Step 1: I will write the notes.", "→ str_replace_editor",
+			"Step 1 [agent]: completed", "Summary written", "Finished: completed", "2/2 steps completed")
+		// The summary cites a page the research read; the invented link is gone.
+		assertCitations(t, res.stdout, sx.returned())
+		assert.Contains(t, res.stdout, "Raft elects a leader with randomized election timeouts [1](")
+		assert.Contains(t, res.stdout, "the notes are in `raft.md`.")
+		assert.Contains(t, res.stdout, "\n## Sources\n\n1. [")
+		assert.NotContains(t, res.stdout, "papers.example")
+		assert.Contains(t, res.stderr, "Removed 1 citation")
+		assert.NotContains(t, res.all(), openaiKey)
+	})
+
+	t.Run("a blocked step is revised and exits 3; JSON result", func(t *testing.T) {
+		web, _ := newFakeWeb(t)
+		sx := newFakeSearXNG(t, web.URL)
+		ws := t.TempDir()
+		oa := newFakeOpenAI(t, flowScript(t, ws, true))
+		vars := map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL(), "SEARXNG_URL": sx.srv.URL}
+		res := run(t, env(t, vars), "flow", "--format", "json", "--model", "openai:gpt-4.1-mini", "--allow-private-urls", "--loops", "1",
+			"--workspace", ws, "Research Raft, get the paper and write notes")
+		require.Equal(t, 3, res.code, res)
+		assertInOrder(t, res.stderr, "Step 1 [agent]: blocked — the agent ended with status failure: The PDF host refused the download.",
+			"Revised plan (revision 1)", "[!] [agent] Fetch the Raft paper PDF", "[ ] [agent] Write raft.md from the research alone",
+			"Step 2 [agent] Write raft.md from the research alone: in progress", "Step 2 [agent]: completed",
+			"Finished: partial", "the flow ended partial: 1 step blocked")
+		var doc struct {
+			Status string `json:"status"`
+			Plan   struct {
+				Steps []struct {
+					Status string `json:"status"`
+				} `json:"steps"`
+			} `json:"plan"`
+			Revisions int `json:"revisions"`
+			Sources   []struct {
+				URL string `json:"url"`
+			} `json:"sources"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &doc), res.stdout)
+		assert.Equal(t, "partial", doc.Status)
+		assert.Equal(t, 1, doc.Revisions)
+		require.Len(t, doc.Plan.Steps, 3)
+		assert.Equal(t, "blocked", doc.Plan.Steps[1].Status)
+		assert.Equal(t, "completed", doc.Plan.Steps[2].Status)
+		require.NotEmpty(t, doc.Sources)
+	})
+
+	t.Run("--approve-plan needs a terminal", func(t *testing.T) {
+		oa := newFakeOpenAI(t, agentScript(oaReply{Content: "never asked"}))
+		res := run(t, env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL()}),
+			"flow", "--approve-plan", "--model", "openai:gpt-4.1-mini", "--workspace", t.TempDir(), "x")
+		require.Equal(t, 2, res.code, res)
+		assert.Contains(t, res.stderr, "--approve-plan asks on the terminal")
+		assert.Zero(t, oa.count())
+	})
+}
+
+func TestParsePlanAnswer(t *testing.T) {
+	assert.Equal(t, false, parsePlanAnswer("").Reject)
+	assert.Empty(t, parsePlanAnswer("yes").Steps)
+	r := parsePlanAnswer("no: too risky")
+	assert.True(t, r.Reject)
+	assert.Equal(t, "too risky", r.Reason)
+	assert.True(t, parsePlanAnswer("N").Reject)
+	assert.Equal(t, []string{"[researcher] A", "[agent] B"}, parsePlanAnswer(" [researcher] A ; [agent] B ;").Steps)
+	assert.Equal(t, []string{"Nothing else"}, parsePlanAnswer("Nothing else").Steps)
+}
