@@ -3,6 +3,7 @@ package research_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,4 +119,36 @@ func TestFlowResearchesWritesAndSummarises(t *testing.T) {
 
 func terminateCall(status, answer string) schemas.ToolCall {
 	return fake.ToolCall("terminate", map[string]string{"status": status, "answer": answer})
+}
+
+// deep_research for any agent: the tool runs the deep-search graph on the
+// question and returns the cited report, with its sources.
+func ExampleNewTool() {
+	m := fake.New(
+		queries("euro 2024 winner"),
+		grounded("euro 2024 winner", "Spain won Euro 2024.", uefa, "uefa.com"),
+		reflection(true, ""),
+		fake.Text("Spain won [uefa](https://vertexaisearch.cloud.google.com/id/0-0)."),
+	)
+	r, err := research.New(research.Config{QueryModel: m, Backend: research.GeminiBackend{}, Now: fixedNow})
+	if err != nil {
+		panic(err)
+	}
+	tool, err := research.NewTool(r, "low")
+	if err != nil {
+		panic(err)
+	}
+	res, err := tool.Run(context.Background(), json.RawMessage(`{"question":"Who won Euro 2024?"}`))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Print(res.Output)
+	fmt.Println(res.Sources[0].URL)
+	// Output:
+	// Spain won [1](https://vertexaisearch.cloud.google.com/grounding-api-redirect/AAA).
+	//
+	// ## Sources
+	//
+	// 1. [uefa.com](https://vertexaisearch.cloud.google.com/grounding-api-redirect/AAA)
+	// https://vertexaisearch.cloud.google.com/grounding-api-redirect/AAA
 }
