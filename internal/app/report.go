@@ -144,15 +144,21 @@ const AgentResultSchema = "deepgraph.agent.result/v1"
 // AgentDoc is the JSON document of an agent run (research agent --format
 // json, research show, the server).
 type AgentDoc struct {
-	Schema     string              `json:"schema"`
-	Task       string              `json:"task"`
-	Status     nodes.AgentStatus   `json:"status"`
-	Answer     string              `json:"answer"`
-	BestEffort bool                `json:"best_effort,omitempty"`
-	Steps      int                 `json:"steps"`
-	Model      string              `json:"model"`
-	Usage      map[string]UsageDoc `json:"usage"`
-	UsageTotal UsageDoc            `json:"usage_total"`
+	Schema     string            `json:"schema"`
+	Task       string            `json:"task"`
+	Status     nodes.AgentStatus `json:"status"`
+	Answer     string            `json:"answer"`
+	BestEffort bool              `json:"best_effort,omitempty"`
+	Steps      int               `json:"steps"`
+	// Sources are the sources the answer cites (it ends with them as a
+	// numbered list); SourcesGathered counts the pages the tools returned,
+	// CitationsDropped the citations removed because they named none.
+	Sources          []SourceDoc         `json:"sources"`
+	SourcesGathered  int                 `json:"sources_gathered"`
+	CitationsDropped int                 `json:"citations_dropped"`
+	Model            string              `json:"model"`
+	Usage            map[string]UsageDoc `json:"usage"`
+	UsageTotal       UsageDoc            `json:"usage_total"`
 	// Waiting is the question a paused run waits on.
 	Waiting string `json:"waiting_for_answer,omitempty"`
 	Error   string `json:"error,omitempty"`
@@ -161,7 +167,11 @@ type AgentDoc struct {
 // AgentResultDoc builds the JSON document of an agent run's result.
 func AgentResultDoc(res *nodes.AgentResult, spec string, runErr error) AgentDoc {
 	doc := AgentDoc{Schema: AgentResultSchema, Task: res.Task, Status: res.Status, Answer: CleanText(res.Answer), BestEffort: res.BestEffort,
-		Steps: res.Steps, Model: spec, Usage: usageDocs(res.Usage), UsageTotal: UsageOf(res.Usage.Total())}
+		Steps: res.Steps, Model: spec, Usage: usageDocs(res.Usage), UsageTotal: UsageOf(res.Usage.Total()),
+		Sources: []SourceDoc{}, SourcesGathered: res.Gathered, CitationsDropped: res.Dropped}
+	for i, s := range res.Sources {
+		doc.Sources = append(doc.Sources, SourceDoc{Number: i + 1, Title: s.Title, URL: s.URL, Label: s.Label})
+	}
 	if res.Waiting != nil {
 		doc.Waiting = CleanText(res.Waiting.Question)
 	}
