@@ -77,6 +77,10 @@ type Config struct {
 	// StoreOff; "" means DefaultStore. StoreLocation resolves it.
 	Store Store
 
+	// MCPServers are the MCP servers of mcp_servers, in the file's order;
+	// Agent.MCP selects among them (see SelectedMCPServers).
+	MCPServers []MCPServer
+
 	// Agent configures research agent.
 	Agent Agent
 
@@ -104,6 +108,10 @@ type Agent struct {
 	// TextMode drives the model with a text ReAct protocol instead of
 	// native tool calling.
 	TextMode bool
+	// MCP selects the MCP servers agent runs use: names of MCPServers and
+	// ad-hoc servers ("NAME=COMMAND ARGS…", "NAME=https://URL"), or
+	// ["none"]; empty means every server of MCPServers.
+	MCP []string
 }
 
 // Serve is the configuration of the research serve command.
@@ -390,8 +398,9 @@ func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 // value, so encoding a Config as JSON or YAML cannot leak it either.
 func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
-// Secrets returns every secret value of the configuration — API keys and a
-// store DSN's password — for masking in output.
+// Secrets returns every secret value of the configuration — API keys, a
+// store DSN's password, MCP servers' env values and headers — for masking
+// in output.
 func (c *Config) Secrets() []string {
 	var out []string
 	for _, s := range []Secret{c.GeminiAPIKey, c.OpenAIAPIKey, c.AnthropicAPIKey, c.TavilyAPIKey, c.BraveAPIKey} {
@@ -399,6 +408,7 @@ func (c *Config) Secrets() []string {
 			out = append(out, v)
 		}
 	}
+	out = append(out, c.mcpSecrets()...)
 	if u, err := url.Parse(c.Store.Reveal()); err == nil && u.User != nil {
 		if pw, ok := u.User.Password(); ok && pw != "" {
 			out = append(out, pw)

@@ -36,6 +36,8 @@ func AddFlags(fs *pflag.FlagSet, keys ...string) error {
 			fs.IntP(name, short, 0, usage)
 		case "bool":
 			fs.BoolP(name, short, false, usage)
+		case "list":
+			fs.StringArrayP(name, short, nil, usage)
 		default:
 			fs.StringP(name, short, "", usage)
 		}

@@ -70,8 +70,13 @@ type entry struct {
 	redact func(string) string
 	// empty is what an empty value means, for display.
 	empty string
-	// kind is the flag type: "string", "int" or "bool".
+	// kind is the flag type: "string", "int", "bool", or "list" (a
+	// repeatable flag).
 	kind string
+	// raw keys are read from the config file as written, not through
+	// viper, which lowercases the keys of maps (an env var's name must
+	// keep its case).
+	raw bool
 }
 
 func (e entry) emptyText() string {
@@ -171,6 +176,7 @@ var table = []entry{
 		"Report format on stdout: markdown, or json (one JSON document).",
 		func(c *Config) *string { return &c.Format }, FormatMarkdown, FormatJSON)),
 	withEnv(storeKey()),
+	withEnv(mcpServersKey()),
 	withEnv(stringKey("agent.workspace", "--workspace", "", "a new temporary directory per run",
 		"Directory the agent's editor and exec tools are confined to. It must exist and may not be your home directory or /.",
 		func(c *Config) *string { return &c.Agent.Workspace }, expandHome)),
@@ -180,6 +186,7 @@ var table = []entry{
 	withEnv(intKey("agent.max_steps", "--max-steps", 20, 1, MaxAgentSteps,
 		"Most think steps of an agent run.", func(c *Config) *int { return &c.Agent.MaxSteps })),
 	withEnv(toolsKey()),
+	withEnv(mcpKey()),
 	withEnv(boolKey("agent.text_mode", "--text-mode", false,
 		"Drive the model with a text ReAct protocol instead of native tool calls (for models without tool support).",
 		func(c *Config) *bool { return &c.Agent.TextMode })),

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -8,8 +9,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pelletier/go-toml/v2"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/deepgraph/deepgraph/research"
 )
@@ -179,6 +182,7 @@ func (l Loader) Load() (*Config, error) {
 		}
 	}
 
+	var rawFile map[string]any
 	for _, e := range table {
 		src := l.source(e, fileV, path)
 		if src.Kind == FromDefault {
@@ -186,7 +190,23 @@ func (l Loader) Load() (*Config, error) {
 		}
 		c.setSource(e.Name, src)
 		raw := v.Get(e.Name)
+		if e.raw && src.Kind == FromFile {
+			if rawFile == nil {
+				if rawFile, err = readRaw(path); err != nil {
+					return nil, err
+				}
+			}
+			raw = rawFile[e.Name]
+		}
 		if err := e.set(c, raw); err != nil {
+			var me mcpErrors
+			if errors.As(err, &me) {
+				for _, x := range me {
+					x.Source = src
+					errs = append(errs, x)
+				}
+				continue
+			}
 			errs = append(errs, valueError(e, raw, src, err))
 		}
 	}
@@ -267,6 +287,33 @@ func readFile(path string, explicit bool) (*viper.Viper, error) {
 		return nil, fmt.Errorf("%w: config file %s: %v", ErrInvalid, path, err)
 	}
 	return fv, nil
+}
+
+// readRaw decodes a config file as written: the keys of its maps keep
+// their case (viper lowercases them). Only the top level's keys are
+// matched without regard to case, as viper matches them.
+func readRaw(path string) (map[string]any, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: config file %s: %v", ErrInvalid, path, err)
+	}
+	var m map[string]any
+	switch strings.ToLower(strings.TrimPrefix(filepath.Ext(path), ".")) {
+	case "yaml", "yml":
+		err = yaml.Unmarshal(b, &m)
+	case "json":
+		err = json.Unmarshal(b, &m)
+	case "toml":
+		err = toml.Unmarshal(b, &m)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: config file %s: %v", ErrInvalid, path, err)
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[strings.ToLower(k)] = v
+	}
+	return out, nil
 }
 
 // unknownKeys reports every key of the file that is not in the table.
