@@ -100,8 +100,8 @@ func (s MCPServer) GoString() string { return "config.MCPServer(" + s.String() +
 
 // Expand returns s with the ${NAME} references of its env values and
 // headers replaced by the variables' values, looked up with lookup
-// (os.LookupEnv). A variable that is not set is an error naming the
-// server, the field and the variable — never a value.
+// (os.LookupEnv). A variable that is not set, or empty, is an error naming
+// the server, the field and the variable — never a value.
 func (s MCPServer) Expand(lookup func(string) (string, bool)) (MCPServer, error) {
 	var errs []error
 	expand := func(field string, m map[string]Secret) map[string]Secret {
@@ -114,7 +114,7 @@ func (s MCPServer) Expand(lookup func(string) (string, bool)) (MCPServer, error)
 			v = refRe.ReplaceAllStringFunc(v, func(ref string) string {
 				name := ref[2 : len(ref)-1]
 				val, ok := lookup(name)
-				if !ok {
+				if !ok || val == "" {
 					errs = append(errs, fmt.Errorf("MCP server %s: %s.%s refers to ${%s}, which is not set: set the variable, or write the value in the config file", s.Name, field, k, name))
 				}
 				return val
