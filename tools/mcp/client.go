@@ -294,6 +294,8 @@ func (c *Client) relist(ctx context.Context) error {
 	}
 	lctx, cancel := context.WithTimeout(ctx, c.srv.timeout())
 	defer cancel()
+	stop := context.AfterFunc(c.life, cancel) // Close does not wait for it
+	defer stop()
 	ts, err := listTools(lctx, s.cs)
 	if err != nil {
 		c.listChanged.Store(true)
@@ -342,6 +344,7 @@ func (c *Client) dial(ctx context.Context) (*session, []*sdk.Tool, error) {
 	}
 	s := &session{cs: cs, proc: proc, done: make(chan struct{})}
 	c.watch(s)
+	c.listChanged.Store(false) // a change from now on is listed again
 	ts, err := listTools(ctx, cs)
 	if err != nil {
 		err = c.startError("listing tools", err, proc, ctx)
@@ -474,7 +477,7 @@ func (c *Client) call(ctx context.Context, name, remote string, args json.RawMes
 	case ctx.Err() != nil:
 		return tools.Failf("%s was cancelled", name), ctx.Err()
 	case errors.Is(context.Cause(cctx), errTimedOut):
-		c.log.Warn("mcp: call timed out", "server", c.srv.Name, "tool", remote, "timeout", timeout)
+		c.log.Info("mcp: call timed out", "server", c.srv.Name, "tool", remote, "timeout", timeout)
 		return tools.Failf("%s timed out after %s", name, fmtDuration(timeout)), nil
 	case s.ended() || connectionLost(err):
 		reason := c.lose(s, err)

@@ -105,6 +105,17 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
+// drain empties ch, so that a later receive waits for a new value.
+func drain[T any](ch chan T) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}
+
 func TestToolsAndSchemas(t *testing.T) {
 	c, _, logs := connectMem(t, Server{Name: "t"})
 	coll, err := c.Collection(context.Background())
@@ -249,6 +260,7 @@ func TestToolListChanges(t *testing.T) {
 	_, ok := before.Get("t.late")
 	require.False(t, ok)
 
+	drain(c.changed)
 	assert.Equal(t, "added", run(t, c, "t.add_tool", `{}`).Output)
 	recv(t, c.changed, "notifications/tools/list_changed")
 	after, err := c.Collection(context.Background())
@@ -256,6 +268,7 @@ func TestToolListChanges(t *testing.T) {
 	assert.NotSame(t, before, after)
 	assert.Equal(t, "late: new", run(t, c, "t.late", `{"text":"new"}`).Output)
 
+	drain(c.changed)
 	assert.Equal(t, "removed", run(t, c, "t.remove_echo", `{}`).Output)
 	recv(t, c.changed, "notifications/tools/list_changed")
 	after, err = c.Collection(context.Background())

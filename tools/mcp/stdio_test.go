@@ -83,6 +83,7 @@ func TestStdioTimeout(t *testing.T) {
 
 func TestStdioToolListChanges(t *testing.T) {
 	c, _ := connectStdio(t, stdioServer("t"))
+	drain(c.changed)
 	assert.Equal(t, "added", run(t, c, "t.add_tool", `{}`).Output)
 	recv(t, c.changed, "notifications/tools/list_changed")
 	assert.Equal(t, "late: over stdio", run(t, c, "t.late", `{"text":"over stdio"}`).Output)

@@ -124,7 +124,7 @@ func (c *Client) buildTools(listed []*sdk.Tool) []tools.Tool {
 		name := uniqueName(toolName(c.srv.Name, mt.Name), taken)
 		taken[name] = true
 		if name != c.srv.Name+"."+mt.Name {
-			c.log.Warn("mcp: tool renamed to a name models accept", "server", c.srv.Name, "tool", mt.Name, "name", name)
+			c.log.Info("mcp: tool renamed to a name models accept", "server", c.srv.Name, "tool", mt.Name, "name", name)
 		}
 		params, err := inputSchema(mt.InputSchema)
 		if err != nil {
