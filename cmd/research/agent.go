@@ -129,6 +129,9 @@ func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.Age
 	}
 	c.console.line(fmt.Sprintf("Agent using %s in workspace %s", setup.Spec, ws))
 	c.console.line("Tools: " + strings.Join(setup.Tools.Names(), ", "))
+	if m := setup.MCP.Summary(); m != "" {
+		c.console.line("MCP servers: " + m)
+	}
 	if app.HasExec(setup.Tools) {
 		c.console.line("Warning: python_execute and bash run model-written code as you; they are not a sandbox")
 	}

@@ -108,6 +108,9 @@ func (c *cli) runFlow(cmd *cobra.Command, args []string, fo app.FlowOptions) err
 	}
 	c.console.line(fmt.Sprintf("Flow using %s in workspace %s", ag.Spec, ws))
 	c.console.line("Executors: " + strings.Join(setup.Executors, ", ") + " · agent tools: " + strings.Join(ag.Tools.Names(), ", "))
+	if m := ag.MCP.Summary(); m != "" {
+		c.console.line("MCP servers: " + m)
+	}
 	if app.HasExec(ag.Tools) {
 		c.console.line("Warning: python_execute and bash run model-written code as you; they are not a sandbox")
 	}

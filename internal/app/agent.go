@@ -56,6 +56,8 @@ type AgentSetup struct {
 	// Research is the researcher behind deep_research; nil when the
 	// configuration makes no research run.
 	Research *Research
+	// MCP are the MCP servers whose tools the agent has (agent.mcp).
+	MCP *MCPSet
 	closers  []func()
 }
 
@@ -77,7 +79,9 @@ func (a *AgentSetup) Close() {
 //   - python_execute and bash only with agent.allow_exec;
 //   - deep_research, the deep-search graph, when the configuration makes a
 //     research run (models and a back end);
-//   - ask_human when aio.Human or aio.Checkpointer is set; planning; terminate.
+//   - ask_human when aio.Human or aio.Checkpointer is set; planning; terminate;
+//   - the tools of the MCP servers agent.mcp selects (all configured ones
+//     by default), named server.tool, as they are at each step.
 //
 // agent.tools narrows the set (an unknown name, or an exec tool without
 // allow_exec, is a setup error naming the available tools).
@@ -148,8 +152,14 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 				"names of available tools: "+strings.Join(all.Names(), ", "), errors.Unwrap(err))}
 		}
 	}
+	mcpSet, err := OpenMCP(ctx, cfg, aio.Logger)
+	if err != nil {
+		return nil, err
+	}
+	setup.closers = append(setup.closers, mcpSet.Close)
+	setup.MCP = mcpSet
 	agent, err := nodes.NewAgent(nodes.AgentConfig{Model: model, Tools: set, MaxSteps: cfg.Agent.MaxSteps, TextMode: cfg.Agent.TextMode,
-		Checkpointer: aio.Checkpointer})
+		Checkpointer: aio.Checkpointer, Dynamic: mcpSet.Dynamic()})
 	if err != nil {
 		return nil, &setupError{fmt.Errorf("agent: %w", err)}
 	}
