@@ -57,8 +57,8 @@ type AgentSetup struct {
 	// configuration makes no research run.
 	Research *Research
 	// MCP are the MCP servers whose tools the agent has (agent.mcp).
-	MCP *MCPSet
-	closers  []func()
+	MCP     *MCPSet
+	closers []func()
 }
 
 // Close releases what the agent's tools hold open. The workspace is kept.
