@@ -224,7 +224,13 @@ func (e *configEngine) Research(ctx context.Context, set app.Settings, cp graph.
 }
 
 func (e *configEngine) Agent(ctx context.Context, set app.Settings, cp graph.Checkpointer) (*AgentRun, error) {
-	setup, err := app.NewAgent(ctx, e.runConfig(set), app.AgentIO{Checkpointer: cp, Logger: e.logger, Pool: e.pool})
+	cfg := e.runConfig(set)
+	if len(cfg.Agent.MCP) == 0 {
+		// A served agent run starts no MCP server — whose command would
+		// run on behalf of an API client — unless agent.mcp names them.
+		cfg.Agent.MCP = []string{"none"}
+	}
+	setup, err := app.NewAgent(ctx, cfg, app.AgentIO{Checkpointer: cp, Logger: e.logger, Pool: e.pool})
 	if err != nil {
 		return nil, err
 	}
