@@ -39,7 +39,7 @@ func Handler(srv *mcp.Server, o HTTPOptions) http.Handler {
 		o.SessionTimeout = DefaultSessionTimeout
 	}
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
-		Logger:                       o.Logger,
+		Logger:                       sdkLogger(o.Logger),
 		SessionTimeout:               o.SessionTimeout,
 		PropagateRequestCancellation: true,
 	})

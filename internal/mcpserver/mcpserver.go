@@ -106,7 +106,7 @@ func New(ctx context.Context, opts Options) (*mcp.Server, error) {
 	s := &handlers{opts: opts, base: ctx, slots: make(chan struct{}, opts.MaxRunning), log: opts.Logger}
 	srv := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "deepgraph deep research", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: s.instructions(),
-		Logger:       opts.Logger,
+		Logger:       sdkLogger(opts.Logger),
 	})
 	if err := s.addDeepResearch(srv); err != nil {
 		return nil, err
@@ -171,3 +171,30 @@ func readOnly(title string) *mcp.ToolAnnotations {
 	open := true
 	return &mcp.ToolAnnotations{Title: title, ReadOnlyHint: true, OpenWorldHint: &open}
 }
+
+// sdkLogger is the logger given to the SDK: its records (sessions
+// connecting and ending, a run cancelled by a shutdown) are about the
+// plumbing, and what matters of them comes back as our own errors, so they
+// show only with debug logging.
+func sdkLogger(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return nil
+	}
+	return slog.New(debugOnly{l.Handler()})
+}
+
+// debugOnly logs every record at debug level.
+type debugOnly struct{ slog.Handler }
+
+func (h debugOnly) Enabled(ctx context.Context, _ slog.Level) bool {
+	return h.Handler.Enabled(ctx, slog.LevelDebug)
+}
+
+func (h debugOnly) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = slog.LevelDebug
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h debugOnly) WithAttrs(as []slog.Attr) slog.Handler { return debugOnly{h.Handler.WithAttrs(as)} }
+
+func (h debugOnly) WithGroup(name string) slog.Handler { return debugOnly{h.Handler.WithGroup(name)} }
