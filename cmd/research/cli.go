@@ -145,7 +145,7 @@ interrupted (the report gathered so far is printed, marked incomplete).`,
 	root.Flags().BoolVar(&c.review, "review", false, "pause before each round of searches to approve or edit the queries")
 	root.Flags().StringVar(&c.thread, "thread", "", "ask a follow-up question on the thread of run ID (its earlier questions and answers are in the prompts)")
 
-	root.AddCommand(c.graphCmd(), c.configCmd(), c.versionCmd(), c.agentCmd(), c.runsCmd(), c.showCmd(), c.rmCmd(), c.resumeCmd(), c.serveCmd(), c.flowCmd())
+	root.AddCommand(c.graphCmd(), c.configCmd(), c.versionCmd(), c.agentCmd(), c.runsCmd(), c.showCmd(), c.rmCmd(), c.resumeCmd(), c.serveCmd(), c.flowCmd(), c.mcpCmd())
 	return root
 }
 
