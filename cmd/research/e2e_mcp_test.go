@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -309,4 +310,42 @@ func httpStatus(t *testing.T, method, url, host, origin string) (int, string) {
 		}
 	}
 	return resp.StatusCode, b.String()
+}
+
+// In stdio mode stdout carries the protocol and nothing else, even with
+// debug logging: every line is a JSON-RPC message.
+func TestE2EMCPStdoutIsProtocol(t *testing.T) {
+	g := newFakeGemini(t)
+	cmd := exec.Command(binary, "-v", "mcp")
+	cmd.Env = geminiEnv(t, g, nil)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	require.NoError(t, cmd.Start())
+	_, err = io.WriteString(stdin, strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fetch_page","arguments":{"url":"http://127.0.0.1:1/"}}}`,
+	}, "\n")+"\n")
+	require.NoError(t, err)
+	// The answers come before stdin closes: a client closing stdin has gone.
+	require.Eventually(t, func() bool { return strings.Count(stdout.String(), "\n") >= 3 }, 20*time.Second, 10*time.Millisecond,
+		"stdout: %s\nstderr: %s", stdout, stderr)
+	require.NoError(t, stdin.Close())
+	require.NoError(t, cmd.Wait(), stderr.String())
+	assert.Contains(t, stderr.String(), "level=DEBUG", "debug logging is on, on stderr")
+	ids := map[float64]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		var msg struct {
+			JSONRPC string  `json:"jsonrpc"`
+			ID      float64 `json:"id"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &msg), "stdout carries a line that is not JSON-RPC: %q", line)
+		assert.Equal(t, "2.0", msg.JSONRPC)
+		ids[msg.ID] = true
+	}
+	assert.Equal(t, map[float64]bool{1: true, 2: true, 3: true}, ids, stdout.String())
+	assert.Contains(t, stdout.String(), "refused")
 }
