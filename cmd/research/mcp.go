@@ -158,7 +158,7 @@ func defaultEffort(cfg *config.Config) string {
 			return ef.Name
 		}
 	}
-	return fmt.Sprintf("%s and %s at most", app.Plural(cfg.InitialQueries, "query", "queries"), app.Plural(cfg.MaxLoops, "round", "rounds"))
+	return fmt.Sprintf("%s a round, at most %s", app.Plural(cfg.InitialQueries, "query", "queries"), app.Plural(cfg.MaxLoops, "round", "rounds"))
 }
 
 func (c *cli) mcpStdio(ctx context.Context, srv *mcp.Server, tools string, r *app.Research) error {

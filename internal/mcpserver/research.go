@@ -57,9 +57,9 @@ func (s *handlers) addDeepResearch(srv *mcp.Server) error {
 	for _, e := range research.Efforts() {
 		ef.Enum = append(ef.Enum, e.Name)
 		names = append(names, e.Name)
-		presets = append(presets, fmt.Sprintf("%s: %s and %s", e.Name, app.Plural(e.Queries, "query", "queries"), app.Plural(e.Loops, "round", "rounds")))
+		presets = append(presets, fmt.Sprintf("%s: %s a round, at most %s", e.Name, app.Plural(e.Queries, "query", "queries"), app.Plural(e.Loops, "round", "rounds")))
 	}
-	ef.Description = "How broad and deep to research (" + strings.Join(presets, "; ") + " at most)."
+	ef.Description = "How broad and deep to research (" + strings.Join(presets, "; ") + ")."
 	if s.opts.DefaultEffort != "" {
 		ef.Description += " Default: " + s.opts.DefaultEffort + ", as this server is configured."
 	}
