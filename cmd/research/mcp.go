@@ -71,6 +71,7 @@ func (c *cli) mcp(cmd *cobra.Command, addr string) error {
 	}
 	ctx := cmd.Context()
 	logger := c.logger()
+	c.console.setQuiet(c.quiet)
 	token := cfg.Serve.Token.Reveal()
 	if addr != "" {
 		if err := server.Check(addr, token); err != nil {
