@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/deepgraph/deepgraph/internal/redact"
 )
 
 // MCPServer is one entry of mcp_servers: an MCP server whose tools agents
@@ -68,7 +69,7 @@ func (s MCPServer) String() string {
 	var b strings.Builder
 	b.WriteString(s.Name)
 	if s.URL != "" {
-		fmt.Fprintf(&b, " (http: %s", redactURLQuery(s.URL))
+		fmt.Fprintf(&b, " (http: %s", redact.URL(s.URL))
 		if len(s.Headers) > 0 {
 			fmt.Fprintf(&b, "; headers %s", strings.Join(secretKeys(s.Headers), ", "))
 		}
@@ -138,28 +139,6 @@ func secretKeys(m map[string]Secret) []string {
 	return keys
 }
 
-// redactURLQuery hides a URL's password and the values of its query (API
-// keys often travel there).
-func redactURLQuery(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(an unparsable URL)"
-	}
-	if u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		}
-	}
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
-			q[k] = []string{"xxxxx"}
-		}
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
-}
-
 // MarshalJSON encodes the server without its secrets: env values and
 // headers as "[redacted]", the URL's query values hidden.
 func (s MCPServer) MarshalJSON() ([]byte, error) {
@@ -176,7 +155,7 @@ func (s MCPServer) MarshalJSON() ([]byte, error) {
 	}
 	v := shown{Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, Dir: s.Dir, Headers: s.Headers, AdHoc: s.AdHoc}
 	if s.URL != "" {
-		v.URL = redactURLQuery(s.URL)
+		v.URL = redact.URL(s.URL)
 	}
 	if s.Timeout != 0 {
 		v.Timeout = fmtDur(s.Timeout)
@@ -529,7 +508,7 @@ func parseMCPEntry(i int, item any) (MCPServer, []*Error) {
 		bad("command", "", "the program to run, e.g. npx")
 	case hasURL:
 		if _, err := checkURL(u); err != nil {
-			bad("url", redactURLQuery(u), "an http or https URL such as https://mcp.example.com/mcp, without user:password (put credentials in headers)")
+			bad("url", redact.URL(u), "an http or https URL such as https://mcp.example.com/mcp, without user:password (put credentials in headers)")
 		}
 	}
 	s.Command = cmd
@@ -552,7 +531,7 @@ func parseMCPEntry(i int, item any) (MCPServer, []*Error) {
 	s.Env = secretMap(m, "env", func(k string) bool { return envNameRe.MatchString(k) }, "variable names (letters, digits, '_') with values", bad)
 	s.Headers = secretMap(m, "headers", func(k string) bool { return headerNameRe.MatchString(k) }, "header names with values, e.g. {Authorization: \"Bearer ${TOKEN}\"}", bad)
 	if hasURL && (len(s.Args) > 0 || len(s.Env) > 0 || s.Dir != "") {
-		bad("url", redactURLQuery(u), "command for args, env and dir: a url server takes headers")
+		bad("url", redact.URL(u), "command for args, env and dir: a url server takes headers")
 	}
 	if hasCmd && len(s.Headers) > 0 {
 		bad("headers", "[redacted]", "url for headers: a command takes env")

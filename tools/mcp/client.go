@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/deepgraph/deepgraph/internal/redact"
 	"github.com/deepgraph/deepgraph/tools"
 )
 
@@ -536,7 +537,7 @@ func (c *Client) errorf(format string, args ...any) error {
 // URL with its query, or a server may echo a header).
 func (c *Client) scrub(s string) string {
 	if c.srv.URL != "" && strings.Contains(c.srv.URL, "?") {
-		s = strings.ReplaceAll(s, c.srv.URL, RedactURL(c.srv.URL))
+		s = strings.ReplaceAll(s, c.srv.URL, redact.URL(c.srv.URL))
 	}
 	for _, v := range c.secrets {
 		s = strings.ReplaceAll(s, v, "[redacted]")

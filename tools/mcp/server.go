@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/deepgraph/deepgraph/internal/redact"
 )
 
 // DefaultTimeout bounds one call of a server whose Timeout is zero.
@@ -131,7 +133,7 @@ func (s Server) String() string {
 	var b strings.Builder
 	b.WriteString(s.Name)
 	if s.URL != "" {
-		fmt.Fprintf(&b, " (http: %s", RedactURL(s.URL))
+		fmt.Fprintf(&b, " (http: %s", redact.URL(s.URL))
 		if len(s.Headers) > 0 {
 			fmt.Fprintf(&b, "; headers %s", strings.Join(sortedKeys(s.Headers), ", "))
 		}
@@ -166,28 +168,6 @@ func (s Server) commandLine() string {
 		}
 	}
 	return strings.Join(parts, " ")
-}
-
-// RedactURL returns u fit to print: a password and the values of its query
-// parameters (which often carry API keys) replaced by "xxxxx".
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(an unparsable URL)"
-	}
-	if u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		}
-	}
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
-			q[k] = []string{"xxxxx"}
-		}
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
 }
 
 func sortedKeys(m map[string]string) []string {
