@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -52,7 +53,7 @@ func labelSources(known []citation.Source, results []tools.Result) (added []cita
 			if t := all[i].Title; t != "" {
 				part += " — " + t
 			}
-			if !contains(parts, part) {
+			if !slices.Contains(parts, part) {
 				parts = append(parts, part)
 			}
 		}
@@ -70,15 +71,6 @@ func firstURL(res tools.Result) string {
 		}
 	}
 	return ""
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // sourceURL accepts an absolute http(s) URL without spaces, which is all a

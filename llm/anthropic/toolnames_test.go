@@ -17,21 +17,6 @@ import (
 // MCP tools are named server.tool; Anthropic accepts no '.' in a tool name,
 // so such names travel as server__tool and come back under their own names.
 
-func dottedTools() []schemas.ToolDef {
-	return []schemas.ToolDef{{Name: "files.read_file", Description: "Read a file."}, {Name: "web_search"}}
-}
-
-func dottedHistory() []schemas.Message {
-	read := schemas.ToolCall{ID: "toolu_a", Name: "files.read_file", Arguments: json.RawMessage(`{"path":"a.txt"}`)}
-	gone := schemas.ToolCall{ID: "toolu_b", Name: "gone.tool"} // no longer offered
-	return []schemas.Message{
-		schemas.UserMessage("Read a.txt."),
-		{Role: schemas.Assistant, ToolCalls: []schemas.ToolCall{read, gone}},
-		schemas.ToolResultMessage(read, "hello"),
-		schemas.ToolResultMessage(gone, "gone"),
-	}
-}
-
 const dottedHistoryWire = `[
 	{"role":"user","content":[{"type":"text","text":"Read a.txt."}]},
 	{"role":"assistant","content":[
@@ -59,7 +44,7 @@ func TestGenerateDottedToolNames(t *testing.T) {
 			toolUse("toolu_3", "made__up", `{}`)))
 	})
 	m := newTestModel(t, f, nil)
-	resp, err := m.Generate(context.Background(), dottedHistory(), llm.Tools(dottedTools()...), llm.WithToolChoice("files.read_file"))
+	resp, err := m.Generate(context.Background(), wiretest.DottedHistory("toolu_"), llm.Tools(wiretest.DottedTools()...), llm.WithToolChoice("files.read_file"))
 	require.NoError(t, err)
 
 	body := f.Only(t).Body
@@ -91,7 +76,7 @@ func TestGenerateStreamDottedToolNames(t *testing.T) {
 		)
 	})
 	m := newTestModel(t, f, nil)
-	resp, err := m.Generate(context.Background(), dottedHistory(), llm.Tools(dottedTools()...),
+	resp, err := m.Generate(context.Background(), wiretest.DottedHistory("toolu_"), llm.Tools(wiretest.DottedTools()...),
 		llm.OnDelta(func(llm.Delta) {}))
 	require.NoError(t, err)
 

@@ -24,6 +24,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/stretchr/testify/require"
+
+	"github.com/deepgraph/deepgraph/schemas"
 )
 
 // Request is one request a Server received.
@@ -127,5 +129,27 @@ func NoGoroutineRunning(t testing.TB, marker string) {
 			t.Fatalf("a goroutine running %s outlived its call:\n%s", marker, stacks)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// DottedTools are tool definitions with an MCP-style dotted name
+// (files.read_file) beside a plain one, for the tests of providers that
+// send such names in another form.
+func DottedTools() []schemas.ToolDef {
+	return []schemas.ToolDef{{Name: "files.read_file", Description: "Read a file."}, {Name: "web_search"}}
+}
+
+// DottedHistory is a conversation with calls of dotted tools — one still
+// offered, one no longer — and their results; call ids start with
+// idPrefix ("call_" for OpenAI, "toolu_" for Anthropic), followed by a and
+// b.
+func DottedHistory(idPrefix string) []schemas.Message {
+	read := schemas.ToolCall{ID: idPrefix + "a", Name: "files.read_file", Arguments: json.RawMessage(`{"path":"a.txt"}`)}
+	gone := schemas.ToolCall{ID: idPrefix + "b", Name: "gone.tool"} // no longer offered
+	return []schemas.Message{
+		schemas.UserMessage("Read a.txt."),
+		{Role: schemas.Assistant, ToolCalls: []schemas.ToolCall{read, gone}},
+		schemas.ToolResultMessage(read, "hello"),
+		schemas.ToolResultMessage(gone, "gone"),
 	}
 }
