@@ -64,11 +64,7 @@ func NewTool(r *Researcher, defaultEffort string) (tools.Tool, error) {
 		if effort == "" {
 			effort = defaultEffort
 		}
-		opts := []RunOption{Observe(func(act Activity) {
-			if act.Kind != ActivityToken {
-				graph.Emit(ctx, act)
-			}
-		})}
+		opts := []RunOption{emitActivity(ctx)}
 		if effort != "" {
 			e, err := EffortByName(effort)
 			if err != nil {
@@ -103,11 +99,7 @@ func (r *Researcher) Executor(opts ...RunOption) nodes.Executor {
 		if strings.TrimSpace(t.Task) != "" && t.Task != t.Step {
 			q = fmt.Sprintf("%s\n\n(This question is one step of a larger task: %s)", t.Step, t.Task)
 		}
-		run := append([]RunOption{Observe(func(act Activity) {
-			if act.Kind != ActivityToken {
-				graph.Emit(ctx, act)
-			}
-		})}, opts...)
+		run := append([]RunOption{emitActivity(ctx)}, opts...)
 		rep, err := r.Run(ctx, q, run...)
 		if rep == nil {
 			return nodes.StepResult{}, err
@@ -120,5 +112,15 @@ func (r *Researcher) Executor(opts ...RunOption) nodes.Executor {
 			out.Blocked = "the research stopped before its answer"
 		}
 		return out, nil
+	})
+}
+
+// emitActivity passes the run's activity, but its tokens, to the stream of
+// the graph the caller runs in (an agent's, a flow's).
+func emitActivity(ctx context.Context) RunOption {
+	return Observe(func(act Activity) {
+		if act.Kind != ActivityToken {
+			graph.Emit(ctx, act)
+		}
 	})
 }
