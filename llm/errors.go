@@ -18,6 +18,9 @@ var (
 	ErrTimeout     = errors.New("timed out")             // the per-call timeout expired
 	ErrUnsupported = errors.New("not supported by this provider")
 	ErrNoModel     = errors.New("no model configured")
+	// ErrStreamBroken: a streamed reply ended before the provider's final
+	// event (connection cut, truncated body, missing finish) after a 200.
+	ErrStreamBroken = errors.New("stream ended before the reply was complete")
 )
 
 // APIError is a failed call to a provider's API.
