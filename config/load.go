@@ -1,6 +1,8 @@
 package config
 
 import (
+	"github.com/deepgraph/deepgraph/internal/redact"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -345,13 +347,17 @@ func sectionKeys(section string) []string {
 	return out
 }
 
-// shown is a value of the key as errors may show it: a secret's hidden.
+// shown is a value of the key as errors may show it: a secret's hidden,
+// and so is the password of any URL (a value refused for carrying one must
+// not repeat it).
 func (e entry) shown(v string) string {
 	switch {
 	case e.Secret:
 		return "[redacted]"
 	case e.redact != nil:
 		return e.redact(v)
+	case strings.Contains(v, "://") && strings.Contains(v, "@"):
+		return redact.URL(v)
 	}
 	return v
 }
