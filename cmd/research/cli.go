@@ -55,7 +55,9 @@ type cli struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	stdinTTY       bool
+	stdoutTTY      bool
 	stderrTTY      bool
+	noColor        bool // NO_COLOR is set: Markdown goes out as written
 
 	// Flags that are not configuration keys.
 	configFile string
@@ -72,7 +74,8 @@ type cli struct {
 }
 
 func newCLI(stdin io.Reader, stdout, stderr io.Writer) *cli {
-	return &cli{stdin: stdin, stdout: stdout, stderr: stderr, stdinTTY: isTerminal(stdin), stderrTTY: isTerminal(stderr)}
+	return &cli{stdin: stdin, stdout: stdout, stderr: stderr, stdinTTY: isTerminal(stdin), stdoutTTY: isTerminal(stdout),
+		stderrTTY: isTerminal(stderr), noColor: os.Getenv("NO_COLOR") != ""}
 }
 
 func isTerminal(v any) bool {
@@ -238,14 +241,32 @@ func (c *cli) output(data string) error {
 	return nil
 }
 
+// maxStdinQuestion bounds a question piped in.
+const maxStdinQuestion = 64 << 10
+
+// outputMarkdown writes a Markdown report (cleaned of control characters)
+// where the report goes: rendered for the terminal when that is stdout —
+// after a blank line that parts it from the timeline — and as written when
+// piped, sent to a file, or with NO_COLOR set.
+func (c *cli) outputMarkdown(md string) error {
+	md = strings.TrimRight(cleanText(md), "\n") + "\n"
+	if c.out == "" && c.stdoutTTY && !c.noColor {
+		md = "\n" + renderMarkdown(md)
+	}
+	return c.output(md)
+}
+
 // question is the question from the arguments, or from stdin when it is
 // piped in.
 func (c *cli) question(args []string) (string, error) {
 	q := strings.TrimSpace(strings.Join(args, " "))
 	if q == "" && !c.stdinTTY && c.stdin != nil {
-		b, err := io.ReadAll(io.LimitReader(c.stdin, 64<<10))
+		b, err := io.ReadAll(io.LimitReader(c.stdin, maxStdinQuestion+1))
 		if err != nil {
 			return "", fmt.Errorf("reading the question from stdin: %w", err)
+		}
+		if len(b) > maxStdinQuestion {
+			return "", usageErr("the question on stdin is longer than 64 KiB: shorten it, or put the material in a directory and research it with --corpus DIR")
 		}
 		q = strings.TrimSpace(string(b))
 	}

@@ -133,6 +133,17 @@ func run(t *testing.T, envv []string, args ...string) result {
 
 func runBin(t *testing.T, bin string, envv []string, dir string, args ...string) result {
 	t.Helper()
+	return runWith(t, bin, strings.NewReader(""), envv, dir, args...)
+}
+
+// runIn runs the binary with stdin.
+func runIn(t *testing.T, stdin io.Reader, envv []string, args ...string) result {
+	t.Helper()
+	return runWith(t, binary, stdin, envv, "", args...)
+}
+
+func runWith(t *testing.T, bin string, stdin io.Reader, envv []string, dir string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
@@ -140,7 +151,7 @@ func runBin(t *testing.T, bin string, envv []string, dir string, args ...string)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.Stdin = strings.NewReader("")
+	cmd.Stdin = stdin
 	start := time.Now()
 	err := cmd.Run()
 	res := result{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}

@@ -158,7 +158,7 @@ func (c *cli) runFlow(cmd *cobra.Command, args []string, fo app.FlowOptions) err
 		if err := c.output(string(doc) + "\n"); err != nil {
 			return err
 		}
-	} else if err := c.output(strings.TrimRight(cleanText(res.Summary), "\n") + "\n"); err != nil {
+	} else if err := c.outputMarkdown(res.Summary); err != nil {
 		return err
 	}
 	if !res.Status.OK() {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +25,9 @@ var errRunTimeout = errors.New("run timeout")
 func howToConfigure() string { return providers.HowToConfigure() }
 
 func (c *cli) runResearch(cmd *cobra.Command, args []string) error {
+	if err := mistypedCommand(cmd, args); err != nil {
+		return err
+	}
 	cfg, err := c.loadConfig(cmd)
 	if err != nil {
 		return err
@@ -81,6 +86,37 @@ func (c *cli) runResearch(cmd *cobra.Command, args []string) error {
 	return c.driveResearch(ctx, cfg, r, st, tr, func(ctx context.Context, more ...research.RunOption) (*research.Report, error) {
 		return r.Run(ctx, question, append(opts, more...)...)
 	})
+}
+
+// mistypedCommand refuses a one-word question that looks like a misspelt
+// command ("research confg"): researching it would cost a paid run on a
+// word nobody meant to ask about.
+func mistypedCommand(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 || !isWord(args[0]) {
+		return nil
+	}
+	// One edit away, or two for words of five letters or more ("agnet"),
+	// or the start of a command name ("serv"); "Rust" is not "runs".
+	cmd.SuggestionsMinimumDistance = 1
+	if utf8.RuneCountInString(args[0]) >= 5 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	sug := cmd.SuggestionsFor(args[0])
+	if len(sug) == 0 {
+		return nil
+	}
+	return usageErr("%q is not a command: did you mean research %s? (to research the word itself, ask a question: research \"what is %s?\")",
+		args[0], strings.Join(sug, " or research "), args[0])
+}
+
+// isWord reports whether s is a single word of letters and hyphens.
+func isWord(s string) bool {
+	for _, r := range s {
+		if !unicode.IsLetter(r) && r != '-' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // driveResearch runs (or resumes) a research run with the timeline, asks
@@ -148,7 +184,9 @@ func (c *cli) driveResearch(ctx context.Context, cfg *config.Config, r *app.Rese
 	switch {
 	case o.status == runstore.StatusNeedsInput && rep != nil && rep.Review != nil:
 		c.pausedForReview(tr.Run.ID, rep.Review)
-	case rep != nil && (runErr == nil || o.status == runstore.StatusInterrupted || rep.Answer != ""):
+	case rep != nil && (runErr == nil || o.status == runstore.StatusInterrupted || rep.Answer != "" || cfg.Format == config.FormatJSON):
+		// A failed run's JSON document still goes out: incomplete, with
+		// its error, for the scripts that read it.
 		if err := c.writeReport(cfg, rep, doc); err != nil {
 			return err
 		}
@@ -222,5 +260,5 @@ func (c *cli) writeReport(cfg *config.Config, rep *research.Report, doc []byte) 
 	if cfg.Format == config.FormatJSON {
 		return c.output(string(doc) + "\n")
 	}
-	return c.output(cleanText(rep.Markdown()))
+	return c.outputMarkdown(rep.Markdown())
 }

@@ -298,7 +298,7 @@ func (c *cli) showResearch(ctx context.Context, cfg *config.Config, st *app.Stor
 		if err := json.Unmarshal(run.Report, &doc); err != nil {
 			return fmt.Errorf("run %s: its stored report cannot be read: %w", run.ID, err)
 		}
-		return c.output(doc.Markdown)
+		return c.outputMarkdown(doc.Markdown)
 	}
 	set, err := app.SettingsOf(run)
 	if err != nil {
