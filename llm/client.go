@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/deepgraph/deepgraph/internal/httpx"
@@ -48,12 +49,17 @@ func (c ClientConfig) Client() *http.Client {
 		*out = *c.HTTPClient
 		base = c.HTTPClient.Transport
 	}
-	out.Transport = httpx.NewTransport(base, httpx.Policy{
+	out.Transport = httpx.NewTransport(base, c.policy())
+	return out
+}
+
+// policy is the retry policy of the transport and of CallModel.
+func (c ClientConfig) policy() httpx.Policy {
+	return httpx.Policy{
 		MaxAttempts:    httpx.Setting(c.MaxRetries, DefaultMaxRetries) + 1,
 		InitialBackoff: c.RetryBackoff,
 		Concurrency:    httpx.Setting(c.MaxConcurrency, DefaultMaxConcurrency),
-	})
-	return out
+	}
 }
 
 // Call runs fn under the configured timeout. A timeout becomes an *APIError
@@ -82,4 +88,115 @@ func Call[R any](ctx context.Context, c ClientConfig, provider string, fn func(c
 		}
 	}
 	return r, err
+}
+
+// CallModel runs a provider's model call with the resilience every provider
+// shares: Call's per-call timeout (retries included), and retries of a reply
+// whose stream broke off after its 200 — an error matching ErrStreamBroken,
+// which the HTTP transport cannot retry because the response had already
+// begun. It retries at most c.MaxRetries times (0 means DefaultMaxRetries,
+// negative none) with the transport's backoff and jitter, and stops as soon as
+// ctx ends. Other errors are returned at once: statuses and connection
+// failures before the reply are the transport's to retry.
+//
+// attempt sends the call once. It must deliver its deltas to the onDelta it
+// is given — nil when the caller did not stream (onDelta, from
+// Request.OnDelta, was nil) — and never to the request's own OnDelta. When a
+// broken attempt had delivered deltas, the caller's onDelta receives
+// Delta{Restart: true} before the next attempt's first delta, so observers
+// discard the partial text; a delta an abandoned attempt sends late is
+// dropped. Tokens a failed attempt reported (APIError.Usage) are added to the
+// final Response's Usage, or to the final error's.
+//
+// When every attempt broke, the last attempt's *APIError is returned with
+// its message saying how many attempts were cut off.
+func CallModel(ctx context.Context, c ClientConfig, provider string, onDelta func(Delta),
+	attempt func(ctx context.Context, onDelta func(Delta)) (*Response, error)) (*Response, error) {
+	retries := httpx.Setting(c.MaxRetries, DefaultMaxRetries)
+	policy := c.policy()
+	return Call(ctx, c, provider, func(ctx context.Context) (*Response, error) {
+		var spent Usage // reported by failed attempts
+		restart := false
+		for n := 1; ; n++ {
+			if restart {
+				onDelta(Delta{Restart: true})
+			}
+			g := &deltaGate{f: onDelta}
+			resp, err := attempt(ctx, g.callback())
+			restart = g.close()
+			if err == nil {
+				if resp != nil {
+					resp.Usage = resp.Usage.Add(spent)
+				}
+				return resp, nil
+			}
+			var apiErr *APIError
+			if errors.As(err, &apiErr) {
+				spent = spent.Add(apiErr.Usage)
+			}
+			if ctx.Err() != nil || !errors.Is(err, ErrStreamBroken) {
+				return nil, err
+			}
+			if n > retries {
+				return nil, brokenEverywhere(provider, err, n, spent)
+			}
+			if werr := policy.Wait(ctx, n); werr != nil {
+				return nil, err
+			}
+		}
+	})
+}
+
+// brokenEverywhere is the error of a call whose every attempt broke off.
+func brokenEverywhere(provider string, err error, attempts int, spent Usage) error {
+	hint := fmt.Sprintf("it was cut off on all %d attempts: something between here and %s (a proxy, a load balancer, an unstable network) may be dropping long responses; check it, or raise the number of retries in config", attempts, provider)
+	if attempts == 1 {
+		hint = "retries are off (raise them in config)"
+	}
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) {
+		return &APIError{Provider: provider, Message: err.Error() + "; " + hint, Err: err, Usage: spent}
+	}
+	out := *apiErr
+	msg := out.Message
+	if msg == "" && out.Err != nil {
+		msg = out.Err.Error()
+	}
+	out.Message = msg + "; " + hint
+	out.Usage = spent
+	return &out
+}
+
+// deltaGate passes one attempt's deltas on until the attempt is over, and
+// remembers whether it passed any.
+type deltaGate struct {
+	f      func(Delta)
+	mu     sync.Mutex
+	sent   bool
+	closed bool
+}
+
+// callback is what the attempt streams to: nil when the caller did not ask
+// for deltas.
+func (g *deltaGate) callback() func(Delta) {
+	if g.f == nil {
+		return nil
+	}
+	return func(d Delta) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.closed {
+			return
+		}
+		g.sent = true
+		g.f(d)
+	}
+}
+
+// close ends the attempt and says whether any delta was passed on.
+func (g *deltaGate) close() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+	return g.sent
 }

@@ -66,6 +66,9 @@
 // tokens take to the CLI and, later, SSE clients — and costs nothing when
 // nobody streams the run. Stream(ctx, model, msgs) is the same as an
 // iterator; breaking out of the loop cancels the call and waits for it.
+// A Delta (and Token) with Restart set says the stream broke off and the call
+// is being sent again: drop what this call showed so far; the deltas that
+// follow start the reply anew.
 //
 // # Resilience
 //
@@ -76,7 +79,34 @@
 // *APIError matching ErrTimeout. Errors name the provider and, for a
 // rejected key, the environment variable it came from — never the key.
 // Callers branch with errors.Is on ErrRateLimited, ErrAuth, ErrBadRequest,
-// ErrUnavailable, ErrTimeout, ErrUnsupported.
+// ErrUnavailable, ErrTimeout, ErrStreamBroken, ErrUnsupported; IsTransient
+// says whether an error is worth trying again later (the retry condition of
+// the model-calling nodes of packages nodes and research).
+//
+// A stream cut off after its 200 — the connection dropped, the body ended
+// before the API's final event, an "overloaded" error event mid-stream — is
+// beyond the transport's retries: the response had begun. CallModel retries
+// such a call whole, within the same budget (MaxRetries, backoff, timeout).
+// A provider adopts it thus. Generate runs the request through CallModel,
+// passing the request's OnDelta, and streams each attempt to the callback
+// CallModel hands it (nil when not streaming), never to Request.OnDelta:
+//
+//	return llm.CallModel(ctx, cfg, "acme", req.OnDelta,
+//		func(ctx context.Context, onDelta func(llm.Delta)) (*llm.Response, error) {
+//			return m.send(ctx, req, onDelta)
+//		})
+//
+// A stream that stops before its final event fails with an *APIError
+// (Status 0) whose Err matches ErrStreamBroken — for example
+// fmt.Errorf("%w: %w", llm.ErrStreamBroken, readErr) — and so also matches
+// ErrUnavailable. Refusals and malformed replies must not match it: they are
+// not retried. Tokens the provider reported before the cut may go in the
+// error's Usage; CallModel adds them to the final Response.Usage.
+//
+// When an attempt that had already delivered deltas breaks, the caller's
+// OnDelta receives Delta{Restart: true} before the next attempt's first
+// delta. When every attempt breaks, the error names the provider and says
+// how many attempts were cut off.
 //
 // # Providers and model specs
 //

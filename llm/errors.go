@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -23,6 +24,28 @@ var (
 	ErrStreamBroken = errors.New("stream ended before the reply was complete")
 )
 
+// IsTransient reports whether err is a model error that may well not happen
+// again: rate limited (ErrRateLimited), the provider unavailable
+// (ErrUnavailable: 5xx, connection failures), a stream cut off
+// (ErrStreamBroken), or one call's own timeout (ErrTimeout). It is false for
+// nil, a rejected key (ErrAuth), a refused request (ErrBadRequest),
+// ErrUnsupported, ErrNoModel, and the caller's cancellation or deadline
+// (context.Canceled, context.DeadlineExceeded) — trying again cannot help
+// those. Graph nodes use it as their retry condition:
+//
+//	graph.WithRetry(graph.RetryPolicy{RetryOn: llm.IsTransient})
+func IsTransient(err error) bool {
+	switch {
+	case err == nil,
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, ErrAuth), errors.Is(err, ErrBadRequest),
+		errors.Is(err, ErrUnsupported), errors.Is(err, ErrNoModel):
+		return false
+	}
+	return errors.Is(err, ErrRateLimited) || errors.Is(err, ErrUnavailable) ||
+		errors.Is(err, ErrStreamBroken) || errors.Is(err, ErrTimeout)
+}
+
 // APIError is a failed call to a provider's API.
 type APIError struct {
 	Provider   string        // "gemini", "openai", …
@@ -31,6 +54,10 @@ type APIError struct {
 	KeyEnv     string        // the variable the key came from, for 401/403 messages
 	RetryAfter time.Duration // what the provider asked for, if anything
 	Err        error         // the underlying error, if any
+	// Usage is what the provider reported of the failed call's tokens (a
+	// stream cut off after its first events), so accounting can count them;
+	// zero when it reported none.
+	Usage Usage
 }
 
 func (e *APIError) Error() string {

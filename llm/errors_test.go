@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"syscall"
@@ -101,4 +102,32 @@ func TestAPIErrorUnwrap(t *testing.T) {
 	inner := errors.New("inner")
 	assert.Same(t, inner, (&APIError{Err: inner}).Unwrap())
 	assert.ErrorIs(t, &APIError{Provider: "x", Status: 500, Err: inner}, inner)
+}
+
+func TestIsTransient(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{&APIError{Provider: "openai", Status: 429}, true},
+		{&APIError{Provider: "openai", Status: 503}, true},
+		{&APIError{Provider: "anthropic", Status: 529}, true},
+		{&APIError{Provider: "openai", Err: syscall.ECONNREFUSED}, true},
+		{&APIError{Provider: "openai", Err: fmt.Errorf("%w: cut", ErrStreamBroken)}, true},
+		{&APIError{Provider: "gemini", Err: ErrTimeout}, true},
+		{fmt.Errorf("node reflection: %w", &APIError{Provider: "gemini", Status: 500}), true},
+		{nil, false},
+		{&APIError{Provider: "openai", Status: 401}, false},
+		{&APIError{Provider: "openai", Status: 403}, false},
+		{&APIError{Provider: "openai", Status: 400}, false},
+		{&APIError{Provider: "openai", Status: 404}, false},
+		{fmt.Errorf("x: %w", ErrUnsupported), false},
+		{ErrNoModel, false},
+		{context.Canceled, false},
+		{fmt.Errorf("run: %w", context.DeadlineExceeded), false},
+		{errors.New("tool failed"), false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, IsTransient(tt.err), "%v", tt.err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/llm"
@@ -171,4 +172,53 @@ func ExampleEmitDeltas() {
 	// finalize_answer/answer: "Iterators "
 	// finalize_answer/answer: "yield valu"
 	// finalize_answer/answer: "es."
+}
+
+// CallModel is how a provider retries a reply whose stream broke off after
+// its 200. Here the first attempt is cut after "Hal"; the caller's OnDelta
+// is told to restart, and the second attempt's reply is returned.
+func ExampleCallModel() {
+	attempts := 0
+	send := func(_ context.Context, onDelta func(llm.Delta)) (*llm.Response, error) {
+		attempts++
+		if attempts == 1 {
+			onDelta(llm.Delta{Content: "Hal"})
+			return nil, &llm.APIError{Provider: "acme", Message: "the event stream broke off",
+				Err: fmt.Errorf("%w: connection reset", llm.ErrStreamBroken)}
+		}
+		onDelta(llm.Delta{Content: "Hello"})
+		return &llm.Response{Content: "Hello"}, nil
+	}
+	var shown strings.Builder
+	onDelta := func(d llm.Delta) {
+		if d.Restart {
+			shown.Reset() // drop the cut attempt's text
+		}
+		shown.WriteString(d.Content)
+	}
+	resp, err := llm.CallModel(context.Background(), llm.ClientConfig{RetryBackoff: time.Millisecond}, "acme", onDelta, send)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(resp.Content, shown.String(), attempts)
+	// Output: Hello Hello 2
+}
+
+// IsTransient separates errors worth another attempt from those that would
+// only fail again.
+func ExampleIsTransient() {
+	for _, err := range []error{
+		&llm.APIError{Provider: "openai", Status: 429, Message: "slow down"},
+		&llm.APIError{Provider: "anthropic", Err: fmt.Errorf("%w: connection reset", llm.ErrStreamBroken)},
+		&llm.APIError{Provider: "openai", Status: 401, KeyEnv: "OPENAI_API_KEY", Message: "bad key"},
+		context.Canceled,
+	} {
+		fmt.Println(llm.IsTransient(err), err)
+	}
+	// Output:
+	// true openai: Too Many Requests (429): slow down
+	// true anthropic: stream ended before the reply was complete: connection reset
+	// false openai: OPENAI_API_KEY was rejected (401): bad key
+	// false context canceled
 }

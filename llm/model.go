@@ -106,6 +106,11 @@ const (
 type Delta struct {
 	Content   string // visible text
 	Reasoning string // thinking text, where the provider streams it separately
+	// Restart says the stream broke off and the call is being sent again
+	// (see CallModel): discard every delta of this call received so far;
+	// the deltas that follow are the new attempt's, from its beginning. A
+	// Restart delta carries no text. It is only sent after some text was.
+	Restart bool
 }
 
 // Response is a model's complete reply.

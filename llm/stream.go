@@ -17,6 +17,10 @@ type Token struct {
 	Role      string `json:"role,omitempty"`      // RoleAnswer, RoleAgent, … as given to EmitDeltas
 	Content   string `json:"content,omitempty"`   // visible text
 	Reasoning string `json:"reasoning,omitempty"` // thinking text, where the provider streams it separately
+	// Restart says the call's stream broke off and it is being sent again:
+	// drop the tokens of this call (same node and task) shown so far. See
+	// Delta.Restart.
+	Restart bool `json:"restart,omitempty"`
 }
 
 // EmitDeltas makes the call stream and sends each delta to the graph stream
@@ -31,10 +35,10 @@ func EmitDeltas(ctx context.Context, role string) Option {
 		return func(*Request) {}
 	}
 	return chainDelta(func(d Delta) {
-		if d.Content == "" && d.Reasoning == "" {
+		if d.Content == "" && d.Reasoning == "" && !d.Restart {
 			return
 		}
-		graph.Emit(ctx, Token{Role: role, Content: d.Content, Reasoning: d.Reasoning})
+		graph.Emit(ctx, Token{Role: role, Content: d.Content, Reasoning: d.Reasoning, Restart: d.Restart})
 	})
 }
 

@@ -203,3 +203,41 @@ func TestStreamProviderPanicBecomesAnError(t *testing.T) {
 	require.Len(t, errs, 1)
 	assert.Contains(t, errs[0].Error(), "panicked while streaming: provider bug")
 }
+
+// restartingModel streams "Hal", breaks, restarts and streams "Hello".
+type restartingModel struct{}
+
+func (restartingModel) Generate(_ context.Context, _ []schemas.Message, opts ...llm.Option) (*llm.Response, error) {
+	r := llm.NewRequest(opts...)
+	for _, d := range []llm.Delta{{Content: "Hal"}, {Restart: true}, {Content: "Hello"}} {
+		r.OnDelta(d)
+	}
+	return &llm.Response{Content: "Hello"}, nil
+}
+
+func TestEmitDeltasPassesARestartOn(t *testing.T) {
+	g := graph.New[answerState](answerField)
+	g.AddNode("answer", func(ctx context.Context, s answerState) (graph.Update[answerState], error) {
+		resp, err := restartingModel{}.Generate(ctx, question, llm.EmitDeltas(ctx, llm.RoleAnswer))
+		if err != nil {
+			return graph.Update[answerState]{}, err
+		}
+		return graph.Writes(answerField.Set(resp.Content)), nil
+	})
+	g.AddEdge(graph.Start, "answer")
+	g.AddEdge("answer", graph.End)
+	run, err := g.Compile()
+	require.NoError(t, err)
+	var tokens []llm.Token
+	for ev, err := range run.Stream(context.Background(), answerState{}) {
+		require.NoError(t, err)
+		if tok, ok := ev.Value.(llm.Token); ok {
+			tokens = append(tokens, tok)
+		}
+	}
+	assert.Equal(t, []llm.Token{
+		{Role: llm.RoleAnswer, Content: "Hal"},
+		{Role: llm.RoleAnswer, Restart: true},
+		{Role: llm.RoleAnswer, Content: "Hello"},
+	}, tokens)
+}

@@ -205,6 +205,16 @@ func backoff(p Policy, attempt int) time.Duration {
 	return time.Duration(d/2 + rand.Float64()*d/2)
 }
 
+// Wait pauses before retry number attempt (1 for the first retry) with the
+// policy's backoff and jitter, as the Transport does between attempts; it
+// returns ctx's error if ctx ends first. Callers that retry a whole call
+// (a stream cut after its 200, which the Transport cannot see) use it so both
+// levels back off alike.
+func (p Policy) Wait(ctx context.Context, attempt int) error {
+	p = p.withDefaults()
+	return p.Sleep(ctx, backoff(p, attempt))
+}
+
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -391,7 +391,7 @@ func TestGenerateStreamFailures(t *testing.T) {
 			llm.ErrUnavailable, 0, "incomplete"},
 		{"cut inside a line",
 			[]any{messageStart(1), blockStart(0, map[string]any{"type": "text"}), "event: content_block_delta\ndata: {\"type\":\"content_bl"},
-			llm.ErrUnavailable, 0, "not JSON"},
+			llm.ErrStreamBroken, 0, "broke off: unexpected EOF"},
 		{"overloaded error event",
 			[]any{messageStart(1), blockStart(0, map[string]any{"type": "text"}), textDelta(0, "Hal"), errorEvent("overloaded_error", "Overloaded"), messageStop()},
 			llm.ErrUnavailable, 529, "overloaded_error: Overloaded"},

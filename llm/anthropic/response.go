@@ -94,15 +94,19 @@ func (c *call) fromStream() assembled {
 		}
 	}
 	a.text, a.reasoning, a.stop = text.String(), reasoning.String(), r.stopReason
+	a.usage = r.usage.neutral()
+	return a
+}
+
+// neutral is the llm.Usage of the counters seen so far.
+func (u wireUsage) neutral() llm.Usage {
 	deref := func(p *int) int {
 		if p == nil {
 			return 0
 		}
 		return *p
 	}
-	u := r.usage
-	a.usage = usage(deref(u.InputTokens), deref(u.OutputTokens), deref(u.CacheCreationInputTokens), deref(u.CacheReadInputTokens))
-	return a
+	return usage(deref(u.InputTokens), deref(u.OutputTokens), deref(u.CacheCreationInputTokens), deref(u.CacheReadInputTokens))
 }
 
 // build turns an assembled reply into the neutral one: the structured-output
@@ -183,6 +187,10 @@ func (m *Model) fail(ctx context.Context, c *call, err error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := c.Failure(err, m.source()); e != nil {
+		// A stream cut off after message_start has reported tokens.
+		if apiErr, ok := e.(*llm.APIError); ok && c.spec.stream {
+			apiErr.Usage = c.reply.usage.neutral()
+		}
 		return e
 	}
 	return &llm.APIError{Provider: m.provider, Message: "malformed reply: " + wiretap.Clean(err.Error(), m.apiKey), Err: wiretap.ErrMalformed}

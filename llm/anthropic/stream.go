@@ -97,7 +97,7 @@ func (c *call) streamLine(line []byte) (bool, error) {
 		r.complete = true
 	case "content_block_stop", "ping":
 	case "error":
-		e := wiretap.ParseError(ev.Error, decodeError)
+		e := wiretap.StreamError(ev.Error, decodeError)
 		if e == nil {
 			e = &wiretap.ReplyError{Msg: "the stream reported an error without details", Err: wiretap.ErrStreamError}
 		}
@@ -128,7 +128,7 @@ func (c *call) check(ctx context.Context) error {
 		return c.ReplyErr
 	}
 	if c.spec.stream && !c.reply.complete {
-		c.ReplyErr = &wiretap.ReplyError{Msg: "the event stream ended before message_stop; the reply is incomplete", Err: errTruncated}
+		c.ReplyErr = wiretap.Broken(msgTruncated, errTruncated)
 		return c.ReplyErr
 	}
 	return nil
@@ -140,11 +140,11 @@ func (c *call) streamEnd(readErr error) error {
 	defer c.mu.Unlock()
 	switch {
 	case readErr != nil:
-		c.ReplyErr = &wiretap.ReplyError{Msg: "the event stream broke off: " + readErr.Error(), Err: readErr}
+		c.ReplyErr = wiretap.StreamEnded(readErr)
 	case c.reply.complete:
 		return io.EOF
 	default:
-		c.ReplyErr = &wiretap.ReplyError{Msg: "the event stream ended before message_stop; the reply is incomplete", Err: errTruncated}
+		c.ReplyErr = wiretap.Broken(msgTruncated, errTruncated)
 	}
 	return c.ReplyErr
 }

@@ -250,6 +250,9 @@ func (c *call) inspectReply(body []byte) {
 
 var errTruncated = fmt.Errorf("event stream ended before message_stop: %w", io.ErrUnexpectedEOF)
 
+// msgTruncated is the message of a stream that ended before message_stop.
+const msgTruncated = "the event stream ended before message_stop; the reply is incomplete"
+
 // errorTypeStatus is the HTTP status Anthropic uses for an error type, so
 // that an error event inside a 200 stream matches the same llm sentinels; 0
 // for an unknown type.

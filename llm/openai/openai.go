@@ -304,7 +304,9 @@ func (m *Model) Generate(ctx context.Context, msgs []schemas.Message, opts ...ll
 	if err != nil {
 		return nil, err
 	}
-	return llm.Call(ctx, m.client, m.provider, func(ctx context.Context) (*llm.Response, error) {
+	return llm.CallModel(ctx, m.client, m.provider, req.OnDelta, func(ctx context.Context, onDelta func(llm.Delta)) (*llm.Response, error) {
+		p := p
+		p.call.onDelta = onDelta
 		return m.send(ctx, p)
 	})
 }

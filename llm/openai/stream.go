@@ -99,7 +99,7 @@ func (c *call) streamLine(line []byte) (bool, error) {
 		return true, nil // like langchaingo: ignore data that is not JSON
 	}
 	c.mu.Lock()
-	if e := wiretap.ParseError(ch.Error, decodeError); e != nil {
+	if e := wiretap.StreamError(ch.Error, decodeError); e != nil {
 		c.ReplyErr = e
 		c.mu.Unlock()
 		return false, e
@@ -144,11 +144,11 @@ func (c *call) streamEnd(readErr error) error {
 	defer c.mu.Unlock()
 	switch {
 	case readErr != nil:
-		c.ReplyErr = &wiretap.ReplyError{Msg: "the event stream broke off: " + readErr.Error(), Err: readErr}
+		c.ReplyErr = wiretap.StreamEnded(readErr)
 	case c.stream.done || c.stream.finish != "":
 		return io.EOF
 	default:
-		c.ReplyErr = &wiretap.ReplyError{Msg: "the event stream ended before [DONE] or a finish_reason; the reply is incomplete", Err: errTruncated}
+		c.ReplyErr = wiretap.Broken(msgTruncated, errTruncated)
 	}
 	return c.ReplyErr
 }
@@ -167,7 +167,7 @@ func (c *call) check(ctx context.Context) error {
 		return c.ReplyErr
 	}
 	if c.spec.stream && !c.stream.done && c.stream.finish == "" {
-		c.ReplyErr = &wiretap.ReplyError{Msg: "the event stream ended before [DONE] or a finish_reason; the reply is incomplete", Err: errTruncated}
+		c.ReplyErr = wiretap.Broken(msgTruncated, errTruncated)
 		return c.ReplyErr
 	}
 	return nil

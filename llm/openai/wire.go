@@ -116,6 +116,9 @@ func (c *call) inspectReply(body []byte) {
 
 var errTruncated = fmt.Errorf("event stream ended before its end marker: %w", io.ErrUnexpectedEOF)
 
+// msgTruncated is the message of a stream that ended without its end marker.
+const msgTruncated = "the event stream ended before [DONE] or a finish_reason; the reply is incomplete"
+
 // decodeError reads an "error" object as OpenAI and compatible servers send
 // it: {"message", "type", "code"}; the message falls back to the type, and
 // a code in the HTTP error range is the status.

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"unicode"
+
+	"github.com/deepgraph/deepgraph/internal/httpx"
+	"github.com/deepgraph/deepgraph/llm"
 )
 
 // Errors a ReplyError wraps, for the conditions every provider shares.
@@ -65,6 +69,37 @@ func ParseError(raw json.RawMessage, decode DecodeError) *ReplyError {
 		return e
 	}
 	e.Msg, e.Status = msg, status
+	return e
+}
+
+// Broken is the ReplyError of an event stream cut short after its 200: the
+// body ended, or the connection dropped, before the API's final event. It
+// matches llm.ErrStreamBroken (so llm.CallModel sends the call again) and
+// cause.
+func Broken(msg string, cause error) *ReplyError {
+	return &ReplyError{Msg: msg, Err: fmt.Errorf("%w: %w", llm.ErrStreamBroken, cause)}
+}
+
+// StreamEnded is the ReplyError for an event stream whose reading stopped
+// with readErr before the final event: Broken, unless the reply itself was
+// at fault (readErr matches ErrMalformed, e.g. an over-long line).
+func StreamEnded(readErr error) *ReplyError {
+	msg := "the event stream broke off: " + readErr.Error()
+	if errors.Is(readErr, ErrMalformed) {
+		return &ReplyError{Msg: msg, Err: readErr}
+	}
+	return Broken(msg, readErr)
+}
+
+// StreamError is ParseError for an error event inside an event stream. One
+// whose status says the server was overloaded, failing or rate limited (429,
+// 5xx, Anthropic's 529) ended the stream early through no fault of the
+// request, so it also matches llm.ErrStreamBroken; a refusal (4xx) does not.
+func StreamError(raw json.RawMessage, decode DecodeError) *ReplyError {
+	e := ParseError(raw, decode)
+	if e != nil && httpx.RetryableStatus(e.Status) {
+		e.Err = fmt.Errorf("%w: %w", ErrStreamError, llm.ErrStreamBroken)
+	}
 	return e
 }
 

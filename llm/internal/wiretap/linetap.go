@@ -2,6 +2,7 @@ package wiretap
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 )
@@ -30,8 +31,9 @@ const readChunk = 32 << 10
 // descriptive error for one cut short.
 //
 // Lines are split at '\n' with a trailing '\r' removed; a last line without
-// a newline is inspected too. Lines of MaxPassLine bytes or more are
-// inspected but not passed on: the provider assembles the reply from what it
+// a newline is inspected too, and if line finds it malformed, end gets
+// io.ErrUnexpectedEOF: the body was cut inside that line. Lines of
+// MaxPassLine bytes or more are inspected but not passed on: the provider assembles the reply from what it
 // saw. A line over MaxSSELine ends the stream with end's verdict on that.
 //
 // A LineTap is read by one goroutine at a time, like any io.Reader.
@@ -91,7 +93,7 @@ func (t *LineTap) fill() {
 		}
 	}
 	if len(t.buf) > MaxSSELine {
-		t.finish(fmt.Errorf("an event-stream line is longer than %d MiB", MaxSSELine>>20))
+		t.finish(fmt.Errorf("an event-stream line is longer than %d MiB: %w", MaxSSELine>>20, ErrMalformed))
 		return
 	}
 	switch {
@@ -99,7 +101,7 @@ func (t *LineTap) fill() {
 		if len(t.buf) > 0 {
 			last := t.buf
 			t.buf = nil
-			if !t.emit(last) {
+			if !t.emitLast(last) {
 				return
 			}
 		}
@@ -117,19 +119,40 @@ func (t *LineTap) finish(readErr error) {
 	}
 }
 
+// emitLast inspects a last line that no newline ended. One that line finds
+// malformed (ErrMalformed) was most likely cut off with the body — a JSON
+// event half sent — so end rules on it as on a body cut short:
+// io.ErrUnexpectedEOF.
+func (t *LineTap) emitLast(line []byte) bool {
+	if err := t.inspect(line); err != nil {
+		if errors.Is(err, ErrMalformed) {
+			t.finish(io.ErrUnexpectedEOF)
+		} else {
+			t.err = err
+		}
+		return false
+	}
+	return true
+}
+
 // emit inspects one line and queues it; false means the stream is over.
 func (t *LineTap) emit(line []byte) bool {
+	if err := t.inspect(line); err != nil {
+		t.err = err
+		return false
+	}
+	return true
+}
+
+// inspect shows line to the provider and queues it if kept.
+func (t *LineTap) inspect(line []byte) error {
 	line = bytes.TrimSuffix(line, []byte("\r"))
 	keep, err := t.line(line)
 	if keep && len(line) < MaxPassLine {
 		t.out = append(t.out, line...)
 		t.out = append(t.out, '\n')
 	}
-	if err != nil {
-		t.err = err
-		return false
-	}
-	return true
+	return err
 }
 
 // SSEData returns the payload of a "data:" line, trimmed; false for any
