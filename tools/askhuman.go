@@ -41,7 +41,9 @@ type askArgs struct {
 	Question string `json:"question" jsonschema:"The question for the user: specific, self-contained, one question at a time."`
 }
 
-// NewAskHuman returns the ask_human tool.
+// NewAskHuman returns the ask_human tool. Its calls have no time bound in
+// a collection (see Bounded): a person takes the time they take, and
+// cancelling the run still stops the wait.
 func NewAskHuman(opts AskHumanOptions) (Tool, error) {
 	if opts.Asker == nil {
 		return nil, errors.New("tools: NewAskHuman: AskHumanOptions.Asker is required (NewTerminalAsker asks on a terminal)")
@@ -49,7 +51,7 @@ func NewAskHuman(opts AskHumanOptions) (Tool, error) {
 	if opts.MaxAnswerBytes <= 0 {
 		opts.MaxAnswerBytes = DefaultMaxOutputBytes
 	}
-	return Func(AskHumanName, askHumanDescription, func(ctx context.Context, a askArgs) (Result, error) {
+	t, err := Func(AskHumanName, askHumanDescription, func(ctx context.Context, a askArgs) (Result, error) {
 		q := strings.TrimSpace(a.Question)
 		if q == "" {
 			return Failf("the question is empty"), nil
@@ -63,6 +65,10 @@ func NewAskHuman(opts AskHumanOptions) (Tool, error) {
 		}
 		return AskHumanAnswer(answer, opts.MaxAnswerBytes), nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return WithTimeout(t, 0), nil
 }
 
 const askHumanDescription = "Ask the user a question and wait for the answer. Use it only for information or a decision that only the user can give (a preference, a missing detail, an approval); do not use it to report progress."

@@ -2,10 +2,12 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -37,12 +39,50 @@ func (e *PanicError) Error() string {
 // maxErrorText caps the text of an infrastructure error shown to the model.
 const maxErrorText = 2000
 
+// DefaultCallTimeout bounds one call that a Collection runs, unless the
+// tool sets its own bound (WithTimeout, or the Bounded interface) or the
+// collection another (WithCallTimeout).
+const DefaultCallTimeout = 2 * time.Minute
+
+// defaultStopWait is how long Execute waits, once a call's context is
+// done, for the tool to return before it abandons the call.
+const defaultStopWait = 5 * time.Second
+
+// Bounded is implemented by tools that set the bound of their own calls
+// instead of the collection's: longer for a tool that legitimately runs
+// long, none (0 or less) for one that waits for a person or bounds itself.
+// WithTimeout gives any tool a bound.
+type Bounded interface {
+	Tool
+	// CallTimeout is how long one call may run; 0 or less means no bound.
+	CallTimeout() time.Duration
+}
+
+// WithTimeout returns t with its calls bounded by d in any collection; d of
+// 0 or less means no bound (for a tool that waits for a person, or whose
+// run is bounded as a whole).
+func WithTimeout(t Tool, d time.Duration) Tool {
+	if b, ok := t.(*boundedTool); ok {
+		t = b.Tool
+	}
+	return &boundedTool{Tool: t, timeout: d}
+}
+
+type boundedTool struct {
+	Tool
+	timeout time.Duration
+}
+
+func (b *boundedTool) CallTimeout() time.Duration { return b.timeout }
+
 // Collection is an immutable set of tools with unique names, kept in the
 // order they were given. It is safe for concurrent use.
 type Collection struct {
 	tools    []Tool
 	index    map[string]int
 	resolved []*jsonschema.Resolved // per tool; nil when it takes no parameters
+	timeouts []time.Duration        // per tool; 0 means no bound
+	stopWait time.Duration          // 0 means defaultStopWait
 }
 
 // NewCollection builds a collection of ts, in that order. It fails if a tool
@@ -71,8 +111,35 @@ func NewCollection(ts ...Tool) (*Collection, error) {
 		c.index[name] = len(c.tools)
 		c.tools = append(c.tools, t)
 		c.resolved = append(c.resolved, rs)
+		c.timeouts = append(c.timeouts, callTimeout(t, DefaultCallTimeout))
 	}
 	return c, nil
+}
+
+// callTimeout is the bound of t's calls in a collection whose bound is def.
+func callTimeout(t Tool, def time.Duration) time.Duration {
+	d := def
+	if b, ok := t.(Bounded); ok {
+		d = b.CallTimeout()
+	}
+	return max(d, 0)
+}
+
+// WithCallTimeout returns a copy of c whose calls are bounded by d (0 or
+// less: no bound), except those of tools that set their own bound
+// (Bounded, WithTimeout). A call that runs out of time is stopped (its
+// context is cancelled) and the model is told it did not finish. New
+// collections bound calls by DefaultCallTimeout.
+func (c *Collection) WithCallTimeout(d time.Duration) *Collection {
+	if c == nil {
+		return nil
+	}
+	out := *c
+	out.timeouts = make([]time.Duration, len(c.tools))
+	for i, t := range c.tools {
+		out.timeouts[i] = callTimeout(t, d)
+	}
+	return &out
 }
 
 // Len is the number of tools.
@@ -128,19 +195,27 @@ func (c *Collection) Defs() []schemas.ToolDef {
 	return defs
 }
 
-// Subset returns a collection of the named tools, in the order given. An
-// unknown name fails with ErrUnknownTool, naming it and the available tools;
-// a name given twice fails with ErrDuplicateTool.
+// Subset returns a collection of the named tools, in the order given, with
+// the bounds their calls have in c. An unknown name fails with
+// ErrUnknownTool, naming it and the available tools; a name given twice
+// fails with ErrDuplicateTool.
 func (c *Collection) Subset(names ...string) (*Collection, error) {
 	ts := make([]Tool, 0, len(names))
+	timeouts := make([]time.Duration, 0, len(names))
 	for _, name := range names {
 		t, ok := c.Get(name)
 		if !ok {
 			return nil, fmt.Errorf("%w %q; available tools: %s", ErrUnknownTool, name, c.available())
 		}
 		ts = append(ts, t)
+		timeouts = append(timeouts, c.timeouts[c.index[name]])
 	}
-	return NewCollection(ts...)
+	out, err := NewCollection(ts...)
+	if err != nil {
+		return nil, err
+	}
+	out.timeouts, out.stopWait = timeouts, c.stopWait
+	return out, nil
 }
 
 func (c *Collection) available() string {
@@ -160,11 +235,18 @@ func (c *Collection) available() string {
 //     Result saying "<tool> failed: <error>" (unless the tool set its own
 //     Error), and the error, wrapped with the tool name;
 //   - the tool panicked: a failed Result saying the tool failed with an
-//     internal error, and a *PanicError carrying the value and stack.
+//     internal error, and a *PanicError carrying the value and stack;
+//   - the call ran out of its time (DefaultCallTimeout unless the tool or
+//     the collection sets another bound): its context is cancelled and a
+//     failed Result says it did not finish; the error is nil;
+//   - ctx ended during the call: a failed Result and ctx's error.
 //
-// If ctx is already done, Execute does not run the tool and returns ctx's
-// error. An agent loop stops when ctx is done and otherwise logs the error
-// and feeds the Result to the model.
+// A tool that ignores its cancelled context is not waited for beyond a
+// few seconds: Execute returns as above and the call is abandoned, its
+// result discarded when it ends (a goroutine lives on until then). If ctx
+// is already done, Execute does not run the tool and returns ctx's error.
+// An agent loop stops when ctx is done and otherwise logs the error and
+// feeds the Result to the model.
 func (c *Collection) Execute(ctx context.Context, call schemas.ToolCall) (res Result, err error) {
 	if err := ctx.Err(); err != nil {
 		return Failf("the call to %s was not run: the run was cancelled", call.Name), err
@@ -176,7 +258,6 @@ func (c *Collection) Execute(ctx context.Context, call schemas.ToolCall) (res Re
 	if !ok {
 		return Failf("unknown tool %q; available tools: %s", call.Name, c.available()), nil
 	}
-	t := c.tools[i]
 	args := normalizeArgs(call.Arguments)
 	v, perr := parseObject(args)
 	if perr != nil {
@@ -187,13 +268,7 @@ func (c *Collection) Execute(ctx context.Context, call schemas.ToolCall) (res Re
 			return Failf("invalid arguments for %s: %v", call.Name, verr), nil
 		}
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			res = Failf("%s failed with an internal error; try a different approach", call.Name)
-			err = &PanicError{Tool: call.Name, Value: p, Stack: debug.Stack()}
-		}
-	}()
-	res, err = t.Run(ctx, args)
+	res, err = c.run(ctx, i, call.Name, args)
 	if err != nil {
 		if res.Error == "" {
 			res.Error = truncateText(fmt.Sprintf("%s failed: %v", call.Name, err), maxErrorText)
@@ -201,4 +276,56 @@ func (c *Collection) Execute(ctx context.Context, call schemas.ToolCall) (res Re
 		return res, fmt.Errorf("tools: %s: %w", call.Name, err)
 	}
 	return res, nil
+}
+
+// ran is what one tool call returned.
+type ran struct {
+	res Result
+	err error
+}
+
+// run calls tool i within its bound. The tool runs in a goroutine so that
+// a call stuck in a tool that ignores its context can be abandoned.
+func (c *Collection) run(ctx context.Context, i int, name string, args json.RawMessage) (Result, error) {
+	callCtx, cancel := ctx, context.CancelFunc(func() {})
+	timeout := c.timeouts[i]
+	if timeout > 0 {
+		callCtx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	defer cancel()
+	done := make(chan ran, 1)
+	go func() {
+		var r ran
+		defer func() {
+			if p := recover(); p != nil {
+				r = ran{Failf("%s failed with an internal error; try a different approach", name),
+					&PanicError{Tool: name, Value: p, Stack: debug.Stack()}}
+			}
+			done <- r
+		}()
+		r.res, r.err = c.tools[i].Run(callCtx, args)
+	}()
+	var r ran
+	select {
+	case r = <-done:
+	case <-callCtx.Done():
+		wait := c.stopWait
+		if wait <= 0 {
+			wait = defaultStopWait
+		}
+		stop := time.NewTimer(wait)
+		select {
+		case r = <-done:
+		case <-stop.C:
+			r = ran{err: callCtx.Err()}
+		}
+		stop.Stop()
+	}
+	switch {
+	case ctx.Err() != nil:
+		return Failf("the call to %s was stopped: the run was cancelled", name), ctx.Err()
+	case callCtx.Err() != nil && r.err != nil:
+		return Failf("%s did not finish within %s and was stopped; try a smaller step, or another way", name, timeout), nil
+	}
+	return r.res, r.err
 }

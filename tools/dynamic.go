@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -25,7 +26,8 @@ func Merge(cs ...*Collection) (*Collection, error) {
 	for _, c := range cs {
 		n += c.Len()
 	}
-	out := &Collection{tools: make([]Tool, 0, n), index: make(map[string]int, n), resolved: make([]*jsonschema.Resolved, 0, n)}
+	out := &Collection{tools: make([]Tool, 0, n), index: make(map[string]int, n), resolved: make([]*jsonschema.Resolved, 0, n),
+		timeouts: make([]time.Duration, 0, n)}
 	for _, c := range cs {
 		if c == nil {
 			continue
@@ -38,6 +40,7 @@ func Merge(cs ...*Collection) (*Collection, error) {
 			out.index[name] = len(out.tools)
 			out.tools = append(out.tools, t)
 			out.resolved = append(out.resolved, c.resolved[i])
+			out.timeouts = append(out.timeouts, c.timeouts[i])
 		}
 	}
 	return out, nil

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -91,7 +90,10 @@ type Editor struct {
 	ws   *workspace
 	opts EditorOptions
 
-	mu      sync.Mutex // serialises commands: edits are read-modify-write
+	// lock (capacity 1) serialises commands, as edits are
+	// read-modify-write; a command waiting for it gives up when its
+	// context ends.
+	lock    chan struct{}
 	history map[string][]editorSnapshot
 	seq     uint64
 	bytes   int64
@@ -126,7 +128,7 @@ func NewEditor(opts EditorOptions) (*Editor, error) {
 	if opts.MaxHistoryBytes <= 0 {
 		opts.MaxHistoryBytes = DefaultMaxHistoryBytes
 	}
-	e := &Editor{ws: ws, opts: opts, history: make(map[string][]editorSnapshot)}
+	e := &Editor{ws: ws, opts: opts, lock: make(chan struct{}, 1), history: make(map[string][]editorSnapshot)}
 	e.tool, err = Func(EditorName, editorDescription, e.run)
 	if err != nil {
 		return nil, err
@@ -165,14 +167,18 @@ func (e *Editor) run(ctx context.Context, a editorArgs) (Result, error) {
 	}
 	defer root.Close()
 
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	select {
+	case e.lock <- struct{}{}:
+		defer func() { <-e.lock }()
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
 	switch a.Command {
 	case "view":
 		if a.FileText != nil || a.OldStr != nil || a.NewStr != nil || a.InsertLine != nil {
 			return Failf("view takes only path and view_range"), nil
 		}
-		return e.view(root, rel, a.ViewRange), nil
+		return e.view(ctx, root, rel, a.ViewRange), nil
 	case "create":
 		if a.FileText == nil {
 			return Failf("create needs file_text (the full content of the file)"), nil
@@ -204,8 +210,18 @@ func (e *Editor) run(ctx context.Context, a editorArgs) (Result, error) {
 
 // readFile reads a regular file for editing or viewing, within the size cap.
 // A non-empty message says why it cannot.
+//
+// Anything but a regular file is refused before it is opened: opening a
+// named pipe blocks until a writer comes, and opening a device can have
+// effects of its own. The file is then opened non-blocking and checked
+// again, in case it was replaced in between.
 func (e *Editor) readFile(root *os.Root, rel string) ([]byte, fs.FileInfo, string) {
-	f, err := root.Open(rel)
+	if info, err := root.Stat(rel); err != nil {
+		return nil, nil, describeFSError(rel, err)
+	} else if msg := irregular(rel, info); msg != "" {
+		return nil, info, msg
+	}
+	f, err := root.OpenFile(rel, os.O_RDONLY|openNonblock, 0)
 	if err != nil {
 		return nil, nil, describeFSError(rel, err)
 	}
@@ -214,11 +230,8 @@ func (e *Editor) readFile(root *os.Root, rel string) ([]byte, fs.FileInfo, strin
 	if err != nil {
 		return nil, nil, describeFSError(rel, err)
 	}
-	if info.IsDir() {
-		return nil, info, fmt.Sprintf("%s is a directory", display(rel))
-	}
-	if !info.Mode().IsRegular() {
-		return nil, info, fmt.Sprintf("%s is not a regular file", display(rel))
+	if msg := irregular(rel, info); msg != "" {
+		return nil, info, msg
 	}
 	if info.Size() > e.opts.MaxFileBytes {
 		return nil, info, fmt.Sprintf("%s is %d bytes, more than the %d bytes this tool handles", display(rel), info.Size(), e.opts.MaxFileBytes)
@@ -231,6 +244,28 @@ func (e *Editor) readFile(root *os.Root, rel string) ([]byte, fs.FileInfo, strin
 		return nil, info, fmt.Sprintf("%s is more than the %d bytes this tool handles", display(rel), e.opts.MaxFileBytes)
 	}
 	return data, info, ""
+}
+
+// irregular says why info, the file at rel, is not one this tool reads or
+// writes; "" for a regular file.
+func irregular(rel string, info fs.FileInfo) string {
+	m := info.Mode()
+	var what string
+	switch {
+	case m.IsRegular():
+		return ""
+	case m.IsDir():
+		return fmt.Sprintf("%s is a directory", display(rel))
+	case m&fs.ModeNamedPipe != 0:
+		what = "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	case m&fs.ModeDevice != 0:
+		what = "a device"
+	default:
+		what = "a special file"
+	}
+	return fmt.Sprintf("%s is %s, not a regular file; this tool reads and writes regular files only", display(rel), what)
 }
 
 // readText is readFile for files that must be text.
@@ -252,7 +287,7 @@ func isBinary(data []byte) bool {
 
 var imageExts = map[string]bool{".png": true, ".jpg": true, ".jpeg": true, ".gif": true, ".webp": true}
 
-func (e *Editor) view(root *os.Root, rel string, viewRange []int) Result {
+func (e *Editor) view(ctx context.Context, root *os.Root, rel string, viewRange []int) Result {
 	info, err := root.Stat(rel)
 	if err != nil {
 		return Failf("%s", describeFSError(rel, err))
@@ -261,7 +296,7 @@ func (e *Editor) view(root *os.Root, rel string, viewRange []int) Result {
 		if viewRange != nil {
 			return Failf("view_range applies to files; %s is a directory", display(rel))
 		}
-		return e.list(root, rel)
+		return e.list(ctx, root, rel)
 	}
 	data, _, msg := e.readFile(root, rel)
 	if msg != "" {
@@ -330,11 +365,14 @@ func splitLines(text string) []string {
 	return strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 }
 
-func (e *Editor) list(root *os.Root, rel string) Result {
+func (e *Editor) list(ctx context.Context, root *os.Root, rel string) Result {
 	var entries []string
 	more := false
 	var walk func(dir string, depth int) error
 	walk = func(dir string, depth int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		f, err := root.Open(dir)
 		if err != nil {
 			return err
@@ -454,7 +492,29 @@ func (e *Editor) write(root *os.Root, rel, content string, perm fs.FileMode) str
 	if perm == 0 {
 		perm = 0o644
 	}
-	if err := root.WriteFile(rel, []byte(content), perm); err != nil {
+	// Like root.WriteFile, but refusing what is not a regular file (a named
+	// pipe put in place since it was read would block the open).
+	if info, err := root.Stat(rel); err == nil {
+		if msg := irregular(rel, info); msg != "" {
+			return msg
+		}
+	}
+	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|openNonblock, perm)
+	if err != nil {
+		return describeFSError(rel, err)
+	}
+	info, err := f.Stat()
+	if err == nil {
+		if msg := irregular(rel, info); msg != "" {
+			f.Close()
+			return msg
+		}
+		_, err = f.WriteString(content)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return describeFSError(rel, err)
 	}
 	return ""

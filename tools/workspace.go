@@ -12,6 +12,90 @@ import (
 // errOutsideWorkspace marks paths that leave the workspace.
 var errOutsideWorkspace = errors.New("outside the workspace")
 
+// ErrUnsafeWorkspace is returned (wrapped, with the reason) for a workspace
+// the file and exec tools must not be confined to, because it holds far
+// more than a task's files: a file-system root, a system directory, or the
+// user's home directory itself. See CheckWorkspace.
+var ErrUnsafeWorkspace = errors.New("tools: unsafe workspace")
+
+// systemTrees are directories that are refused with everything under them:
+// the system's programs, libraries, configuration and kernel interfaces.
+var systemTrees = []string{
+	"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/boot", "/dev", "/proc", "/sys", "/run",
+	"/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libexec", "/usr/include", "/usr/share",
+	"/System", "/Library", "/private/etc", "/private/var/db",
+}
+
+// systemTops are directories that are refused themselves, though projects
+// may live below them (/var/www/site, /usr/local/src/x, /home/ann/notes).
+var systemTops = []string{
+	"/usr", "/usr/local", "/var", "/opt", "/srv", "/home", "/Users", "/root", "/tmp", "/var/tmp", "/mnt", "/media",
+	"/private", "/private/var", "/private/tmp", "/snap", "/nix",
+}
+
+// CheckWorkspace reports whether dir may be a workspace. It refuses, with
+// an error wrapping ErrUnsafeWorkspace that says why and what to pass
+// instead: a file-system root; the system directories (/etc, /usr/bin,
+// /boot, /dev, /proc, /sys, /lib… and everything under them); the top
+// directories that hold everyone's files (/usr, /var, /home, /tmp, /opt…,
+// though their subdirectories are fine); and the user's home directory
+// itself (its subdirectories are fine). dir is checked both as given and
+// with symbolic links resolved. NewEditor, NewPythonExecute and NewBash
+// call it.
+func CheckWorkspace(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("tools: workspace %q: %w", dir, err)
+	}
+	paths := []string{filepath.Clean(abs)}
+	if real, err := filepath.EvalSymlinks(abs); err == nil && real != paths[0] {
+		paths = append(paths, real)
+	}
+	home := ""
+	if h, err := os.UserHomeDir(); err == nil && h != "" {
+		home = filepath.Clean(h)
+	}
+	const instead = "pass a project directory instead, such as a new directory for the task (mkdir ~/agent-work; --workspace ~/agent-work)"
+	for _, p := range paths {
+		var why string
+		switch {
+		case filepath.Dir(p) == p:
+			why = "is a file-system root"
+		case home != "" && (p == home || sameFile(p, home)):
+			why = "is your home directory, which holds all your files"
+		default:
+			for _, top := range systemTops {
+				if p == top {
+					why = fmt.Sprintf("is %s, a system directory that holds everyone's files", top)
+				}
+			}
+			for _, tree := range systemTrees {
+				if _, ok := within(tree, p); ok {
+					why = fmt.Sprintf("is in %s, a system directory", tree)
+				}
+			}
+		}
+		if why != "" {
+			shown := dir
+			if p != filepath.Clean(abs) {
+				shown = fmt.Sprintf("%s (%s)", dir, p)
+			}
+			return fmt.Errorf("%w: %s %s: the tools may create, change and, with code execution, run anything in it; %s", ErrUnsafeWorkspace, shown, why, instead)
+		}
+	}
+	return nil
+}
+
+// sameFile reports whether a and b are the same existing directory.
+func sameFile(a, b string) bool {
+	ai, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	bi, err := os.Stat(b)
+	return err == nil && os.SameFile(ai, bi)
+}
+
 // workspace confines paths to one directory.
 //
 // Confinement has two layers. rel gives clear messages for the common
@@ -44,6 +128,9 @@ func newWorkspace(dir string) (*workspace, error) {
 	}
 	if !info.IsDir() {
 		return nil, fmt.Errorf("tools: workspace %q is not a directory", dir)
+	}
+	if err := CheckWorkspace(dir); err != nil {
+		return nil, err
 	}
 	return &workspace{dir: real, given: abs}, nil
 }
