@@ -51,7 +51,8 @@ const (
 	AgentFailure  AgentStatus = "failure"   // terminate with status failure
 	AgentAnswered AgentStatus = "answered"  // a reply without tool calls ended the run
 	AgentMaxSteps AgentStatus = "max_steps" // the step limit; the answer is a best-effort one
-	AgentStuck    AgentStatus = "stuck"     // repeated itself again after being told to change strategy
+	AgentStuck    AgentStatus = "stuck"     // repeated itself again after being told to change strategy (see MaxLoopPeriod)
+	AgentError    AgentStatus = "error"     // the run failed (the model, the context); Partial holds what it had done
 )
 
 // OK reports whether the agent finished its task.
@@ -79,7 +80,8 @@ type AgentConfig struct {
 	// OpenManus) instead of ending it with that reply as the answer.
 	KeepGoing bool
 	// MaxToolOutput caps the characters of one tool result the model sees
-	// (default 10,000); longer output is cut with a note.
+	// (default 10,000); longer output is cut with a note of its length.
+	// Events carry at most MaxEventOutput characters of it.
 	MaxToolOutput int
 	// Window is how many recent messages the model sees besides the system
 	// prompt and the task (default 40); a tool call is never separated from
@@ -125,13 +127,17 @@ type AgentState struct {
 	// Calls are the tool calls of the last think step, for the act step.
 	Calls []schemas.ToolCall `json:"calls,omitempty"`
 	Steps int                `json:"steps"`
-	// Signatures identify earlier steps, for stuck detection.
-	Signatures []string        `json:"signatures,omitempty"`
-	Nudged     bool            `json:"nudged,omitempty"`
-	NudgeNext  bool            `json:"nudge_next,omitempty"` // the act step must add the nudge
-	Status     AgentStatus     `json:"status,omitempty"`
-	Answer     string          `json:"answer,omitempty"`
-	Usage      llm.UsageByRole `json:"usage,omitempty"`
+	// Signatures record the steps so far — each one's calls and their
+	// results, or its text — for the stuck rule (see MaxLoopPeriod).
+	Signatures []string `json:"signatures,omitempty"`
+	// Nudged says the current episode of repeats had its nudge.
+	Nudged bool `json:"nudged,omitempty"`
+	// Deprecated: NudgeNext is unused (the act step adds the nudge itself);
+	// it is kept so that runs stored by earlier versions still load.
+	NudgeNext bool            `json:"nudge_next,omitempty"`
+	Status    AgentStatus     `json:"status,omitempty"`
+	Answer    string          `json:"answer,omitempty"`
+	Usage     llm.UsageByRole `json:"usage,omitempty"`
 	// Sources are the pages the tools' results came from, labelled S1, S2,
 	// … in this order.
 	Sources []citation.Source `json:"sources,omitempty"`
@@ -148,7 +154,6 @@ var (
 	aSteps      = graph.Value(func(s *AgentState) *int { return &s.Steps })
 	aSignatures = graph.Append(func(s *AgentState) *[]string { return &s.Signatures })
 	aNudged     = graph.Value(func(s *AgentState) *bool { return &s.Nudged })
-	aNudgeNext  = graph.Value(func(s *AgentState) *bool { return &s.NudgeNext })
 	aStatus     = graph.Value(func(s *AgentState) *AgentStatus { return &s.Status })
 	aAnswer     = graph.Value(func(s *AgentState) *string { return &s.Answer })
 	aUsage      = graph.Reduce(func(s *AgentState) *llm.UsageByRole { return &s.Usage }, llm.UsageByRole.Merge)
@@ -197,7 +202,7 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	_, hasAsk := tc.Get(tools.AskHumanName)
 	a := &Agent{cfg: cfg, tools: tc, defs: tc.Defs(), asks: hasAsk && cfg.Checkpointer != nil}
 
-	g := graph.New[AgentState](aMessages, aCalls, aSteps, aSignatures, aNudged, aNudgeNext, aStatus, aAnswer, aUsage,
+	g := graph.New[AgentState](aMessages, aCalls, aSteps, aSignatures, aNudged, aStatus, aAnswer, aUsage,
 		aSources, aCited, aDropped)
 	g.AddNode(AgentNodeThink, a.think)
 	g.AddNode(AgentNodeAct, a.act)
@@ -248,11 +253,27 @@ type AgentResult struct {
 	// Waiting is the question a paused run waits on (see
 	// AgentConfig.Checkpointer).
 	Waiting *HumanQuestion `json:"waiting,omitempty"`
+	// Partial is, for a run that failed (Status AgentError), what it had
+	// done by then: its tool calls, its last reply and the sources it
+	// gathered, with citations checked like an answer's (Sources are then
+	// the sources Partial cites).
+	Partial string `json:"partial,omitempty"`
 }
 
 func resultOf(s AgentState) *AgentResult {
 	return &AgentResult{Task: s.Task, Status: s.Status, Answer: s.Answer, BestEffort: s.Status == AgentMaxSteps,
 		Steps: s.Steps, Messages: s.Messages, Usage: s.Usage, Sources: s.Cited, Gathered: len(s.Sources), Dropped: s.Dropped}
+}
+
+// failedResult is the result of a run that failed in state s, its last
+// completed step: status AgentError and what it had done.
+func (a *Agent) failedResult(s AgentState) *AgentResult {
+	res := resultOf(s)
+	if res.Status == "" {
+		res.Status = AgentError
+		res.Partial, res.Sources = partialOf(s, a.cfg.TextMode)
+	}
+	return res
 }
 
 // AgentEventKind names an AgentEvent.
@@ -286,9 +307,10 @@ type AgentEvent struct {
 // Run runs the agent on task. observe, if not nil, receives each step as it
 // happens; opts are the graph's run options (graph.Thread and graph.RunID
 // with a Checkpointer). The result comes back with the error of a failed run
-// (the state as of its last completed step), so a caller can still show the
-// steps. A run paused by ask_human returns its result so far, with Waiting
-// set, and a *graph.InterruptError.
+// (the state as of its last completed step, status AgentError, what it had
+// done in Partial), so a caller can still show it. A run paused by
+// ask_human returns its result so far, with Waiting set, and a
+// *graph.InterruptError.
 func (a *Agent) Run(ctx context.Context, task string, observe func(AgentEvent), opts ...graph.RunOption) (*AgentResult, error) {
 	if strings.TrimSpace(task) == "" {
 		return nil, errors.New("nodes: agent: the task is empty")
@@ -309,7 +331,7 @@ func (a *Agent) Resume(ctx context.Context, observe func(AgentEvent), opts ...gr
 func (a *Agent) drive(last AgentState, observe func(AgentEvent), events iter.Seq2[graph.Event[AgentState], error]) (*AgentResult, error) {
 	for ev, err := range events {
 		if err != nil {
-			return resultOf(last), err
+			return a.failedResult(last), err
 		}
 		switch ev.Kind {
 		case graph.EventStep, graph.EventEnd:
@@ -383,21 +405,20 @@ func (a *Agent) think(ctx context.Context, s AgentState) (graph.Update[AgentStat
 	}
 	graph.Emit(ctx, AgentEvent{Kind: AgentEventThink, Step: step, Thought: thought, Calls: calls})
 
-	sig := signature(calls, thought)
-	u := graph.Writes(aMessages.Add(reply), aCalls.Set(calls), aSteps.Set(step), aSignatures.Add(sig), aUsage.Merge(meter.Snapshot()))
-	if repeated(s.Signatures, sig) {
-		if s.Nudged {
+	u := graph.Writes(aMessages.Add(reply), aCalls.Set(calls), aSteps.Set(step), aUsage.Merge(meter.Snapshot()))
+	if len(calls) == 0 && final == "" {
+		// A step without calls is judged by its text; a step with calls
+		// by its calls and their results, once act has them.
+		writes, verdict := loopRule(s, textRecord(thought))
+		u = u.With(writes...)
+		switch verdict {
+		case loopStuck:
 			graph.Emit(ctx, AgentEvent{Kind: AgentEventDone, Step: step, Status: AgentStuck, Answer: thought})
-			return u.With(aCalls.Set(nil), aStatus.Set(AgentStuck),
-				aAnswer.Set(fmt.Sprintf("The agent stopped at step %d: it repeated itself after being told to change strategy. Its last reply: %s", step, strings.TrimSpace(thought)))), nil
+			return u.With(aStatus.Set(AgentStuck), aAnswer.Set(stuckAnswer(step, thought))), nil
+		case loopNudge:
+			graph.Emit(ctx, AgentEvent{Kind: AgentEventNudge, Step: step})
+			return u.With(aMessages.Add(schemas.UserMessage(stuckPrompt))), nil
 		}
-		graph.Emit(ctx, AgentEvent{Kind: AgentEventNudge, Step: step})
-		if len(calls) == 0 {
-			return u.With(aNudged.Set(true), aMessages.Add(schemas.UserMessage(stuckPrompt))), nil
-		}
-		// The calls still run — the reply's tool calls need their results —
-		// and the nudge follows the results.
-		return u.With(aNudged.Set(true), aNudgeNext.Set(true)), nil
 	}
 	if len(calls) == 0 {
 		answer := thought
@@ -444,7 +465,7 @@ func (a *Agent) act(ctx context.Context, s AgentState) (graph.Update[AgentState]
 			}
 			results[i] = res
 			graph.Emit(ctx, AgentEvent{Kind: AgentEventAct, Step: s.Steps, Tool: call.Name, Args: call.Arguments,
-				Output: res.Content(), Failed: res.Failed(), Duration: time.Since(start)})
+				Output: cutText(res.Content(), MaxEventOutput), Failed: res.Failed(), Duration: time.Since(start)})
 		}()
 	}
 	wg.Wait()
@@ -456,6 +477,7 @@ func (a *Agent) act(ctx context.Context, s AgentState) (graph.Update[AgentState]
 	added, notes := labelSources(s.Sources, results)
 	sources := append(slices.Clip(s.Sources), added...)
 	u := graph.Writes(aCalls.Set(nil), aSources.Add(added...))
+	finished := false
 	for i, call := range s.Calls {
 		msgs = append(msgs, a.observation(call, results[i], notes[i]))
 		if tools.IsTerminate(call) && !results[i].Failed() {
@@ -464,21 +486,41 @@ func (a *Agent) act(ctx context.Context, s AgentState) (graph.Update[AgentState]
 				if t.Status != tools.TerminateSuccess {
 					status = AgentFailure
 				}
-				u = u.With(a.finish(ctx, s.Steps, sources, status, t.Answer)...)
+				u, finished = u.With(a.finish(ctx, s.Steps, sources, status, t.Answer)...), true
 			}
 		}
 	}
-	if s.NudgeNext {
-		msgs = append(msgs, schemas.UserMessage(stuckPrompt))
-		u = u.With(aNudgeNext.Set(false))
+	if !finished && len(s.Calls) > 0 {
+		writes, verdict := loopRule(s, stepRecord(s.Calls, results))
+		u = u.With(writes...)
+		switch verdict {
+		case loopStuck:
+			reply := lastReply(s.Messages)
+			graph.Emit(ctx, AgentEvent{Kind: AgentEventDone, Step: s.Steps, Status: AgentStuck, Answer: reply})
+			u = u.With(aStatus.Set(AgentStuck), aAnswer.Set(stuckAnswer(s.Steps, reply)))
+		case loopNudge:
+			// The nudge follows the results the repeated calls need.
+			graph.Emit(ctx, AgentEvent{Kind: AgentEventNudge, Step: s.Steps})
+			msgs = append(msgs, schemas.UserMessage(stuckPrompt))
+		}
 	}
 	return u.With(aMessages.Add(msgs...)), nil
+}
+
+// lastReply is the text of the model's last reply in msgs.
+func lastReply(msgs []schemas.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == schemas.Assistant {
+			return msgs[i].Content
+		}
+	}
+	return ""
 }
 
 // observation is the message that shows the model a tool's result, and
 // after it the labels of the result's sources.
 func (a *Agent) observation(call schemas.ToolCall, res tools.Result, sources string) schemas.Message {
-	content := fenceOutput(call.Name, capOutput(res.Content(), a.cfg.MaxToolOutput))
+	content := fenceOutput(call.Name, cutText(res.Content(), a.cfg.MaxToolOutput))
 	if sources != "" {
 		content += "\n" + sources
 	}
@@ -507,7 +549,7 @@ func (a *Agent) ask(ctx context.Context, s AgentState) (graph.Update[AgentState]
 			return graph.Update[AgentState]{}, err
 		}
 		graph.Emit(ctx, AgentEvent{Kind: AgentEventAct, Step: s.Steps, Tool: call.Name, Args: call.Arguments,
-			Output: res.Content(), Failed: res.Failed(), Duration: time.Since(start)})
+			Output: cutText(res.Content(), MaxEventOutput), Failed: res.Failed(), Duration: time.Since(start)})
 		msgs = append(msgs, a.observation(call, res, ""))
 	}
 	return graph.Writes(aCalls.Set(rest), aMessages.Add(msgs...)), nil
@@ -653,51 +695,4 @@ func flattenTools(msgs []schemas.Message) []schemas.Message {
 		}
 	}
 	return out
-}
-
-// signature identifies a step for stuck detection: its (tool, arguments)
-// pairs with arguments in canonical JSON, or its text when it made no call.
-func signature(calls []schemas.ToolCall, text string) string {
-	if len(calls) == 0 {
-		return "text:" + strings.ToLower(strings.Join(strings.Fields(text), " "))
-	}
-	parts := make([]string, len(calls))
-	for i, c := range calls {
-		parts[i] = c.Name + " " + canonicalJSON(c.Arguments)
-	}
-	return "calls:" + strings.Join(parts, "\x00")
-}
-
-func canonicalJSON(raw json.RawMessage) string {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return strings.TrimSpace(string(raw))
-	}
-	out, _ := json.Marshal(v) // map keys come out sorted
-	return string(out)
-}
-
-// repeated reports whether sig equals one of the last three steps'.
-func repeated(history []string, sig string) bool {
-	for i := len(history) - 1; i >= 0 && i >= len(history)-3; i-- {
-		if history[i] == sig {
-			return true
-		}
-	}
-	return false
-}
-
-func capOutput(s string, limit int) string {
-	r := []rune(s)
-	if len(r) <= limit {
-		return s
-	}
-	return string(r[:limit]) + fmt.Sprintf("\n[output cut: showing %d of %d characters]", limit, len(r))
-}
-
-// fenceOutput marks tool output as untrusted data, so that text inside it
-// cannot pose as the end of the fence.
-func fenceOutput(tool, content string) string {
-	content = strings.ReplaceAll(content, "</tool_output>", "&lt;/tool_output&gt;")
-	return fmt.Sprintf("<tool_output tool=%q untrusted=\"true\">\n%s\n</tool_output>", tool, content)
 }

@@ -1,0 +1,206 @@
+package nodes
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/internal/fence"
+	"github.com/deepgraph/deepgraph/research/citation"
+	"github.com/deepgraph/deepgraph/schemas"
+	"github.com/deepgraph/deepgraph/tools"
+)
+
+// The agent's loop rules.
+//
+// Stuck. A step is recorded as what it did and what came of it: its tool
+// calls (names and canonical arguments) with their results, or its text
+// when it made no call. The agent is going round in circles when the last
+// p records, for a period p of 1 to MaxLoopPeriod, equal the p records
+// before them: the same call with the same result twice in a row (p = 1),
+// A B A B (p = 2), up to five different steps repeated in the same order
+// with the same results. A call repeated after something changed is not a
+// repeat — view, edit, view sees a different file the second time — and a
+// cycle that changes what its calls return is not one either. (OpenManus
+// compares the assistant's replies alone, so it stops an agent re-reading
+// a file it has just edited, and misses cycles longer than its window.)
+//
+// Nudge, then stop. The first repeat of an episode adds a message telling
+// the model to change strategy (an AgentEventNudge); a repeat after that
+// nudge, in the same episode, ends the run with AgentStuck. An episode ends
+// when the agent makes progress — a step whose record is new in the run —
+// so a later, unrelated loop gets its own nudge.
+
+// MaxLoopPeriod is the longest cycle of steps the stuck rule catches.
+const MaxLoopPeriod = 5
+
+// stepRecord identifies a step that made calls: the calls and their
+// results, as a digest.
+func stepRecord(calls []schemas.ToolCall, results []tools.Result) string {
+	h := sha256.New()
+	for i, c := range calls {
+		fmt.Fprintf(h, "%s\x00%s\x00", c.Name, canonicalJSON(c.Arguments))
+		if i < len(results) {
+			fmt.Fprintf(h, "%t\x00%d\x00%s\x00", results[i].Failed(), len(results[i].Content()), results[i].Content())
+		}
+	}
+	return "calls:" + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// textRecord identifies a step without calls by its text, in any case and
+// spacing.
+func textRecord(text string) string {
+	sum := sha256.Sum256([]byte(strings.ToLower(strings.Join(strings.Fields(text), " "))))
+	return "text:" + hex.EncodeToString(sum[:16])
+}
+
+func canonicalJSON(raw json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return strings.TrimSpace(string(raw))
+	}
+	out, _ := json.Marshal(v) // map keys come out sorted
+	return string(out)
+}
+
+// loops reports whether the records end in a cycle: for a period p up to
+// MaxLoopPeriod, the last p records equal the p before them.
+func loops(records []string) bool {
+	n := len(records)
+	for p := 1; p <= MaxLoopPeriod && 2*p <= n; p++ {
+		if slices.Equal(records[n-p:], records[n-2*p:n-p]) {
+			return true
+		}
+	}
+	return false
+}
+
+// loopVerdict is what the stuck rule makes of a step.
+type loopVerdict int
+
+const (
+	loopOK    loopVerdict = iota // no repeat
+	loopNudge                    // the first repeat of an episode
+	loopStuck                    // a repeat after the episode's nudge
+)
+
+// loopRule records a step (rec) and applies the stuck rule to it: the
+// writes keep the record and the episode's nudge.
+func loopRule(s AgentState, rec string) ([]graph.Write[AgentState], loopVerdict) {
+	writes := []graph.Write[AgentState]{aSignatures.Add(rec)}
+	switch {
+	case loops(append(slices.Clip(s.Signatures), rec)):
+		if s.Nudged {
+			return writes, loopStuck
+		}
+		return append(writes, aNudged.Set(true)), loopNudge
+	case s.Nudged && !slices.Contains(s.Signatures, rec):
+		return append(writes, aNudged.Set(false)), loopOK // progress ends the episode
+	}
+	return writes, loopOK
+}
+
+// stuckAnswer is the answer of a run stopped as stuck.
+func stuckAnswer(step int, reply string) string {
+	return fmt.Sprintf("The agent stopped at step %d: it repeated itself after being told to change strategy. Its last reply: %s", step, strings.TrimSpace(reply))
+}
+
+// MaxEventOutput caps the characters of a tool result an AgentEvent
+// carries — what observers, graph streams, the CLI's timeline and the
+// server's event stream get: a preview, cut like the model's observation
+// (AgentConfig.MaxToolOutput) with a note of the full length.
+const MaxEventOutput = 4000
+
+// cutText keeps the first limit characters of s and, when it cuts, says
+// so. It reads s only up to the cut and counts the rest.
+func cutText(s string, limit int) string {
+	if len(s) <= limit {
+		return s // no more characters than bytes
+	}
+	i := 0
+	for n := 0; n < limit && i < len(s); n++ {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	if i >= len(s) {
+		return s
+	}
+	return s[:i] + fmt.Sprintf("\n[output cut: showing %d of %d characters]", limit, limit+utf8.RuneCountInString(s[i:]))
+}
+
+// Fences of untrusted text in the agent's and the flow's prompts; each
+// neutralises the other's tags too, as a step's result may hold tool
+// output and the reverse.
+var (
+	toolOutputFence = fence.New("tool_output", "step_result")
+	stepResultFence = fence.New("step_result", "tool_output")
+)
+
+// fenceOutput marks tool output as untrusted data, so that text inside it
+// cannot pose as the end of the fence.
+func fenceOutput(tool, content string) string {
+	return toolOutputFence.Wrap(fmt.Sprintf("tool=%q untrusted=\"true\"", tool), content)
+}
+
+// maxPartialCalls caps the calls a failed run's partial result lists.
+const maxPartialCalls = 30
+
+// partialOf is what a run that failed had done by then — its calls, its
+// last reply and the sources it gathered — with its citations checked
+// against those sources like an answer's; "" when it had done nothing.
+func partialOf(s AgentState, textMode bool) (string, []citation.Source) {
+	var calls []string
+	reply := ""
+	step := 0
+	for _, m := range s.Messages {
+		if m.Role != schemas.Assistant {
+			continue
+		}
+		step++
+		text, cs := m.Content, m.ToolCalls
+		if textMode {
+			if p, err := parseTextStep(m.Content, step); err == nil {
+				text, cs = p.thought, p.calls
+				if p.final != "" {
+					text = p.final
+				}
+			}
+		}
+		if t := strings.TrimSpace(text); t != "" {
+			reply = t
+		}
+		for _, c := range cs {
+			call := strings.ReplaceAll(c.Name+" "+cutText(canonicalJSON(c.Arguments), 200), "`", "'")
+			calls = append(calls, fmt.Sprintf("- step %d: `%s`", step, strings.Join(strings.Fields(call), " ")))
+		}
+	}
+	if len(calls) == 0 && reply == "" && len(s.Sources) == 0 {
+		return "", nil
+	}
+	var b strings.Builder
+	b.WriteString("The run stopped before the task was done. What it had done by then:")
+	if len(calls) > 0 {
+		b.WriteString("\n\nTool calls:\n")
+		if n := len(calls) - maxPartialCalls; n > 0 {
+			fmt.Fprintf(&b, "- (%d earlier calls not shown)\n", n)
+			calls = calls[n:]
+		}
+		b.WriteString(strings.Join(calls, "\n"))
+	}
+	if reply != "" {
+		b.WriteString("\n\nIts last reply: " + reply)
+	}
+	if len(s.Sources) > 0 {
+		b.WriteString("\n\nSources it gathered:")
+		for i := range s.Sources {
+			fmt.Fprintf(&b, " [S%d]", i+1)
+		}
+	}
+	text, cited, _ := citeAnswer(b.String(), s.Sources)
+	return text, cited
+}
