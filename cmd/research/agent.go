@@ -171,6 +171,12 @@ func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.Age
 		c.pausedForQuestion(tr.Run.ID, res.Waiting)
 		return &exitError{code: exitNeedsInput}
 	case runErr != nil:
+		if res != nil && res.Partial != "" && cfg.Format != config.FormatJSON {
+			// What the failed run had done, so it is not lost.
+			if err := c.output(strings.TrimRight(cleanText(res.Partial), "\n") + "\n"); err != nil {
+				c.console.errorLine("warning: " + err.Error())
+			}
+		}
 		return runErr
 	}
 	tot := res.Usage.Total()

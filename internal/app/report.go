@@ -162,13 +162,15 @@ type AgentDoc struct {
 	// Waiting is the question a paused run waits on.
 	Waiting string `json:"waiting_for_answer,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// Partial is what a failed run (status error) had done by then.
+	Partial string `json:"partial,omitempty"`
 }
 
 // AgentResultDoc builds the JSON document of an agent run's result.
 func AgentResultDoc(res *nodes.AgentResult, spec string, runErr error) AgentDoc {
 	doc := AgentDoc{Schema: AgentResultSchema, Task: res.Task, Status: res.Status, Answer: CleanText(res.Answer), BestEffort: res.BestEffort,
 		Steps: res.Steps, Model: spec, Usage: usageDocs(res.Usage), UsageTotal: UsageOf(res.Usage.Total()),
-		Sources: []SourceDoc{}, SourcesGathered: res.Gathered, CitationsDropped: res.Dropped}
+		Sources: []SourceDoc{}, SourcesGathered: res.Gathered, CitationsDropped: res.Dropped, Partial: CleanText(res.Partial)}
 	for i, s := range res.Sources {
 		doc.Sources = append(doc.Sources, SourceDoc{Number: i + 1, Title: s.Title, URL: s.URL, Label: s.Label})
 	}
