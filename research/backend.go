@@ -2,8 +2,10 @@ package research
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/deepgraph/deepgraph/research/citation"
 	"github.com/deepgraph/deepgraph/schemas"
 	"github.com/deepgraph/deepgraph/search"
+	"github.com/deepgraph/deepgraph/search/netguard"
 )
 
 // GeminiBackend researches with Gemini's Google Search grounding: the
@@ -35,7 +38,11 @@ func (b GeminiBackend) Research(ctx context.Context, model llm.Model, q Query) (
 		return Finding{}, err
 	}
 	text, sources := citation.Ground(resp, q.ID, citation.Options{ReferenceLabels: b.ReferenceLabels})
-	return Finding{Summary: text, Sources: sources}, nil
+	f := Finding{Summary: text, Sources: sources}
+	if len(sources) == 0 {
+		f.Warnings = []Warning{newWarning(WarningNoResults, 1, q.Text, nil)}
+	}
+	return f, nil
 }
 
 // PageReader reads a web page; *search.Reader is one.
@@ -66,7 +73,8 @@ type SearchBackend struct {
 	ReadPages int
 	// MaxSourceChars caps the text of one source in the prompt (default 6000).
 	MaxSourceChars int
-	// Logger receives page-read failures (the snippet is used instead).
+	// Logger receives page-read failures in detail (the snippet is used
+	// instead; the Finding's Warnings count them).
 	Logger *slog.Logger
 }
 
@@ -88,9 +96,11 @@ func (b *SearchBackend) Research(ctx context.Context, model llm.Model, q Query) 
 		return Finding{}, err
 	}
 	if len(results) == 0 {
-		return Finding{Summary: fmt.Sprintf("The search for %q found no results.", q.Text)}, nil
+		return Finding{Summary: fmt.Sprintf("The search for %q found no results.", q.Text),
+			Warnings: []Warning{newWarning(WarningNoResults, 1, q.Text, nil)}}, nil
 	}
-	b.readPages(ctx, results)
+	warnings := b.readPages(ctx, q.Text, results)
+	snippetsOnly := !slices.ContainsFunc(results, func(r search.Result) bool { return r.Content != "" })
 
 	sources := make([]citation.Source, len(results))
 	var listing strings.Builder
@@ -101,7 +111,7 @@ func (b *SearchBackend) Research(ctx context.Context, model llm.Model, q Query) 
 		if text == "" {
 			text = res.Snippet
 		}
-		fmt.Fprintf(&listing, "<source label=\"S%d\" title=%q url=%q>\n%s\n</source>\n\n", i+1, oneLine(res.Title), res.URL, fence(clip(text, limit)))
+		fmt.Fprintf(&listing, "<source label=\"S%d\" title=%q url=%q>\n%s\n</source>\n\n", i+1, oneLine(res.Title), res.URL, untrusted.Escape(clip(text, limit)))
 	}
 	prompt := fmt.Sprintf(summarizerPrompt, q.Text, oneLine(q.Topic), q.Date, listing.String())
 	resp, err := model.Generate(ctx, []schemas.Message{schemas.UserMessage(prompt)}, llm.Temperature(0))
@@ -109,20 +119,39 @@ func (b *SearchBackend) Research(ctx context.Context, model llm.Model, q Query) 
 		return Finding{}, err
 	}
 	text, _ := citation.FromLabels(resp.Content, sources)
-	return Finding{Summary: text, Sources: sources}, nil
+	return Finding{Summary: text, Sources: sources, Warnings: warnings, SnippetsOnly: snippetsOnly}, nil
+}
+
+// Warnings implements Warner: the files a local corpus did not index
+// (a Searcher that is a search.Skipper).
+func (b *SearchBackend) Warnings() []Warning {
+	sk, ok := b.Searcher.(search.Skipper)
+	if !ok {
+		return nil
+	}
+	if skipped := sk.Skipped(); len(skipped) > 0 {
+		return []Warning{newWarning(WarningFilesSkipped, len(skipped), "", skipped)}
+	}
+	return nil
 }
 
 // readPages fills in the Content of the top results that have only a
-// snippet, a few at a time. A page that cannot be read keeps its snippet.
-func (b *SearchBackend) readPages(ctx context.Context, results []search.Result) {
+// snippet, a few at a time. A page that cannot be read keeps its snippet,
+// and the warnings returned say so: pages the network guard refused, and
+// pages that failed otherwise.
+func (b *SearchBackend) readPages(ctx context.Context, query string, results []search.Result) []Warning {
 	n := b.ReadPages
 	if n == 0 {
 		n = DefaultReadPages
 	}
 	if b.Reader == nil || n < 0 {
-		return
+		return nil
 	}
-	var wg sync.WaitGroup
+	var (
+		wg                  sync.WaitGroup
+		mu                  sync.Mutex
+		refused, unreadable []string
+	)
 	for i := range results {
 		if n == 0 {
 			break
@@ -139,6 +168,16 @@ func (b *SearchBackend) readPages(ctx context.Context, results []search.Result) 
 				if b.Logger != nil {
 					b.Logger.Debug("reading a search result failed; using its snippet", "url", r.URL, "err", err)
 				}
+				if ctx.Err() != nil {
+					return // the run stops: no page failed
+				}
+				mu.Lock()
+				if errors.Is(err, netguard.ErrBlocked) {
+					refused = append(refused, r.URL)
+				} else {
+					unreadable = append(unreadable, r.URL)
+				}
+				mu.Unlock()
 				return
 			}
 			r.Content = page.Content
@@ -148,6 +187,16 @@ func (b *SearchBackend) readPages(ctx context.Context, results []search.Result) 
 		}(&results[i])
 	}
 	wg.Wait()
+	var out []Warning
+	if len(refused) > 0 {
+		slices.Sort(refused)
+		out = append(out, newWarning(WarningPagesRefused, len(refused), query, refused))
+	}
+	if len(unreadable) > 0 {
+		slices.Sort(unreadable)
+		out = append(out, newWarning(WarningPagesUnreadable, len(unreadable), query, unreadable))
+	}
+	return out
 }
 
 func orDefault(v, def int) int {
@@ -171,8 +220,3 @@ func clip(s string, n int) string {
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// fence keeps untrusted text from closing its <source> element.
-func fence(s string) string {
-	return strings.NewReplacer("</source>", "&lt;/source&gt;", "<source", "&lt;source").Replace(s)
-}

@@ -35,9 +35,23 @@
 // tokens (no 1-1 / 1-10 collision); missing grounding metadata never
 // crashes a run.
 //
+// The summaries quote web pages, so they reach the reflection and answer
+// prompts inside an <untrusted> element (internal/fence) with the
+// instruction that its content is data, not instructions; no variant of
+// its closing tag in a summary can end it early.
+//
+// A run that degrades says so rather than going on silently: pages the
+// network guard refused or that could not be read, searches that found
+// nothing and corpus files that were not indexed are Warnings — activities
+// on the timeline as they happen, summed up per kind in Report.Warnings —
+// and when no page could be read at all the report says its answer is
+// based on search snippets only (Report.SnippetsOnly).
+//
 // A Researcher is built from a Config with models per role and a back end;
-// Run returns a Report, Stream the graph's events (Describe turns them into
-// timeline activities), Graph the compiled graph (Mermaid). Package config
+// Run returns a Report (Observe receives the activities, the answer's
+// tokens coalesced), Stream the graph's events (Describe turns them into
+// timeline activities, ReportFrom the last event's state into the Report),
+// Graph the compiled graph (Mermaid). Package config
 // builds a Config from files, environment and flags, and cmd/research is the
 // command line tool around it all.
 package research

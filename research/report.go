@@ -1,6 +1,7 @@
 package research
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -31,6 +32,11 @@ type Report struct {
 	// earlier questions of its thread).
 	Usage   llm.UsageByRole `json:"usage"`
 	Timings Timings         `json:"timings"`
+	// Warnings say how the run degraded without failing, summed per kind:
+	// pages it could not read, searches that found nothing, corpus files
+	// it could not search — and WarningSnippetsOnly when no page could be
+	// read at all, so the answer rests on search snippets only.
+	Warnings []Warning `json:"warnings"`
 	// Incomplete is set when the run stopped before its answer: the report
 	// is then built from the research gathered so far.
 	Incomplete bool `json:"incomplete,omitempty"`
@@ -38,10 +44,13 @@ type Report struct {
 	Review *ReviewRequest `json:"review,omitempty"`
 }
 
-func newReport(question, backend string, s State, failed bool) *Report {
+// newReport builds the report of state s; failed says the run stopped
+// before its answer.
+func (r *Researcher) newReport(question string, s State, failed bool) *Report {
 	rep := &Report{
 		Question: question, Answer: s.Answer, Sources: s.Cited, Gathered: countURLs(s.Gathered()),
-		Dropped: s.Dropped, Queries: s.Queries, Loops: s.Loops, Backend: backend, Usage: s.Usage,
+		Dropped: s.Dropped, Queries: s.Queries, Loops: s.Loops, Backend: r.cfg.Backend.Name(), Usage: s.Usage,
+		Warnings: runWarnings(r.cfg.Backend, s.Findings),
 	}
 	if rep.Queries == nil {
 		rep.Queries = []string{}
@@ -62,6 +71,46 @@ func newReport(question, backend string, s State, failed bool) *Report {
 	return rep
 }
 
+// ReportFrom is the report of a run's state: the State of the last event
+// of Stream (graph.EventEnd) gives the report Run would return, but for
+// its Timings, which only Run measures (they stay zero). A state without
+// an answer — a step's, or the last of a run that stopped — gives a report
+// marked Incomplete, built from the findings so far.
+func (r *Researcher) ReportFrom(s State) *Report {
+	return r.newReport(lastQuestion(s.Messages), s, s.Answer == "")
+}
+
+// runWarnings sums up the warnings of the back end and of the findings,
+// and adds WarningSnippetsOnly when no page could be read at all.
+func runWarnings(b Backend, fs []Finding) []Warning {
+	var all []Warning
+	if w, ok := b.(Warner); ok {
+		all = append(all, w.Warnings()...)
+	}
+	read, sourced := false, false
+	for _, f := range fs {
+		all = append(all, f.Warnings...)
+		if len(f.Sources) > 0 {
+			sourced = true
+			read = read || !f.SnippetsOnly
+		}
+	}
+	out := sumWarnings(all)
+	if sourced && !read {
+		out = append(out, Warning{Kind: WarningSnippetsOnly, Message: warningText(WarningSnippetsOnly, 0)})
+	}
+	if out == nil {
+		out = []Warning{}
+	}
+	return out
+}
+
+// SnippetsOnly reports whether no page of the run could be read, so that
+// the answer rests on search snippets only (WarningSnippetsOnly).
+func (r *Report) SnippetsOnly() bool {
+	return slices.ContainsFunc(r.Warnings, func(w Warning) bool { return w.Kind == WarningSnippetsOnly })
+}
+
 func countURLs(srcs []citation.Source) int {
 	seen := map[string]bool{}
 	for _, s := range srcs {
@@ -79,6 +128,9 @@ func (r *Report) Markdown() string {
 		b.WriteString("> **Waiting for review.** The research paused before searching; below is what was gathered so far.\n\n")
 	case r.Incomplete:
 		b.WriteString("> **Incomplete report.** The research stopped before the final answer; below is what was gathered.\n\n")
+	}
+	if r.SnippetsOnly() {
+		b.WriteString("> **Based on search snippets only.** No page could be read, so this rests on the short excerpts the search returned; check the sources before relying on it.\n\n")
 	}
 	answer := strings.TrimSpace(r.Answer)
 	if answer == "" {
@@ -169,6 +221,7 @@ const (
 	ActivityToken      ActivityKind = "token"    // a piece of the streamed answer
 	ActivityFailed     ActivityKind = "failed"   // Node failed with Error
 	ActivityReview     ActivityKind = "review"   // the run waits for a person to review Queries
+	ActivityWarning    ActivityKind = "warning"  // the run degraded but goes on: Warning
 )
 
 // Activity is one entry of a run's timeline, derived from a graph event.
@@ -186,6 +239,7 @@ type Activity struct {
 	Dropped    int                 `json:"dropped,omitempty"`
 	Token      string              `json:"token,omitempty"`
 	Error      string              `json:"error,omitempty"`
+	Warning    *Warning            `json:"warning,omitempty"`
 	// Usage is what the step's task spent.
 	Usage llm.UsageByRole `json:"usage,omitempty"`
 }
@@ -257,8 +311,14 @@ func Describe(ev graph.Event[State]) (Activity, bool) {
 			return a, true
 		}
 	case graph.EventCustom:
-		if t, ok := ev.Value.(llm.Token); ok && t.Content != "" {
-			a.Kind, a.Token = ActivityToken, t.Content
+		switch v := ev.Value.(type) {
+		case llm.Token:
+			if v.Content != "" {
+				a.Kind, a.Token = ActivityToken, v.Content
+				return a, true
+			}
+		case Warning:
+			a.Kind, a.Warning = ActivityWarning, &v
 			return a, true
 		}
 	}
@@ -279,4 +339,54 @@ func labels(srcs []citation.Source, n int) []string {
 		}
 	}
 	return out
+}
+
+// Token coalescing: a streamed answer arrives a few characters at a time;
+// an observer gets it in pieces of up to tokenPieceBytes, or what came in
+// tokenWindow.
+const (
+	tokenPieceBytes = 512
+	tokenWindow     = 100 * time.Millisecond
+)
+
+// coalescer passes activities to out, gathering consecutive token
+// activities of one node and step into one. A gathered piece goes out when
+// it reaches tokenPieceBytes, when a token comes tokenWindow or more after
+// the piece's first, before any other activity or a token of another node
+// or step, and at flush (the end of the run).
+type coalescer struct {
+	out   func(Activity)
+	now   func() time.Time
+	piece Activity // the pending token activity, when text is not empty
+	text  strings.Builder
+	since time.Time
+}
+
+func (c *coalescer) add(a Activity) {
+	if a.Kind != ActivityToken {
+		c.flush()
+		c.out(a)
+		return
+	}
+	if c.text.Len() > 0 && (a.Node != c.piece.Node || a.Step != c.piece.Step) {
+		c.flush()
+	}
+	if c.text.Len() == 0 {
+		c.piece, c.since = a, c.now()
+	}
+	c.text.WriteString(a.Token)
+	if c.text.Len() >= tokenPieceBytes || c.now().Sub(c.since) >= tokenWindow {
+		c.flush()
+	}
+}
+
+// flush passes on the pending piece, if any (none of a nil coalescer).
+func (c *coalescer) flush() {
+	if c == nil || c.text.Len() == 0 {
+		return
+	}
+	a := c.piece
+	a.Token = c.text.String()
+	c.text.Reset()
+	c.out(a)
 }

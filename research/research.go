@@ -231,12 +231,15 @@ func (r *Researcher) webResearch(ctx context.Context, t Task) (graph.Update[Stat
 		return graph.Update[State]{}, fmt.Errorf("researching %q with %s: %w", t.Query, r.cfg.Backend.Name(), err)
 	}
 	f.Query, f.ID = t.Query, t.ID
+	for _, w := range f.Warnings {
+		graph.Emit(ctx, w) // on the timeline as it happens (Describe)
+	}
 	return graph.Writes(fFindings.Add(f), fUsage.Merge(meter.Snapshot())), nil
 }
 
 func (r *Researcher) reflectionPrompt(s State) []schemas.Message {
 	return []schemas.Message{schemas.UserMessage(fmt.Sprintf(reflectionPrompt,
-		Topic(s.Messages), r.today(), bulletList(s.Queries), summaries(s.Findings, "\n\n---\n\n")))}
+		Topic(s.Messages), r.today(), untrustedNote, bulletList(s.Queries), fencedSummaries(s.Findings, "\n\n---\n\n")))}
 }
 
 // reflect records the reflection and decides the next round: follow-up
@@ -267,7 +270,7 @@ func (r *Researcher) evaluateResearch(s State) graph.Route {
 }
 
 func (r *Researcher) answerPrompt(s State) []schemas.Message {
-	return []schemas.Message{schemas.UserMessage(fmt.Sprintf(answerPrompt, r.today(), Topic(s.Messages), summaries(s.Findings, "\n---\n\n")))}
+	return []schemas.Message{schemas.UserMessage(fmt.Sprintf(answerPrompt, r.today(), untrustedNote, Topic(s.Messages), fencedSummaries(s.Findings, "\n---\n\n")))}
 }
 
 // finalize keeps only the citations that point to sources gathered in this
@@ -365,7 +368,11 @@ func Review(on bool) RunOption { return func(o *runOptions) { o.review = &on } }
 func Answer(a ReviewAnswer) RunOption { return func(o *runOptions) { o.answer = &a } }
 
 // Observe receives the run's activity as it happens: queries, searches,
-// reflections, answer tokens. It is called from the goroutine running Run.
+// reflections, warnings, answer tokens. It is called from the goroutine
+// running Run. The answer's streamed tokens come coalesced: one
+// ActivityToken carries up to 512 bytes, or what came in 100 ms, and a
+// piece always ends before any other activity, so an observer gets a
+// bounded number of them with the text intact.
 func Observe(f func(Activity)) RunOption { return func(o *runOptions) { o.observe = f } }
 
 // StepState is the run's state after a step: its number, the nodes that
@@ -419,7 +426,9 @@ func (r *Researcher) input(question string, o runOptions) (State, error) {
 }
 
 // Stream runs the graph for question and yields its events (see package
-// graph); Describe turns them into timeline activities.
+// graph); Describe turns them into timeline activities (one per event: a
+// token each, not coalesced as for Observe), and ReportFrom turns the
+// State of the last event (graph.EventEnd) into the Report.
 func (r *Researcher) Stream(ctx context.Context, question string, opts ...RunOption) iter.Seq2[graph.Event[State], error] {
 	o := collectOptions(opts)
 	in, err := r.input(question, o)
@@ -483,7 +492,7 @@ func (r *Researcher) Saved(ctx context.Context, thread string) (*Report, error) 
 			st.Usage = st.Usage.Merge(u)
 		}
 	}
-	rep := newReport(lastQuestion(st.Messages), r.cfg.Backend.Name(), st, !snap.Done())
+	rep := r.newReport(lastQuestion(st.Messages), st, !snap.Done())
 	rep.Review = pendingReview(snap.Interrupts)
 	return rep, nil
 }
@@ -499,6 +508,19 @@ func (r *Researcher) report(question string, last State, o runOptions, events it
 	var ran []string // the nodes of the current step
 	var runErr error
 	var review *ReviewRequest
+	// The observer gets the answer's tokens coalesced, and the back end's
+	// warnings (a corpus's skipped files) first.
+	observe := func(Activity) {}
+	var tokens *coalescer
+	if o.observe != nil {
+		tokens = &coalescer{out: o.observe, now: time.Now}
+		observe = tokens.add
+		if w, ok := r.cfg.Backend.(Warner); ok {
+			for _, w := range w.Warnings() {
+				observe(Activity{Kind: ActivityWarning, Warning: &w})
+			}
+		}
+	}
 	for ev, err := range events {
 		if err != nil {
 			runErr = err
@@ -509,6 +531,7 @@ func (r *Researcher) report(question string, last State, o runOptions, events it
 		case graph.EventStep, graph.EventEnd:
 			last, unmerged = ev.State, nil
 			if ev.Kind == graph.EventStep && o.steps != nil {
+				tokens.flush()
 				o.steps(StepState{Step: ev.Step, Nodes: ran, State: ev.State})
 			}
 			ran = nil
@@ -527,16 +550,21 @@ func (r *Researcher) report(question string, last State, o runOptions, events it
 		}
 		if o.observe != nil {
 			if a, ok := Describe(ev); ok {
-				o.observe(a)
+				observe(a)
 			}
 		}
 	}
 	if runErr != nil && len(unmerged) > 0 {
 		last.Findings = append(last.Findings[:len(last.Findings):len(last.Findings)], unmerged...)
 	}
-	rep := newReport(question, r.cfg.Backend.Name(), last, runErr != nil)
+	rep := r.newReport(question, last, runErr != nil)
 	rep.Review = review
 	rep.Timings = timer.timings(time.Now())
+	if rep.SnippetsOnly() {
+		w := rep.Warnings[len(rep.Warnings)-1]
+		observe(Activity{Kind: ActivityWarning, Warning: &w})
+	}
+	tokens.flush()
 	return rep, runErr
 }
 

@@ -49,6 +49,12 @@ type Finding struct {
 	ID      int               `json:"id"`
 	Summary string            `json:"summary"`
 	Sources []citation.Source `json:"sources,omitempty"`
+	// Warnings say how the research of this query degraded: pages it could
+	// not read, a search that found nothing.
+	Warnings []Warning `json:"warnings,omitempty"`
+	// SnippetsOnly is set when no source had more text than its search
+	// snippet: no page could be read.
+	SnippetsOnly bool `json:"snippets_only,omitempty"`
 }
 
 // Gathered returns every source gathered in this turn, in finding order.

@@ -15,6 +15,15 @@ type Searcher interface {
 	Name() string
 }
 
+// Skipper is a Searcher that left documents out of what it searches — a
+// local corpus skips the files it cannot index — so that a caller can say
+// so rather than let them go missing silently.
+type Skipper interface {
+	// Skipped describes each document left out, with why, one a string
+	// ("notes/scan.pdf: unsupported format (…)").
+	Skipped() []string
+}
+
 // Options tune one search. The zero value asks for the provider's defaults.
 type Options struct {
 	MaxResults int    // 0: DefaultMaxResults

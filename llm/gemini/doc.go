@@ -9,15 +9,23 @@
 //		…
 //	}
 //
-// # Why google.golang.org/genai
+// # Its own REST client
 //
-// It is built on google.golang.org/genai, Google's current Go SDK for Gemini.
-// The older github.com/google/generative-ai-go is end-of-life (support ended
-// on 31 August 2025) and has neither the google_search tool nor grounding
-// metadata, which deep research needs. genai handles the wire format
-// (camelCase JSON, base64 thought signatures, server-sent events); this
-// package owns everything else: configuration, transport policy, mapping to
-// and from llm types, and errors.
+// The package speaks the Gemini API's REST protocol itself (v1beta
+// models/{model}:generateContent, and :streamGenerateContent?alt=sse for
+// streaming, the key in the x-goog-api-key header) with encoding/json and
+// typed structs, and imports nothing outside the standard library but
+// deepgraph's llm and schemas and github.com/google/jsonschema-go. Google's
+// SDK, google.golang.org/genai, was used until it showed its cost: it
+// compiles cloud.google.com/go/auth, s2a-go, gRPC and protobuf (426
+// packages for this package alone, 200 now) and writes warnings with the
+// standard log package, past any --quiet. The older
+// github.com/google/generative-ai-go is end-of-life and has neither the
+// google_search tool nor grounding metadata.
+//
+// A program that uses only Gemini imports this package (and research, if
+// it wants the deep-search graph); llm/providers, which maps "provider:model"
+// specs to models, compiles every provider.
 //
 // # Configuration
 //
@@ -25,14 +33,15 @@
 // GOOGLE_API_KEY, and remembers which, so a rejected key is reported as
 // "GEMINI_API_KEY was rejected (401): …"; keys are never printed. Get one at
 // https://aistudio.google.com/apikey. GOOGLE_GEMINI_BASE_URL (or
-// Config.BaseURL) points the client at a proxy or test server. The model
-// defaults to gemini-2.5-flash. Only the Gemini API backend is supported, not
-// Vertex AI.
+// Config.BaseURL, an http(s) URL without a query; New refuses others)
+// points the client at a proxy or test server. The model defaults to
+// gemini-2.5-flash. Only the Gemini API backend is supported, not Vertex AI.
 //
 // Config.Client (llm.ClientConfig) sets retries with backoff on 429, 5xx and
 // dropped connections (honouring Retry-After), a bound on requests in
-// flight, and the per-call timeout. genai's own retries stay off, so the
-// configured count is the only one. 400, 401 and 403 are never retried.
+// flight, and the per-call timeout; they are the only retries. 400, 401 and
+// 403 are never retried. Nothing is printed: Config.Logger gets debug
+// records, and everything else is in the returned errors.
 //
 // # Requests
 //
@@ -78,7 +87,7 @@
 // left out and indices renumbered), the supports and the search entry
 // point's rendered HTML, which Google's terms ask clients to show. The API
 // counts a segment's partIndex over all parts of the reply (thought and call
-// parts included; that is how genai itself shifts it when it joins
+// parts included; that is how Google's SDK shifts it when it joins
 // continued replies); this package translates it into an index into
 // Response.Parts. StartIndex and EndIndex are UTF-8 byte offsets into that
 // part, i.e. Go string indices: they are clamped to the part, moved onto
@@ -94,8 +103,9 @@
 // returns the same Response a unary call would: consecutive text chunks of a
 // kind are joined into one part, as the API counts them; usage and grounding
 // come from the last chunk carrying them. A stream that ends before a finish
-// reason, or drops, is an error matching llm.ErrUnavailable, never a
-// silently partial reply.
+// reason, is cut inside an event, drops, or carries a 5xx error event is an
+// error matching llm.ErrStreamBroken (and llm.ErrUnavailable), never a
+// silently partial reply; a malformed event matches llm.ErrUnavailable only.
 //
 // # Errors
 //

@@ -2,49 +2,35 @@ package gemini
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
-
-	"google.golang.org/genai"
 
 	"github.com/deepgraph/deepgraph/internal/httpx"
 	"github.com/deepgraph/deepgraph/llm"
 )
 
-// responseInfoKey keys the *responseInfo of a call in its context.
-type responseInfoKey struct{}
+// Limits on what is read from the API.
+const (
+	// maxMessage bounds how much of an error body ends up in an error
+	// message.
+	maxMessage = 2000
+	// maxErrorBody bounds the error body that is read.
+	maxErrorBody = 1 << 20
+	// maxReplyBody bounds a unary reply.
+	maxReplyBody = 64 << 20
+	// maxEventLine bounds one line of an event stream.
+	maxEventLine = 8 << 20
+)
 
-// responseInfo is what recordingTransport saw of the last HTTP response.
-type responseInfo struct {
-	mu         sync.Mutex
-	status     int
-	retryAfter string
-	at         time.Time
-}
-
-func (i *responseInfo) set(status int, retryAfter string) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	i.status, i.retryAfter, i.at = status, retryAfter, time.Now()
-}
-
-func (i *responseInfo) get() (int, string, time.Time) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return i.status, i.retryAfter, i.at
-}
-
-// maxMessage bounds how much of an error body ends up in an error message.
-const maxMessage = 2000
-
-// apiError maps an error of a genai call to an *llm.APIError. Context errors
-// are returned as they are, for llm.Call to report as cancellation or
-// timeout. combined says the request combined tools with a native response
-// schema, so a 400 about an unsupported combination matches ErrUnsupported.
-func (m *Model) apiError(err error, info *responseInfo, combined bool) error {
+// transportError maps an error of the HTTP exchange (no reply, or a reply
+// body that could not be read). Context errors are returned as they are, for
+// llm.Call to report as cancellation or timeout. broken marks an error after
+// a 200 stream began: it then matches llm.ErrStreamBroken.
+func (m *Model) transportError(err error, broken bool) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
@@ -52,45 +38,62 @@ func (m *Model) apiError(err error, info *responseInfo, combined bool) error {
 	if errors.As(err, &le) {
 		return err
 	}
-	status, retryAfter, at := info.get()
-	ae, ok := asGenaiError(err)
-	if !ok {
-		return &llm.APIError{
-			Provider: provider,
-			Message:  "request to the Gemini API failed: " + m.clean(err.Error()),
-			KeyEnv:   m.keyEnv,
-			Err:      err,
-		}
+	cause := err
+	if broken {
+		cause = fmt.Errorf("%w: %w", llm.ErrStreamBroken, err)
 	}
-	out := &llm.APIError{
+	return &llm.APIError{
 		Provider: provider,
-		Status:   ae.Code,
-		Message:  m.clean(ae.Message),
+		Message:  "request to the Gemini API failed: " + m.clean(err.Error()),
 		KeyEnv:   m.keyEnv,
+		Err:      cause,
 	}
-	if out.Status == 0 {
-		out.Status = status
+}
+
+// statusError maps a reply with a non-2xx status: the API's error object
+// (message, RetryInfo, ErrorInfo), else the body's text.
+func (m *Model) statusError(resp *http.Response, at time.Time, combined bool) error {
+	body, readErr := readLimited(resp.Body, maxErrorBody)
+	var v struct {
+		Error *wireError `json:"error"`
+	}
+	if json.Unmarshal(body, &v) != nil || v.Error == nil {
+		msg := strings.TrimSpace(string(body))
+		if msg == "" && readErr != nil {
+			msg = "reading the error reply: " + readErr.Error()
+		}
+		v.Error = &wireError{Message: msg}
+	}
+	out := m.apiError(resp.StatusCode, v.Error, combined)
+	if d, ok := httpx.ParseRetryAfter(resp.Header.Get("Retry-After"), at); ok {
+		out.RetryAfter = d
+	}
+	return out
+}
+
+// apiError maps the API's error object, for a reply of the given HTTP
+// status. combined says the request combined tools with a native response
+// schema, so a 400 about an unsupported combination matches ErrUnsupported.
+func (m *Model) apiError(status int, e *wireError, combined bool) *llm.APIError {
+	out := &llm.APIError{
+		Provider:   provider,
+		Status:     status,
+		Message:    m.clean(e.Message),
+		KeyEnv:     m.keyEnv,
+		RetryAfter: retryDelay(e.Details),
 	}
 	if out.Message == "" {
-		out.Message = ae.Status
-	}
-	if out.Status == status {
-		if d, ok := httpx.ParseRetryAfter(retryAfter, at); ok {
-			out.RetryAfter = d
-		}
-	}
-	if out.RetryAfter == 0 {
-		out.RetryAfter = retryDelay(ae.Details)
+		out.Message = e.Status
 	}
 	switch {
-	case out.Status == http.StatusBadRequest && invalidKey(ae):
+	case status == http.StatusBadRequest && invalidKey(e):
 		// The Gemini API answers a bad key with 400 API_KEY_INVALID; report
 		// it as the authentication failure it is.
 		out.Status = http.StatusUnauthorized
 		out.Message += " (HTTP 400 API_KEY_INVALID; check the key or create one at " + apiKeyURL + ")"
-	case out.Status == http.StatusUnauthorized || out.Status == http.StatusForbidden:
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		out.Message += " (check the key or create one at " + apiKeyURL + ")"
-	case out.Status == http.StatusBadRequest && combined && unsupportedMessage(ae.Message):
+	case status == http.StatusBadRequest && combined && unsupportedMessage(e.Message):
 		out.Err = llm.ErrUnsupported
 		out.Message += " (this model does not accept a JSON response schema together with tools; " +
 			"use a Gemini 3 model or drop the schema)"
@@ -98,27 +101,14 @@ func (m *Model) apiError(err error, info *responseInfo, combined bool) error {
 	return out
 }
 
-// asGenaiError finds a genai.APIError (genai returns it by value) in err.
-func asGenaiError(err error) (genai.APIError, bool) {
-	var v genai.APIError
-	if errors.As(err, &v) {
-		return v, true
-	}
-	var p *genai.APIError
-	if errors.As(err, &p) && p != nil {
-		return *p, true
-	}
-	return genai.APIError{}, false
-}
-
 // invalidKey reports the Gemini API's answer to an invalid API key.
-func invalidKey(ae genai.APIError) bool {
-	for _, d := range ae.Details {
-		if reason, _ := d["reason"].(string); reason == "API_KEY_INVALID" {
+func invalidKey(e *wireError) bool {
+	for _, d := range e.Details {
+		if d.Reason == "API_KEY_INVALID" {
 			return true
 		}
 	}
-	return strings.Contains(ae.Message, "API key not valid")
+	return strings.Contains(e.Message, "API key not valid")
 }
 
 // unsupportedMessage reports a 400 message about an unsupported feature
@@ -133,14 +123,12 @@ func unsupportedMessage(msg string) bool {
 
 // retryDelay reads google.rpc.RetryInfo's retryDelay ("37s") from error
 // details; 0 when absent.
-func retryDelay(details []map[string]any) time.Duration {
+func retryDelay(details []wireErrorDetail) time.Duration {
 	for _, d := range details {
-		typ, _ := d["@type"].(string)
-		if !strings.HasSuffix(typ, "google.rpc.RetryInfo") {
+		if !strings.HasSuffix(d.Type, "google.rpc.RetryInfo") {
 			continue
 		}
-		s, _ := d["retryDelay"].(string)
-		if dur, err := time.ParseDuration(strings.TrimSpace(s)); err == nil && dur > 0 {
+		if dur, err := time.ParseDuration(strings.TrimSpace(d.RetryDelay)); err == nil && dur > 0 {
 			return dur
 		}
 	}
@@ -148,7 +136,7 @@ func retryDelay(details []map[string]any) time.Duration {
 }
 
 // clean bounds an error message and removes the API key from it, should a
-// proxy or the SDK ever echo it.
+// proxy ever echo it.
 func (m *Model) clean(msg string) string {
 	msg = redact(strings.TrimSpace(msg), m.apiKey)
 	if len(msg) > maxMessage {

@@ -2,14 +2,14 @@ package gemini
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
-
-	"google.golang.org/genai"
 
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/schemas"
@@ -71,20 +71,21 @@ type Config struct {
 // Model is a Gemini chat model. It implements llm.Model and is safe for
 // concurrent use.
 type Model struct {
-	client *genai.Client
-	model  string
-	apiKey string
-	keyEnv string
-	cfg    llm.ClientConfig
-	thinks bool
-	log    *slog.Logger
+	http     *http.Client
+	endpoint string // BaseURL + "v1beta/models/{model}", without the ":method"
+	model    string
+	apiKey   string
+	keyEnv   string
+	cfg      llm.ClientConfig
+	thinks   bool
+	log      *slog.Logger
 }
 
 var _ llm.Model = (*Model)(nil)
 
 // New returns a Model for cfg. It does not read the environment (see
 // NewFromEnv) and makes no network call.
-func New(ctx context.Context, cfg Config) (*Model, error) {
+func New(_ context.Context, cfg Config) (*Model, error) {
 	key := strings.TrimSpace(cfg.APIKey)
 	if key == "" {
 		return nil, fmt.Errorf("gemini: %w: set %s (or %s) to a key from %s, or pass Config.APIKey",
@@ -94,40 +95,50 @@ func New(ctx context.Context, cfg Config) (*Model, error) {
 	if name == "" {
 		name = DefaultModel
 	}
-	if strings.ContainsAny(name, "?&") || strings.Contains(name, "..") {
+	if strings.ContainsAny(name, "?&#% ") || strings.Contains(name, "..") {
 		return nil, fmt.Errorf("gemini: model name %q is not valid: %w", name, llm.ErrNoModel)
 	}
 	base := strings.TrimSpace(cfg.BaseURL)
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	httpClient := cfg.Client.Client()
-	httpClient.Transport = recordingTransport{next: httpClient.Transport}
-	gc, err := genai.NewClient(ctx, &genai.ClientConfig{
-		APIKey:     key,
-		Backend:    genai.BackendGeminiAPI,
-		HTTPClient: httpClient,
-		// RetryOptions stay nil: genai then makes exactly one attempt, and
-		// the retries of cfg.Client (in httpClient's transport) are the only
-		// ones, so they never multiply.
-		HTTPOptions: genai.HTTPOptions{BaseURL: base, APIVersion: "v1beta"},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("gemini: creating the client: %s", redact(err.Error(), key))
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		shown := base
+		if err == nil {
+			shown = u.Redacted()
+		} else {
+			shown = "(unparsable)"
+		}
+		return nil, fmt.Errorf("gemini: base URL %s is not an http(s) URL without query (set %s or Config.BaseURL to e.g. %s): %w",
+			shown, EnvBaseURL, DefaultBaseURL, llm.ErrBadRequest)
 	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Model{
-		client: gc,
-		model:  name,
-		apiKey: key,
-		keyEnv: cfg.KeyEnv,
-		cfg:    cfg.Client,
-		thinks: cfg.IncludeThoughts,
-		log:    logger,
+		http:     cfg.Client.Client(),
+		endpoint: strings.TrimRight(u.String(), "/") + "/" + apiVersion + "/" + resourceName(name),
+		model:    name,
+		apiKey:   key,
+		keyEnv:   cfg.KeyEnv,
+		cfg:      cfg.Client,
+		thinks:   cfg.IncludeThoughts,
+		log:      logger,
 	}, nil
+}
+
+// apiVersion is the version of the Gemini API this package speaks.
+const apiVersion = "v1beta"
+
+// resourceName is the model's resource name in request paths: "models/NAME"
+// unless name already names a resource ("models/…", "tunedModels/…").
+func resourceName(name string) string {
+	if strings.HasPrefix(name, "models/") || strings.HasPrefix(name, "tunedModels/") {
+		return name
+	}
+	return "models/" + name
 }
 
 // NewFromEnv is New with what cfg leaves empty taken from the environment:
@@ -167,44 +178,24 @@ func (m *Model) Generate(ctx context.Context, msgs []schemas.Message, opts ...ll
 	if err != nil {
 		return nil, err
 	}
+	body, err := json.Marshal(call.body)
+	if err != nil {
+		return nil, fmt.Errorf("gemini: encoding the request (a tool's or the response's JSON Schema?): %w: %v", llm.ErrBadRequest, err)
+	}
+	call.encoded = body
 	return llm.Call(ctx, m.cfg, provider, func(ctx context.Context) (*llm.Response, error) {
-		info := &responseInfo{}
-		ctx = context.WithValue(ctx, responseInfoKey{}, info)
 		var (
-			resp *genai.GenerateContentResponse
+			resp *wireResponse
 			err  error
 		)
 		if req.OnDelta != nil {
 			resp, err = m.stream(ctx, call, req.OnDelta)
 		} else {
-			resp, err = m.client.Models.GenerateContent(ctx, m.model, call.contents, call.config)
+			resp, err = m.generate(ctx, call)
 		}
 		if err != nil {
-			return nil, m.apiError(err, info, call.combined)
+			return nil, err
 		}
 		return m.convert(resp)
 	})
-}
-
-// recordingTransport notes the status and Retry-After header of the last
-// response a call received (genai's errors carry neither header nor, for
-// streams, always the status) in the responseInfo of the request's context.
-type recordingTransport struct{ next http.RoundTripper }
-
-func (t recordingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(r)
-	if resp != nil {
-		if info, ok := r.Context().Value(responseInfoKey{}).(*responseInfo); ok {
-			info.set(resp.StatusCode, resp.Header.Get("Retry-After"))
-		}
-	}
-	return resp, err
-}
-
-// CloseIdleConnections passes the call on, so http.Client's method of the
-// same name keeps working through the wrapper.
-func (t recordingTransport) CloseIdleConnections() {
-	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
-	}
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +39,13 @@ func TestNewDefaults(t *testing.T) {
 
 	_, err = New(context.Background(), Config{APIKey: testKey, Model: "gemini?x=1"})
 	assert.ErrorIs(t, err, llm.ErrNoModel)
+
+	for _, base := range []string{"ftp://proxy.example/", "proxy.example:8080", "https://user:s3cret@proxy.example/?k=v", "http://%zz"} {
+		_, err = New(context.Background(), Config{APIKey: testKey, BaseURL: base})
+		require.ErrorIs(t, err, llm.ErrBadRequest, base)
+		assert.Contains(t, err.Error(), EnvBaseURL)
+		assert.NotContains(t, err.Error(), "s3cret", "the URL's password is not repeated")
+	}
 }
 
 func TestWithEnv(t *testing.T) {
@@ -307,7 +316,8 @@ func TestGenerateRequestShape(t *testing.T) {
 func assertJSON(t *testing.T, want string, got json.RawMessage, what string) {
 	t.Helper()
 	if want == "" {
-		// genai always sends generationConfig, empty when nothing is set.
+		// generationConfig is left out when nothing is set; an empty object
+		// would do as well.
 		if len(got) > 0 {
 			assert.JSONEq(t, `{}`, string(got), "%s should be absent or empty", what)
 		}
@@ -726,4 +736,26 @@ func TestSchemaFallbackIsLogged(t *testing.T) {
 	_, err = m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("q")}, llm.ResponseSchema("Answer", schema))
 	require.NoError(t, err)
 	assert.Empty(t, buf.String(), "a schema without tools is native")
+}
+
+// TestNothingPrinted: the provider writes nothing to the standard logger or
+// stderr, so the CLI's --quiet holds. Both key variables are set and a
+// stream is cut, which made google.golang.org/genai print "Warning: Both
+// GOOGLE_API_KEY and GEMINI_API_KEY are set" and "Error unexpected EOF".
+func TestNothingPrinted(t *testing.T) {
+	var logged strings.Builder
+	log.SetOutput(&logged)
+	t.Cleanup(func() { log.SetOutput(os.Stderr) })
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		sse(`{"candidates":[{"content":{"parts":[{"text":"Spain"}]}}]}`)(w, r)
+		panic(http.ErrAbortHandler)
+	})
+	t.Setenv(EnvAPIKey, testKey)
+	t.Setenv(EnvGoogleAPIKey, "another-key-0123456789")
+	t.Setenv(EnvBaseURL, f.srv.URL)
+	m, err := NewFromEnv(context.Background(), Config{Client: fastClient()})
+	require.NoError(t, err)
+	_, err = m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("q")}, llm.OnDelta(func(llm.Delta) {}))
+	require.Error(t, err)
+	assert.Empty(t, logged.String(), "printed outside slog")
 }

@@ -85,14 +85,14 @@ func assertGrounded(t *testing.T, resp *llm.Response) {
 	assert.Equal(t, sentence1, resp.Parts[s.PartIndex][s.StartIndex:s.EndIndex], "offsets are byte offsets")
 	assert.Equal(t, 33, s.EndIndex, "33 bytes, 31 characters")
 	assert.Equal(t, []int{0}, s.ChunkIndices)
-	assert.Equal(t, []float64{float64(float32(0.97))}, s.Confidence)
+	assert.Equal(t, []float64{0.97}, s.Confidence, "the scores as sent, without a detour through float32")
 
 	s = g.Supports[1]
 	assert.Equal(t, sentence2, resp.Content[s.StartIndex:s.EndIndex])
 	assert.Equal(t, 34, s.StartIndex)
 	assert.Equal(t, 34+27, s.EndIndex, "nine CJK characters are 27 bytes")
 	assert.Equal(t, []int{1}, s.ChunkIndices, "index 2 renumbered to 1, index 1 (not web) dropped")
-	assert.Equal(t, []float64{float64(float32(0.9))}, s.Confidence)
+	assert.Equal(t, []float64{0.9}, s.Confidence)
 	assert.Equal(t, sentence2, s.Text)
 }
 

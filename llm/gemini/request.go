@@ -5,19 +5,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
 	"strings"
-
-	"google.golang.org/genai"
 
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
-// call is one Generate call translated to genai.
+// call is one Generate call translated to the API's request body.
 type call struct {
-	contents []*genai.Content
-	config   *genai.GenerateContentConfig
+	body    *generateRequest
+	encoded []byte // body as JSON
 	// combined reports that the request combines Google Search, function
 	// tools or a native response schema, which some models reject with 400.
 	combined bool
@@ -30,7 +29,7 @@ var toolNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:\-]{0,127}$`)
 // sent none. They are never sent back to the API.
 const generatedIDPrefix = "gemini-call-"
 
-// buildCall validates req and translates msgs and req to genai.
+// buildCall validates req and translates msgs and req to a request body.
 func (m *Model) buildCall(msgs []schemas.Message, req llm.Request) (*call, error) {
 	if req.GoogleSearch && len(req.Tools) > 0 {
 		return nil, fmt.Errorf("gemini: Google Search grounding together with function tools: %w "+
@@ -42,19 +41,20 @@ func (m *Model) buildCall(msgs []schemas.Message, req llm.Request) (*call, error
 	if err != nil {
 		return nil, err
 	}
-	cfg := &genai.GenerateContentConfig{}
+	body := &generateRequest{Contents: contents}
+	cfg := &wireGenerationConf{}
 	if req.Temperature != nil {
-		t := float32(*req.Temperature)
+		t := *req.Temperature
 		cfg.Temperature = &t
 	}
 	if req.MaxTokens > 0 {
-		cfg.MaxOutputTokens = int32(min(req.MaxTokens, math.MaxInt32))
+		cfg.MaxOutputTokens = min(req.MaxTokens, math.MaxInt32)
 	}
 	if len(req.Stop) > 0 {
 		cfg.StopSequences = append([]string(nil), req.Stop...)
 	}
 	if m.thinks {
-		cfg.ThinkingConfig = &genai.ThinkingConfig{IncludeThoughts: true}
+		cfg.ThinkingConfig = &wireThinkingConfig{IncludeThoughts: true}
 	}
 
 	decls, err := functionDeclarations(req.Tools)
@@ -62,40 +62,43 @@ func (m *Model) buildCall(msgs []schemas.Message, req llm.Request) (*call, error
 		return nil, err
 	}
 	if len(decls) > 0 {
-		cfg.Tools = append(cfg.Tools, &genai.Tool{FunctionDeclarations: decls})
+		body.Tools = append(body.Tools, &wireTool{FunctionDeclarations: decls})
 	}
 	if req.GoogleSearch {
-		cfg.Tools = append(cfg.Tools, &genai.Tool{GoogleSearch: &genai.GoogleSearch{}})
+		body.Tools = append(body.Tools, &wireTool{GoogleSearch: &struct{}{}})
 	}
 	fcc, err := functionCallingConfig(req.ToolChoice, req.Tools)
 	if err != nil {
 		return nil, err
 	}
 	if fcc != nil {
-		cfg.ToolConfig = &genai.ToolConfig{FunctionCallingConfig: fcc}
+		body.ToolConfig = &wireToolConfig{FunctionCallingConfig: fcc}
 	}
 
 	combined := false
 	if req.Schema != nil {
-		withTools := len(cfg.Tools) > 0
+		withTools := len(body.Tools) > 0
 		if withTools && !schemaWithToolsNative(m.model) {
 			// Gemini 1.x/2.x reject JSON mode next to tools ("controlled
 			// generation is not supported with google_search tool", "Tool use
 			// with a response mime type: 'application/json' is unsupported"):
 			// ask for the JSON in the instructions instead.
-			system = append(system, &genai.Part{Text: llm.SchemaInstructions(req.SchemaName, req.Schema)})
+			system = append(system, &wirePart{Text: llm.SchemaInstructions(req.SchemaName, req.Schema)})
 			m.log.Debug("gemini: response schema sent as instructions: this model rejects JSON mode together with tools",
 				"model", m.model, "schema", req.SchemaName)
 		} else {
 			cfg.ResponseMIMEType = "application/json"
-			cfg.ResponseJsonSchema = req.Schema
+			cfg.ResponseJSONSchema = req.Schema
 			combined = withTools
 		}
 	}
 	if len(system) > 0 {
-		cfg.SystemInstruction = &genai.Content{Role: genai.RoleUser, Parts: system}
+		body.SystemInstruction = &wireContent{Role: roleUser, Parts: system}
 	}
-	return &call{contents: contents, config: cfg, combined: combined}, nil
+	if !reflect.ValueOf(*cfg).IsZero() {
+		body.GenerationConfig = cfg
+	}
+	return &call{body: body, combined: combined}, nil
 }
 
 // schemaWithToolsNative reports whether model is known to accept a JSON
@@ -107,8 +110,8 @@ func schemaWithToolsNative(model string) bool {
 }
 
 // functionDeclarations translates tool definitions, checking their names.
-func functionDeclarations(tools []schemas.ToolDef) ([]*genai.FunctionDeclaration, error) {
-	var decls []*genai.FunctionDeclaration
+func functionDeclarations(tools []schemas.ToolDef) ([]*wireFunctionDecl, error) {
+	var decls []*wireFunctionDecl
 	seen := make(map[string]bool, len(tools))
 	for _, t := range tools {
 		if !toolNameRE.MatchString(t.Name) {
@@ -119,17 +122,13 @@ func functionDeclarations(tools []schemas.ToolDef) ([]*genai.FunctionDeclaration
 			return nil, fmt.Errorf("gemini: tool %q is offered twice: %w", t.Name, llm.ErrBadRequest)
 		}
 		seen[t.Name] = true
-		d := &genai.FunctionDeclaration{Name: t.Name, Description: t.Description}
-		if t.Parameters != nil {
-			d.ParametersJsonSchema = t.Parameters
-		}
-		decls = append(decls, d)
+		decls = append(decls, &wireFunctionDecl{Name: t.Name, Description: t.Description, ParametersJSONSchema: t.Parameters})
 	}
 	return decls, nil
 }
 
 // functionCallingConfig maps a tool choice; nil means the API default (auto).
-func functionCallingConfig(choice llm.ToolChoice, tools []schemas.ToolDef) (*genai.FunctionCallingConfig, error) {
+func functionCallingConfig(choice llm.ToolChoice, tools []schemas.ToolDef) (*wireFunctionCallingConfig, error) {
 	switch choice {
 	case "":
 		return nil, nil
@@ -138,21 +137,18 @@ func functionCallingConfig(choice llm.ToolChoice, tools []schemas.ToolDef) (*gen
 			return nil, nil
 		}
 		if choice == llm.ToolNone {
-			return &genai.FunctionCallingConfig{Mode: genai.FunctionCallingConfigModeNone}, nil
+			return &wireFunctionCallingConfig{Mode: modeNone}, nil
 		}
-		return &genai.FunctionCallingConfig{Mode: genai.FunctionCallingConfigModeAuto}, nil
+		return &wireFunctionCallingConfig{Mode: modeAuto}, nil
 	case llm.ToolRequired:
 		if len(tools) == 0 {
 			return nil, fmt.Errorf("gemini: tool choice %q but no tools are offered: %w", choice, llm.ErrBadRequest)
 		}
-		return &genai.FunctionCallingConfig{Mode: genai.FunctionCallingConfigModeAny}, nil
+		return &wireFunctionCallingConfig{Mode: modeAny}, nil
 	}
 	for _, t := range tools {
 		if t.Name == string(choice) {
-			return &genai.FunctionCallingConfig{
-				Mode:                 genai.FunctionCallingConfigModeAny,
-				AllowedFunctionNames: []string{t.Name},
-			}, nil
+			return &wireFunctionCallingConfig{Mode: modeAny, AllowedFunctionNames: []string{t.Name}}, nil
 		}
 	}
 	return nil, fmt.Errorf("gemini: tool choice %q names no offered tool: %w", choice, llm.ErrBadRequest)
@@ -162,10 +158,10 @@ func functionCallingConfig(choice llm.ToolChoice, tools []schemas.ToolDef) (*gen
 // instruction's parts. Messages that carry nothing are skipped (the API
 // rejects empty contents); consecutive tool results become one content, as
 // Gemini expects the answers to parallel calls together.
-func convertMessages(msgs []schemas.Message) ([]*genai.Content, []*genai.Part, error) {
+func convertMessages(msgs []schemas.Message) ([]*wireContent, []*wirePart, error) {
 	var (
-		contents []*genai.Content
-		system   []*genai.Part
+		contents []*wireContent
+		system   []*wirePart
 		// callNames maps tool-call IDs seen so far to their tool names, for
 		// tool results that do not repeat the name.
 		callNames = map[string]string{}
@@ -178,7 +174,7 @@ func convertMessages(msgs []schemas.Message) ([]*genai.Content, []*genai.Part, e
 				return nil, nil, fmt.Errorf("gemini: message %d: a system message cannot carry images (attach them to a user message): %w", i, llm.ErrBadRequest)
 			}
 			if msg.Content != "" {
-				system = append(system, &genai.Part{Text: msg.Content})
+				system = append(system, &wirePart{Text: msg.Content})
 			}
 			continue
 		case schemas.User:
@@ -187,7 +183,7 @@ func convertMessages(msgs []schemas.Message) ([]*genai.Content, []*genai.Part, e
 				return nil, nil, err
 			}
 			if len(parts) > 0 {
-				contents = append(contents, &genai.Content{Role: genai.RoleUser, Parts: parts})
+				contents = append(contents, &wireContent{Role: roleUser, Parts: parts})
 				lastTool = false
 			}
 		case schemas.Assistant:
@@ -206,13 +202,13 @@ func convertMessages(msgs []schemas.Message) ([]*genai.Content, []*genai.Part, e
 				if tc.ID != "" {
 					callNames[tc.ID] = tc.Name
 				}
-				parts = append(parts, &genai.Part{
-					FunctionCall:     &genai.FunctionCall{ID: apiCallID(tc.ID), Name: tc.Name, Args: args},
+				parts = append(parts, &wirePart{
+					FunctionCall:     &wireFunctionCall{ID: apiCallID(tc.ID), Name: tc.Name, Args: args},
 					ThoughtSignature: bytes.Clone(tc.Signature),
 				})
 			}
 			if len(parts) > 0 {
-				contents = append(contents, &genai.Content{Role: genai.RoleModel, Parts: parts})
+				contents = append(contents, &wireContent{Role: roleModel, Parts: parts})
 				lastTool = false
 			}
 		case schemas.Tool:
@@ -223,10 +219,10 @@ func convertMessages(msgs []schemas.Message) ([]*genai.Content, []*genai.Part, e
 			if name == "" {
 				return nil, nil, fmt.Errorf("gemini: message %d: the tool result names no tool and answers no earlier call (set Message.Name): %w", i, llm.ErrBadRequest)
 			}
-			parts := []*genai.Part{{FunctionResponse: &genai.FunctionResponse{
+			parts := []*wirePart{{FunctionResponse: &wireFunctionResponse{
 				ID:       apiCallID(msg.ToolCallID),
 				Name:     name,
-				Response: map[string]any{"output": msg.Content},
+				Response: wireFunctionOutput{Output: msg.Content},
 			}}}
 			images, err := imageParts(i, msg.Images)
 			if err != nil {
@@ -237,7 +233,7 @@ func convertMessages(msgs []schemas.Message) ([]*genai.Content, []*genai.Part, e
 				last := contents[len(contents)-1]
 				last.Parts = append(last.Parts, parts...)
 			} else {
-				contents = append(contents, &genai.Content{Role: genai.RoleUser, Parts: parts})
+				contents = append(contents, &wireContent{Role: roleUser, Parts: parts})
 				lastTool = true
 			}
 		default:
@@ -251,10 +247,10 @@ func convertMessages(msgs []schemas.Message) ([]*genai.Content, []*genai.Part, e
 }
 
 // textAndImages returns a message's text part (if any) and image parts.
-func textAndImages(i int, msg schemas.Message) ([]*genai.Part, error) {
-	var parts []*genai.Part
+func textAndImages(i int, msg schemas.Message) ([]*wirePart, error) {
+	var parts []*wirePart
 	if msg.Content != "" {
-		parts = append(parts, &genai.Part{Text: msg.Content})
+		parts = append(parts, &wirePart{Text: msg.Content})
 	}
 	images, err := imageParts(i, msg.Images)
 	if err != nil {
@@ -263,31 +259,32 @@ func textAndImages(i int, msg schemas.Message) ([]*genai.Part, error) {
 	return append(parts, images...), nil
 }
 
-func imageParts(i int, images []schemas.Image) ([]*genai.Part, error) {
-	var parts []*genai.Part
+func imageParts(i int, images []schemas.Image) ([]*wirePart, error) {
+	var parts []*wirePart
 	for j, img := range images {
 		if img.MIMEType == "" || len(img.Data) == 0 {
 			return nil, fmt.Errorf("gemini: message %d, image %d: both a MIME type and data are required: %w", i, j, llm.ErrBadRequest)
 		}
-		parts = append(parts, &genai.Part{InlineData: &genai.Blob{MIMEType: img.MIMEType, Data: img.Data}})
+		parts = append(parts, &wirePart{InlineData: &wireBlob{MIMEType: img.MIMEType, Data: img.Data}})
 	}
 	return parts, nil
 }
 
-// callArgs decodes tool-call arguments for a functionCall part.
-func callArgs(raw json.RawMessage) (map[string]any, error) {
+// callArgs checks tool-call arguments for a functionCall part: a JSON
+// object, or nothing. An empty object or none is sent as no args.
+func callArgs(raw json.RawMessage) (json.RawMessage, error) {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
-		return map[string]any{}, nil
+		return nil, nil
 	}
-	var args map[string]any
+	var args map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &args); err != nil {
 		return nil, fmt.Errorf("%w: %v", llm.ErrBadRequest, err)
 	}
-	if args == nil {
-		args = map[string]any{}
+	if len(args) == 0 {
+		return nil, nil
 	}
-	return args, nil
+	return trimmed, nil
 }
 
 // apiCallID is the call ID to send to the API: IDs this package generated

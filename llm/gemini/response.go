@@ -1,6 +1,7 @@
 package gemini
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -8,15 +9,13 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"google.golang.org/genai"
-
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
-// convert maps a complete genai response (unary, or assembled from a stream)
+// convert maps a complete reply (unary, or assembled from a stream)
 // to an llm.Response.
-func (m *Model) convert(resp *genai.GenerateContentResponse) (*llm.Response, error) {
+func (m *Model) convert(resp *wireResponse) (*llm.Response, error) {
 	if resp == nil {
 		return nil, &llm.APIError{Provider: provider, Message: "the API returned an empty reply", Err: errEmptyReply}
 	}
@@ -32,9 +31,9 @@ func (m *Model) convert(resp *genai.GenerateContentResponse) (*llm.Response, err
 
 // convertResponse does the work of convert. It never panics on missing or
 // inconsistent fields: the reply is untrusted input.
-func convertResponse(resp *genai.GenerateContentResponse) (*llm.Response, error) {
+func convertResponse(resp *wireResponse) (*llm.Response, error) {
 	out := &llm.Response{Model: resp.ModelVersion, Usage: convertUsage(resp.UsageMetadata)}
-	var cand *genai.Candidate
+	var cand *wireCandidate
 	if len(resp.Candidates) > 0 {
 		cand = resp.Candidates[0]
 	}
@@ -48,7 +47,7 @@ func convertResponse(resp *genai.GenerateContentResponse) (*llm.Response, error)
 	}
 
 	var (
-		parts     []*genai.Part
+		parts     []*wirePart
 		content   strings.Builder
 		reasoning strings.Builder
 	)
@@ -80,23 +79,24 @@ func convertResponse(resp *genai.GenerateContentResponse) (*llm.Response, error)
 }
 
 // isTextPart reports whether p carries text only (no call, media or code).
-func isTextPart(p *genai.Part) bool {
+func isTextPart(p *wirePart) bool {
 	return p.FunctionCall == nil && p.FunctionResponse == nil && p.InlineData == nil &&
 		p.FileData == nil && p.ExecutableCode == nil && p.CodeExecutionResult == nil &&
 		p.ToolCall == nil && p.ToolResponse == nil
 }
 
 // toolCall maps a functionCall part, keeping its thought signature.
-func toolCall(p *genai.Part) schemas.ToolCall {
+func toolCall(p *wirePart) schemas.ToolCall {
 	fc := p.FunctionCall
 	id := fc.ID
 	if id == "" {
 		id = newCallID()
 	}
 	args := json.RawMessage("{}")
-	if len(fc.Args) > 0 {
-		if data, err := json.Marshal(fc.Args); err == nil {
-			args = data
+	if trimmed := bytes.TrimSpace(fc.Args); len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("null")) {
+		var buf bytes.Buffer
+		if json.Compact(&buf, trimmed) == nil {
+			args = buf.Bytes()
 		}
 	}
 	tc := schemas.ToolCall{ID: id, Name: fc.Name, Arguments: args}
@@ -113,19 +113,34 @@ func newCallID() string {
 	return generatedIDPrefix + hex.EncodeToString(b[:])
 }
 
+// Finish reasons of the API (Candidate.finishReason) that map to something
+// other than llm.FinishOther.
+const (
+	finishUnspecified            = "FINISH_REASON_UNSPECIFIED"
+	finishStop                   = "STOP"
+	finishMaxTokens              = "MAX_TOKENS"
+	finishSafety                 = "SAFETY"
+	finishRecitation             = "RECITATION"
+	finishBlocklist              = "BLOCKLIST"
+	finishProhibitedContent      = "PROHIBITED_CONTENT"
+	finishSPII                   = "SPII"
+	finishImageSafety            = "IMAGE_SAFETY"
+	finishImageProhibitedContent = "IMAGE_PROHIBITED_CONTENT"
+	finishImageRecitation        = "IMAGE_RECITATION"
+)
+
 // finishReason normalises Gemini's finish reasons.
-func finishReason(r genai.FinishReason, toolCalls bool) llm.FinishReason {
+func finishReason(r string, toolCalls bool) llm.FinishReason {
 	switch r {
-	case "", genai.FinishReasonStop, genai.FinishReasonUnspecified:
+	case "", finishStop, finishUnspecified:
 		if toolCalls {
 			return llm.FinishToolCalls
 		}
 		return llm.FinishStop
-	case genai.FinishReasonMaxTokens:
+	case finishMaxTokens:
 		return llm.FinishLength
-	case genai.FinishReasonSafety, genai.FinishReasonRecitation, genai.FinishReasonBlocklist,
-		genai.FinishReasonProhibitedContent, genai.FinishReasonSPII, genai.FinishReasonImageSafety,
-		genai.FinishReasonImageProhibitedContent, genai.FinishReasonImageRecitation:
+	case finishSafety, finishRecitation, finishBlocklist, finishProhibitedContent, finishSPII,
+		finishImageSafety, finishImageProhibitedContent, finishImageRecitation:
 		return llm.FinishContentFilter
 	}
 	return llm.FinishOther
@@ -133,16 +148,16 @@ func finishReason(r genai.FinishReason, toolCalls bool) llm.FinishReason {
 
 // convertUsage maps token counts. Tool-use prompt tokens (search results fed
 // to the model) are billed as input, so they count as prompt tokens.
-func convertUsage(u *genai.GenerateContentResponseUsageMetadata) llm.Usage {
+func convertUsage(u *wireUsage) llm.Usage {
 	if u == nil {
 		return llm.Usage{}
 	}
 	out := llm.Usage{
-		PromptTokens:     int(u.PromptTokenCount) + int(u.ToolUsePromptTokenCount),
-		CompletionTokens: int(u.CandidatesTokenCount),
-		TotalTokens:      int(u.TotalTokenCount),
-		CachedTokens:     int(u.CachedContentTokenCount),
-		ReasoningTokens:  int(u.ThoughtsTokenCount),
+		PromptTokens:     u.PromptTokenCount + u.ToolUsePromptTokenCount,
+		CompletionTokens: u.CandidatesTokenCount,
+		TotalTokens:      u.TotalTokenCount,
+		CachedTokens:     u.CachedContentTokenCount,
+		ReasoningTokens:  u.ThoughtsTokenCount,
 	}
 	if out.TotalTokens == 0 {
 		out.TotalTokens = out.PromptTokens + out.CompletionTokens + out.ReasoningTokens
@@ -155,7 +170,7 @@ func convertUsage(u *genai.GenerateContentResponseUsageMetadata) llm.Usage {
 // pages are left out and chunk indices renumbered; supports that point
 // nowhere usable are dropped; offsets are made safe Go string indices into
 // parts[PartIndex]. It returns nil when nothing usable is left.
-func convertGrounding(gm *genai.GroundingMetadata, partIndex []int, parts []string) *llm.Grounding {
+func convertGrounding(gm *wireGrounding, partIndex []int, parts []string) *llm.Grounding {
 	if gm == nil {
 		return nil
 	}
@@ -188,7 +203,7 @@ func convertGrounding(gm *genai.GroundingMetadata, partIndex []int, parts []stri
 	return g
 }
 
-func convertSupport(s *genai.GroundingSupport, chunkIndex, partIndex []int, parts []string) (llm.GroundingSupport, bool) {
+func convertSupport(s *wireGroundingSupport, chunkIndex, partIndex []int, parts []string) (llm.GroundingSupport, bool) {
 	if s == nil || s.Segment == nil {
 		return llm.GroundingSupport{}, false
 	}
@@ -199,13 +214,13 @@ func convertSupport(s *genai.GroundingSupport, chunkIndex, partIndex []int, part
 		part, start, end int
 		ok               bool
 	)
-	if pi := int(seg.PartIndex); pi >= 0 && pi < len(partIndex) && partIndex[pi] >= 0 {
+	if pi := seg.PartIndex; pi >= 0 && pi < len(partIndex) && partIndex[pi] >= 0 {
 		part = partIndex[pi]
-		start, end, ok = locateSegment(parts[part], int(seg.StartIndex), int(seg.EndIndex), seg.Text)
+		start, end, ok = locateSegment(parts[part], seg.StartIndex, seg.EndIndex, seg.Text)
 	} else {
 		// The index names no text part: fall back to the part holding the
 		// segment's text, if the API sent it.
-		part, start, end, ok = findSegment(parts, int(seg.StartIndex), seg.Text)
+		part, start, end, ok = findSegment(parts, seg.StartIndex, seg.Text)
 	}
 	if !ok {
 		return llm.GroundingSupport{}, false
@@ -217,12 +232,12 @@ func convertSupport(s *genai.GroundingSupport, chunkIndex, partIndex []int, part
 	}
 	withConfidence := len(s.ConfidenceScores) == len(s.GroundingChunkIndices)
 	for j, ci := range s.GroundingChunkIndices {
-		if ci < 0 || int(ci) >= len(chunkIndex) || chunkIndex[ci] < 0 {
+		if ci < 0 || ci >= len(chunkIndex) || chunkIndex[ci] < 0 {
 			continue
 		}
 		sup.ChunkIndices = append(sup.ChunkIndices, chunkIndex[ci])
 		if withConfidence {
-			sup.Confidence = append(sup.Confidence, float64(s.ConfidenceScores[j]))
+			sup.Confidence = append(sup.Confidence, s.ConfidenceScores[j])
 		}
 	}
 	if len(sup.ChunkIndices) == 0 {

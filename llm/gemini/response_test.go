@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/genai"
 
 	"github.com/deepgraph/deepgraph/llm"
 )
@@ -70,22 +69,22 @@ func TestNearestIndex(t *testing.T) {
 
 func TestFinishReason(t *testing.T) {
 	tests := []struct {
-		in    genai.FinishReason
+		in    string
 		calls bool
 		want  llm.FinishReason
 	}{
-		{genai.FinishReasonStop, false, llm.FinishStop},
-		{genai.FinishReasonStop, true, llm.FinishToolCalls},
+		{finishStop, false, llm.FinishStop},
+		{finishStop, true, llm.FinishToolCalls},
 		{"", false, llm.FinishStop},
 		{"", true, llm.FinishToolCalls},
-		{genai.FinishReasonMaxTokens, true, llm.FinishLength},
-		{genai.FinishReasonSafety, false, llm.FinishContentFilter},
-		{genai.FinishReasonBlocklist, false, llm.FinishContentFilter},
-		{genai.FinishReasonProhibitedContent, false, llm.FinishContentFilter},
-		{genai.FinishReasonSPII, false, llm.FinishContentFilter},
-		{genai.FinishReasonRecitation, false, llm.FinishContentFilter},
-		{genai.FinishReasonMalformedFunctionCall, false, llm.FinishOther},
-		{genai.FinishReasonLanguage, false, llm.FinishOther},
+		{finishMaxTokens, true, llm.FinishLength},
+		{finishSafety, false, llm.FinishContentFilter},
+		{finishBlocklist, false, llm.FinishContentFilter},
+		{finishProhibitedContent, false, llm.FinishContentFilter},
+		{finishSPII, false, llm.FinishContentFilter},
+		{finishRecitation, false, llm.FinishContentFilter},
+		{"MALFORMED_FUNCTION_CALL", false, llm.FinishOther},
+		{"LANGUAGE", false, llm.FinishOther},
 		{"SOMETHING_NEW", false, llm.FinishOther},
 	}
 	for _, tt := range tests {
@@ -97,30 +96,30 @@ func TestConvertUsage(t *testing.T) {
 	assert.Equal(t, llm.Usage{}, convertUsage(nil))
 	assert.Equal(t,
 		llm.Usage{PromptTokens: 10, CompletionTokens: 4, ReasoningTokens: 6, TotalTokens: 20},
-		convertUsage(&genai.GenerateContentResponseUsageMetadata{PromptTokenCount: 10, CandidatesTokenCount: 4, ThoughtsTokenCount: 6}),
+		convertUsage(&wireUsage{PromptTokenCount: 10, CandidatesTokenCount: 4, ThoughtsTokenCount: 6}),
 		"a missing total is the sum")
 }
 
 func TestAssemblerMergesLikeTheAPI(t *testing.T) {
-	chunk := func(parts ...*genai.Part) *genai.GenerateContentResponse {
-		return &genai.GenerateContentResponse{Candidates: []*genai.Candidate{{Content: &genai.Content{Parts: parts}}}}
+	chunk := func(parts ...*wirePart) *wireResponse {
+		return &wireResponse{Candidates: []*wireCandidate{{Content: &wireContent{Parts: parts}}}}
 	}
 	var a assembler
-	a.add(chunk(&genai.Part{Text: "Hmm", Thought: true}), nil)
-	a.add(chunk(&genai.Part{Text: "…", Thought: true}), nil)
-	a.add(chunk(&genai.Part{Text: "Hello "}), nil)
-	a.add(chunk(&genai.Part{Text: "world", ThoughtSignature: []byte("s")}, nil), nil)
-	a.add(chunk(&genai.Part{FunctionCall: &genai.FunctionCall{Name: "f"}}), nil)
-	a.add(chunk(&genai.Part{Text: "after"}), nil)
+	a.add(chunk(&wirePart{Text: "Hmm", Thought: true}), nil)
+	a.add(chunk(&wirePart{Text: "…", Thought: true}), nil)
+	a.add(chunk(&wirePart{Text: "Hello "}), nil)
+	a.add(chunk(&wirePart{Text: "world", ThoughtSignature: []byte("s")}, nil), nil)
+	a.add(chunk(&wirePart{FunctionCall: &wireFunctionCall{Name: "f"}}), nil)
+	a.add(chunk(&wirePart{Text: "after"}), nil)
 	a.add(nil, nil)
 	assert.Error(t, a.complete(), "no finish reason yet")
-	a.add(&genai.GenerateContentResponse{Candidates: []*genai.Candidate{{FinishReason: genai.FinishReasonStop}}}, nil)
+	a.add(&wireResponse{Candidates: []*wireCandidate{{FinishReason: finishStop}}}, nil)
 	require.NoError(t, a.complete())
 
 	parts := a.response().Candidates[0].Content.Parts
 	require.Len(t, parts, 4)
-	assert.Equal(t, genai.Part{Text: "Hmm…", Thought: true}, *parts[0])
-	assert.Equal(t, genai.Part{Text: "Hello world", ThoughtSignature: []byte("s")}, *parts[1])
+	assert.Equal(t, wirePart{Text: "Hmm…", Thought: true}, *parts[0])
+	assert.Equal(t, wirePart{Text: "Hello world", ThoughtSignature: []byte("s")}, *parts[1])
 	assert.Equal(t, "f", parts[2].FunctionCall.Name)
 	assert.Equal(t, "after", parts[3].Text)
 }
@@ -136,7 +135,7 @@ func FuzzConvertResponse(f *testing.F) {
 	f.Add(`{"candidates":[{"groundingMetadata":{"groundingSupports":[{"segment":{"partIndex":-3,"startIndex":-1,"endIndex":2147483647,"text":"x"}}]}}]}`)
 	f.Add(`{"promptFeedback":{"blockReason":"SAFETY"}}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		var resp genai.GenerateContentResponse
+		var resp wireResponse
 		if json.Unmarshal([]byte(body), &resp) != nil {
 			return
 		}

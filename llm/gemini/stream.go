@@ -1,32 +1,126 @@
 package gemini
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
-
-	"google.golang.org/genai"
 
 	"github.com/deepgraph/deepgraph/llm"
 )
 
-// errTruncated is the cause of a stream that ended before the model finished.
-var errTruncated = errors.New("stream ended before the reply was complete")
-
 // stream runs a streaming call, reporting text to onDelta, and returns the
-// chunks assembled into one response.
-func (m *Model) stream(ctx context.Context, c *call, onDelta func(llm.Delta)) (*genai.GenerateContentResponse, error) {
+// chunks assembled into one response. A stream that ends or breaks before
+// the model finished is an error matching llm.ErrStreamBroken.
+func (m *Model) stream(ctx context.Context, c *call, onDelta func(llm.Delta)) (*wireResponse, error) {
+	resp, err := m.post(ctx, methodStream, c)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
 	var a assembler
-	for chunk, err := range m.client.Models.GenerateContentStream(ctx, m.model, c.contents, c.config) {
-		if err != nil {
-			return nil, err
+	err = readEvents(resp.Body, func(data []byte, last bool) error {
+		var chunk wireResponse
+		if err := json.Unmarshal(data, &chunk); err != nil {
+			if last {
+				// The body ended inside this event: it was cut.
+				return errCutEvent
+			}
+			return m.transportError(fmt.Errorf("a stream event is not a GenerateContentResponse: %w", err), false)
 		}
-		a.add(chunk, onDelta)
+		if chunk.Error != nil {
+			status := errorStatus(chunk.Error, resp.StatusCode)
+			e := m.apiError(status, chunk.Error, c.combined)
+			if status >= 500 && e.Err == nil {
+				e.Err = llm.ErrStreamBroken // the API gave up mid-reply; a new call may succeed
+			}
+			return e
+		}
+		a.add(&chunk, onDelta)
+		return nil
+	})
+	switch {
+	case errors.Is(err, errCutEvent):
+		return nil, a.truncated()
+	case err != nil:
+		return nil, m.transportError(err, true)
 	}
 	if err := a.complete(); err != nil {
 		return nil, err
 	}
 	return a.response(), nil
+}
+
+// errCutEvent is a stream whose body ended inside an event.
+var errCutEvent = errors.New("the stream ended inside an event")
+
+// readEvents reads a server-sent-event stream, calling event with the data
+// of each event (its data lines joined by '\n'). An event the body ends in
+// without the blank line that closes it is passed on with last set, so the
+// caller can tell a cut stream from a final event missing its blank line.
+// Comments and fields other than data are skipped. It returns event's first
+// error, or a read error (nil at the end of the body).
+func readEvents(r io.Reader, event func(data []byte, last bool) error) error {
+	br := bufio.NewReaderSize(r, 32<<10)
+	var (
+		data    []byte
+		pending bool // data holds an event not yet passed on
+	)
+	for {
+		line, err := readLine(br)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		eof := err != nil
+		switch {
+		case len(line) == 0:
+			if pending && !eof {
+				if err := event(data, false); err != nil {
+					return err
+				}
+				data, pending = data[:0], false
+			}
+		case line[0] == ':':
+			// a comment
+		default:
+			if payload, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				if pending {
+					data = append(data, '\n')
+				}
+				data = append(data, bytes.TrimSpace(payload)...)
+				pending = true
+			}
+		}
+		if eof {
+			if pending {
+				return event(data, true)
+			}
+			return nil
+		}
+	}
+}
+
+// readLine returns the next line without its line ending; at the end of the
+// body, the rest and io.EOF. Lines over maxEventLine are an error.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		line = append(line, frag...)
+		if len(line) > maxEventLine {
+			return nil, fmt.Errorf("an event-stream line is longer than %d MiB", maxEventLine>>20)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		return line, err
+	}
 }
 
 // assembler builds the response a unary call would have returned from the
@@ -37,21 +131,21 @@ func (m *Model) stream(ctx context.Context, c *call, onDelta func(llm.Delta)) (*
 type assembler struct {
 	chunks    int
 	parts     []assembledPart
-	finish    genai.FinishReason
+	finish    string
 	finishMsg string
-	grounding *genai.GroundingMetadata
-	usage     *genai.GenerateContentResponseUsageMetadata
-	feedback  *genai.GenerateContentResponsePromptFeedback
+	grounding *wireGrounding
+	usage     *wireUsage
+	feedback  *wirePromptFeedback
 	version   string
 	id        string
 }
 
 type assembledPart struct {
-	part *genai.Part // a copy; for text parts Text is filled in by response
+	part *wirePart // a copy; for text parts Text is filled in by response
 	text *strings.Builder
 }
 
-func (a *assembler) add(chunk *genai.GenerateContentResponse, onDelta func(llm.Delta)) {
+func (a *assembler) add(chunk *wireResponse, onDelta func(llm.Delta)) {
 	if chunk == nil {
 		return
 	}
@@ -72,7 +166,7 @@ func (a *assembler) add(chunk *genai.GenerateContentResponse, onDelta func(llm.D
 		return
 	}
 	cand := chunk.Candidates[0]
-	if cand.FinishReason != "" && cand.FinishReason != genai.FinishReasonUnspecified {
+	if cand.FinishReason != "" && cand.FinishReason != finishUnspecified {
 		a.finish, a.finishMsg = cand.FinishReason, cand.FinishMessage
 	}
 	if cand.GroundingMetadata != nil {
@@ -116,18 +210,25 @@ func (a *assembler) add(chunk *genai.GenerateContentResponse, onDelta func(llm.D
 // chunk, or no finish reason and no blocked prompt. Such a reply is partial
 // and must not pass for a whole one.
 func (a *assembler) complete() error {
-	switch {
-	case a.chunks == 0:
-		return &llm.APIError{Provider: provider, Message: "the stream ended without any data (retry the call)", Err: errTruncated}
-	case a.finish == "" && (a.feedback == nil || a.feedback.BlockReason == ""):
-		return &llm.APIError{Provider: provider, Message: "the stream ended before the model finished its reply (retry the call)", Err: errTruncated}
+	if a.finish == "" && (a.feedback == nil || a.feedback.BlockReason == "") {
+		return a.truncated()
 	}
 	return nil
 }
 
+// truncated is the error for a stream that ended before the model finished,
+// matching llm.ErrStreamBroken.
+func (a *assembler) truncated() error {
+	msg := "the stream ended before the model finished its reply (retry the call)"
+	if a.chunks == 0 {
+		msg = "the stream ended without any data (retry the call)"
+	}
+	return &llm.APIError{Provider: provider, Message: msg, Err: llm.ErrStreamBroken}
+}
+
 // response returns the assembled response.
-func (a *assembler) response() *genai.GenerateContentResponse {
-	resp := &genai.GenerateContentResponse{
+func (a *assembler) response() *wireResponse {
+	resp := &wireResponse{
 		ModelVersion:   a.version,
 		ResponseID:     a.id,
 		UsageMetadata:  a.usage,
@@ -136,14 +237,14 @@ func (a *assembler) response() *genai.GenerateContentResponse {
 	if a.finish == "" && len(a.parts) == 0 && a.grounding == nil {
 		return resp // a blocked prompt: no candidate
 	}
-	content := &genai.Content{Role: genai.RoleModel}
+	content := &wireContent{Role: roleModel}
 	for _, ap := range a.parts {
 		if ap.text != nil {
 			ap.part.Text = ap.text.String()
 		}
 		content.Parts = append(content.Parts, ap.part)
 	}
-	resp.Candidates = []*genai.Candidate{{
+	resp.Candidates = []*wireCandidate{{
 		Content:           content,
 		FinishReason:      a.finish,
 		FinishMessage:     a.finishMsg,

@@ -2,7 +2,9 @@ package gemini
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -106,21 +108,23 @@ func TestGenerateStreamFailures(t *testing.T) {
 		wantIs     error
 		wantStatus int
 		wantIn     string
+		// wantBroken: a 200 stream cut short, which a retry may repair.
+		wantBroken bool
 	}{
 		{
 			name:    "ends without a finish reason",
 			handler: sse(first, `{"candidates":[{"content":{"role":"model","parts":[{"text":"won"}]}}]}`),
-			wantIs:  llm.ErrUnavailable, wantIn: "before the model finished",
+			wantIs:  llm.ErrUnavailable, wantIn: "before the model finished", wantBroken: true,
 		},
 		{
 			name:    "ends without any chunk",
 			handler: sse(),
-			wantIs:  llm.ErrUnavailable, wantIn: "without any data",
+			wantIs:  llm.ErrUnavailable, wantIn: "without any data", wantBroken: true,
 		},
 		{
 			name:    "error event mid-stream",
 			handler: sse(first, `{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}`),
-			wantIs:  llm.ErrUnavailable, wantStatus: 503, wantIn: "The model is overloaded.",
+			wantIs:  llm.ErrUnavailable, wantStatus: 503, wantIn: "The model is overloaded.", wantBroken: true,
 		},
 		{
 			name: "connection dropped mid-stream",
@@ -128,7 +132,15 @@ func TestGenerateStreamFailures(t *testing.T) {
 				sse(first)(w, r)
 				panic(http.ErrAbortHandler)
 			},
-			wantIs: llm.ErrUnavailable, wantIn: "request to the Gemini API failed",
+			wantIs: llm.ErrUnavailable, wantIn: "request to the Gemini API failed", wantBroken: true,
+		},
+		{
+			name: "body cut inside an event",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				sse(first)(w, r)
+				_, _ = io.WriteString(w, `data: {"candidates":[{"content":{"role":"model","parts":[{"text":"won"}]},"finishReason":"ST`)
+			},
+			wantIs: llm.ErrUnavailable, wantIn: "before the model finished", wantBroken: true,
 		},
 		{
 			name:    "malformed chunk",
@@ -152,6 +164,7 @@ func TestGenerateStreamFailures(t *testing.T) {
 			var ae *llm.APIError
 			require.ErrorAs(t, err, &ae)
 			assert.Equal(t, tt.wantStatus, ae.Status)
+			assert.Equal(t, tt.wantBroken, errors.Is(err, llm.ErrStreamBroken), "matches llm.ErrStreamBroken: %v", err)
 			assert.Contains(t, err.Error(), tt.wantIn)
 			noKey(t, err.Error())
 			assert.Len(t, f.requests(), 1, "no hidden reconnects or retries")

@@ -172,6 +172,17 @@ func (ix *Index) LastRefresh() RefreshStats {
 	return s
 }
 
+// Skipped describes the files the most recent Refresh did not index, with
+// why (search.Skipper): "path: reason (detail)".
+func (ix *Index) Skipped() []string {
+	skipped := ix.LastRefresh().Skipped
+	out := make([]string, len(skipped))
+	for i, s := range skipped {
+		out[i] = s.String()
+	}
+	return out
+}
+
 // Close closes the index. It waits for running searches and refreshes
 // (cancel their contexts to hurry them). Calling Close again is a no-op.
 func (ix *Index) Close() error {

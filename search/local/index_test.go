@@ -176,6 +176,11 @@ func TestIndexSkipsFiles(t *testing.T) {
 	assert.Contains(t, logs.String(), "big.md")
 	assert.Contains(t, logs.String(), "too large")
 
+	// The skipped files are there for a caller to warn about (search.Skipper).
+	var skipper search.Skipper = ix
+	assert.Len(t, skipper.Skipped(), 5)
+	assert.Contains(t, skipper.Skipped(), "paper.pdf: unsupported format (PDF is not supported; convert it to text (for example with pdftotext) next to it)")
+
 	rs, err := ix.Search(context.Background(), "byte order mark", search.Options{})
 	require.NoError(t, err)
 	require.Len(t, rs, 1)

@@ -1,0 +1,51 @@
+package research
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// The coalescer's rules, on a clock the test moves: a piece goes out at
+// its size, after its window, at a change of node or step, before any
+// other activity and at the end.
+func TestCoalescerRules(t *testing.T) {
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var out []Activity
+	c := &coalescer{out: func(a Activity) { out = append(out, a) }, now: func() time.Time { return clock }}
+	tok := func(node string, step int, s string) Activity {
+		return Activity{Kind: ActivityToken, Node: node, Step: step, Token: s}
+	}
+
+	c.add(tok("a", 1, "x"))
+	c.add(tok("a", 1, "y"))
+	assert.Empty(t, out, "gathered")
+	c.add(tok("b", 1, "z"))
+	assert.Equal(t, []Activity{tok("a", 1, "xy")}, out, "another node")
+	c.add(tok("b", 2, "w"))
+	assert.Equal(t, tok("b", 1, "z"), out[1], "another step")
+	c.add(Activity{Kind: ActivityAnswered, Node: "b", Step: 2})
+	assert.Equal(t, []Activity{tok("b", 2, "w"), {Kind: ActivityAnswered, Node: "b", Step: 2}}, out[2:], "before another activity")
+
+	out = nil
+	c.add(tok("a", 3, "1"))
+	clock = clock.Add(tokenWindow)
+	c.add(tok("a", 3, "2"))
+	assert.Equal(t, []Activity{tok("a", 3, "12")}, out, "after its window")
+
+	out = nil
+	c.add(tok("a", 3, strings.Repeat("x", tokenPieceBytes-1)))
+	assert.Empty(t, out)
+	c.add(tok("a", 3, "yz"))
+	assert.Equal(t, []Activity{tok("a", 3, strings.Repeat("x", tokenPieceBytes-1)+"yz")}, out, "at its size")
+
+	out = nil
+	c.add(tok("a", 3, "end"))
+	c.flush()
+	c.flush()
+	assert.Equal(t, []Activity{tok("a", 3, "end")}, out, "at the end, once")
+	var none *coalescer
+	none.flush() // no observer: nothing to do
+}
