@@ -87,6 +87,13 @@
 // characters from what they show, and agents must fence tool output in
 // prompts as data, never as instructions.
 //
+// Every call a Collection runs is bounded in time (DefaultCallTimeout, or
+// the tool's or the collection's own bound) and stops when its context is
+// cancelled; a tool that ignores cancellation is abandoned after a few
+// seconds. A workspace may not be a file-system root, a system directory
+// or the home directory itself (CheckWorkspace). The editor refuses named
+// pipes, devices and sockets before opening them.
+//
 // The editor resolves every path inside its workspace: "..", absolute paths
 // elsewhere and symbolic links leading out (also for files that do not
 // exist yet under a linked directory) are refused, first with a clear
@@ -106,8 +113,13 @@
 // ExecOptions.Env), so API keys in the parent's environment are not passed
 // on; output is capped; and on timeout, cancellation or return the whole
 // process group is killed (SIGTERM, then SIGKILL), background children
-// included. A process that deliberately leaves the group (setsid) can
-// survive; the call still returns and says so. For real isolation set
+// included. Every command's environment carries its own ExecIDVar tag; on
+// Linux the processes of this user that carry it are killed too, which
+// catches those that left the group (setsid, a daemon's double fork). One
+// that also cleared its environment survives; the call still returns and
+// says so. On Linux the command also dies if this program is killed, even
+// by SIGKILL (Pdeathsig); what the command started in the background then
+// survives, as nothing is left to kill it. For real isolation set
 // ExecOptions.CommandPrefix to run every command inside a container or VM,
 // e.g.
 //

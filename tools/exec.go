@@ -2,6 +2,8 @@ package tools
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -188,6 +190,12 @@ func (t *execTool) Run(ctx context.Context, args json.RawMessage) (Result, error
 	return t.tool.Run(ctx, args)
 }
 
+// CallTimeout implements Bounded: a call bounds itself (Timeout, then the
+// kill grace for the command and for its output).
+func (t *execTool) CallTimeout() time.Duration {
+	return t.opts.Timeout + 2*t.opts.KillGrace + time.Second
+}
+
 // env is the scrubbed environment of a command.
 func (t *execTool) env() []string {
 	path := os.Getenv("PATH")
@@ -237,9 +245,13 @@ func (t *execTool) run(ctx context.Context, code string) (Result, error) {
 		return Failf("the %s contains a NUL byte", t.inputWord()), nil
 	}
 	argv := append(append([]string(nil), t.opts.CommandPrefix...), t.argv(code)...)
+	mark, err := execMark()
+	if err != nil {
+		return Result{}, err
+	}
 	start := time.Now()
 	out, err := runGroup(ctx, runSpec{
-		argv: argv, dir: t.ws.dir, env: t.env(),
+		argv: argv, dir: t.ws.dir, env: append(t.env(), mark), mark: mark,
 		timeout: t.opts.Timeout, grace: t.opts.KillGrace, maxOutput: t.opts.MaxOutputBytes,
 		withTimeout: t.withTimeout,
 	})
@@ -268,11 +280,26 @@ func (t *execTool) inputWord() string {
 	return "code"
 }
 
+// ExecIDVar is the environment variable that tags the processes of one
+// python_execute or bash call with a value of its own, so that those that
+// left the call's process group are found and killed with it (on Linux).
+const ExecIDVar = "DEEPGRAPH_EXEC_ID"
+
+// execMark is a new ExecIDVar entry.
+func execMark() (string, error) {
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("tagging the command: %w", err)
+	}
+	return ExecIDVar + "=" + hex.EncodeToString(b), nil
+}
+
 // runSpec is one command to run in its own process group.
 type runSpec struct {
 	argv      []string
 	dir       string
 	env       []string
+	mark      string // an entry of env that tags the command's processes; "" for none
 	timeout   time.Duration
 	grace     time.Duration
 	maxOutput int
@@ -290,8 +317,12 @@ type runOutput struct {
 
 // runGroup starts spec in a new process group and waits for it. The whole
 // group is killed when the leader exits (so background children do not
-// outlive the call), when spec.timeout passes, and when ctx is done. The
-// error is non-nil only if the command could not start or ctx was done.
+// outlive the call), when spec.timeout passes, and when ctx is done; then
+// so are the processes that left the group but carry spec.mark in their
+// environment (Linux; see killTagged). On Linux the leader also dies with
+// this process, even by SIGKILL; what it started does not (nothing is left
+// to kill it), which is why a container is the place for untrusted code.
+// The error is non-nil only if the command could not start or ctx was done.
 func runGroup(ctx context.Context, spec runSpec) (runOutput, error) {
 	var out runOutput
 	pr, pw, err := os.Pipe()
@@ -368,6 +399,7 @@ func runGroup(ctx context.Context, spec runSpec) (runOutput, error) {
 		}
 		grace.Stop()
 	}
+	killTagged(spec.mark)
 
 	escaped := false
 	grace := time.NewTimer(spec.grace)

@@ -3,7 +3,11 @@
 package tools
 
 import (
+	"bytes"
 	"errors"
+	"os"
+	"strconv"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,5 +23,60 @@ func waitExited(pid int) bool {
 			continue
 		}
 		return err == nil
+	}
+}
+
+// dieWithParent asks the kernel to SIGKILL the command when the thread
+// that started it ends — with this process, however it ends, SIGKILL
+// included. (Go's runtime does not end its threads while the program runs,
+// except those of goroutines locked to a thread, which do not start
+// commands here.) It covers the command itself, not what it started.
+func dieWithParent(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGKILL }
+
+// killTagged kills every process of this user whose environment holds
+// mark (one entry, KEY=VALUE): the processes a command started that left
+// its process group (setsid, a daemon's double fork) but kept the
+// environment it was given. Each round stops (SIGSTOP) the tagged
+// processes not yet stopped, so that none forks while it is looked for;
+// when a round finds no new one, all are killed. Processes that cleared or
+// replaced their environment (env -i) are not found: this is a net, not a
+// sandbox.
+func killTagged(mark string) {
+	if mark == "" {
+		return
+	}
+	needle := []byte("\x00" + mark + "\x00")
+	self := os.Getpid()
+	uid := uint32(os.Getuid())
+	stopped := map[int]bool{}
+	for round := 0; round < 100; round++ {
+		found := false
+		entries, err := os.ReadDir("/proc")
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == self || stopped[pid] {
+				continue
+			}
+			if info, err := e.Info(); err != nil {
+				continue
+			} else if st, ok := info.Sys().(*syscall.Stat_t); !ok || st.Uid != uid {
+				continue
+			}
+			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+			if err != nil || !bytes.Contains(append([]byte{0}, env...), needle) {
+				continue
+			}
+			_ = syscall.Kill(pid, syscall.SIGSTOP)
+			stopped[pid], found = true, true
+		}
+		if !found {
+			break
+		}
+	}
+	for pid := range stopped {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }

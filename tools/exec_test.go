@@ -307,9 +307,10 @@ func TestExecEscapedProcessDoesNotHangTheCall(t *testing.T) {
 	tool, _ := newBash(t, ExecOptions{KillGrace: 150 * time.Millisecond})
 	start := time.Now()
 	// The command returns only once the escapee has left the group, so the
-	// group kill cannot catch it first.
+	// group kill cannot catch it first; it clears its environment, so it
+	// escapes the search for the call's tag too (Linux).
 	res, err := runCmd(t, context.Background(), tool, "command",
-		`setsid sh -c 'echo esc=$$; : > escaped; exec sleep 30' & while [ ! -e escaped ]; do sleep 0.01; done`)
+		`setsid env -i sh -c 'echo esc=$$; : > escaped; exec sleep 30' & while [ ! -e escaped ]; do sleep 0.01; done`)
 	require.NoError(t, err)
 	pids := pidsIn(t, res.Output)
 	killLeftovers(t, pids)

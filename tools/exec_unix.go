@@ -18,9 +18,11 @@ const (
 func execSupported() error { return nil }
 
 // configureGroup makes the command the leader of a new process group, so
-// that it and everything it starts can be signalled together.
+// that it and everything it starts can be signalled together, and (on
+// Linux) has it killed if this process dies.
 func configureGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd.SysProcAttr)
 }
 
 // signalGroup sends sig to every process of the group pgid. A group that no
