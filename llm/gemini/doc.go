@@ -103,9 +103,14 @@
 // returns the same Response a unary call would: consecutive text chunks of a
 // kind are joined into one part, as the API counts them; usage and grounding
 // come from the last chunk carrying them. A stream that ends before a finish
-// reason, is cut inside an event, drops, or carries a 5xx error event is an
-// error matching llm.ErrStreamBroken (and llm.ErrUnavailable), never a
-// silently partial reply; a malformed event matches llm.ErrUnavailable only.
+// reason, is cut inside an event, drops, or carries an error event of a
+// retryable status (429, 5xx) is broken: llm.CallModel sends the call again
+// within Config.Client's retries, observers first receiving
+// Delta{Restart: true}, and tokens the broken attempt reported are added to
+// the final usage. When retries run out the error matches
+// llm.ErrStreamBroken (and llm.ErrUnavailable), never a silently partial
+// reply. A refusal event, a malformed event or an over-long line is not a
+// cut and is not sent again.
 //
 // # Errors
 //

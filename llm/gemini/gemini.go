@@ -183,13 +183,16 @@ func (m *Model) Generate(ctx context.Context, msgs []schemas.Message, opts ...ll
 		return nil, fmt.Errorf("gemini: encoding the request (a tool's or the response's JSON Schema?): %w: %v", llm.ErrBadRequest, err)
 	}
 	call.encoded = body
-	return llm.Call(ctx, m.cfg, provider, func(ctx context.Context) (*llm.Response, error) {
+	// CallModel sends the call again when a stream breaks off after its 200
+	// (an error matching llm.ErrStreamBroken); onDelta is nil when not
+	// streaming.
+	return llm.CallModel(ctx, m.cfg, provider, req.OnDelta, func(ctx context.Context, onDelta func(llm.Delta)) (*llm.Response, error) {
 		var (
 			resp *wireResponse
 			err  error
 		)
-		if req.OnDelta != nil {
-			resp, err = m.stream(ctx, call, req.OnDelta)
+		if onDelta != nil {
+			resp, err = m.stream(ctx, call, onDelta)
 		} else {
 			resp, err = m.generate(ctx, call)
 		}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/deepgraph/deepgraph/internal/httpx"
 	"github.com/deepgraph/deepgraph/llm"
 )
 
@@ -35,8 +36,11 @@ func (m *Model) stream(ctx context.Context, c *call, onDelta func(llm.Delta)) (*
 		if chunk.Error != nil {
 			status := errorStatus(chunk.Error, resp.StatusCode)
 			e := m.apiError(status, chunk.Error, c.combined)
-			if status >= 500 && e.Err == nil {
-				e.Err = llm.ErrStreamBroken // the API gave up mid-reply; a new call may succeed
+			if httpx.RetryableStatus(status) && e.Err == nil {
+				// Overloaded or failing mid-reply, through no fault of the
+				// request: a new call may succeed.
+				e.Err = llm.ErrStreamBroken
+				e.Usage = convertUsage(a.usage)
 			}
 			return e
 		}
@@ -46,8 +50,14 @@ func (m *Model) stream(ctx context.Context, c *call, onDelta func(llm.Delta)) (*
 	switch {
 	case errors.Is(err, errCutEvent):
 		return nil, a.truncated()
+	case errors.Is(err, errLongLine):
+		return nil, m.transportError(err, false)
 	case err != nil:
-		return nil, m.transportError(err, true)
+		e := m.transportError(err, true)
+		if ae, ok := e.(*llm.APIError); ok {
+			ae.Usage = convertUsage(a.usage)
+		}
+		return nil, e
 	}
 	if err := a.complete(); err != nil {
 		return nil, err
@@ -55,8 +65,14 @@ func (m *Model) stream(ctx context.Context, c *call, onDelta func(llm.Delta)) (*
 	return a.response(), nil
 }
 
-// errCutEvent is a stream whose body ended inside an event.
-var errCutEvent = errors.New("the stream ended inside an event")
+// Errors of readEvents.
+var (
+	// errCutEvent is a stream whose body ended inside an event.
+	errCutEvent = errors.New("the stream ended inside an event")
+	// errLongLine is an event-stream line over maxEventLine: a reply at
+	// fault, not a cut.
+	errLongLine = fmt.Errorf("an event-stream line is longer than %d MiB", maxEventLine>>20)
+)
 
 // readEvents reads a server-sent-event stream, calling event with the data
 // of each event (its data lines joined by '\n'). An event the body ends in
@@ -112,7 +128,7 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 		frag, err := br.ReadSlice('\n')
 		line = append(line, frag...)
 		if len(line) > maxEventLine {
-			return nil, fmt.Errorf("an event-stream line is longer than %d MiB", maxEventLine>>20)
+			return nil, errLongLine
 		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
@@ -223,7 +239,7 @@ func (a *assembler) truncated() error {
 	if a.chunks == 0 {
 		msg = "the stream ended without any data (retry the call)"
 	}
-	return &llm.APIError{Provider: provider, Message: msg, Err: llm.ErrStreamBroken}
+	return &llm.APIError{Provider: provider, Message: msg, Err: llm.ErrStreamBroken, Usage: convertUsage(a.usage)}
 }
 
 // response returns the assembled response.

@@ -171,3 +171,78 @@ func TestGenerateStreamFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestGenerateStreamRetriedAfterCut: a stream cut after its 200 is sent
+// again (llm.CallModel); the observer is told to drop the partial text, and
+// the tokens the cut attempt reported are counted.
+func TestGenerateStreamRetriedAfterCut(t *testing.T) {
+	const done = `{"candidates":[{"content":{"role":"model","parts":[{"text":"Spain won."}]},"finishReason":"STOP"}],` +
+		`"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":3,"totalTokenCount":12}}`
+	tests := []struct {
+		name      string
+		cut       http.HandlerFunc
+		wantSpent llm.Usage // reported by the cut attempt
+	}{
+		{
+			name: "connection dropped",
+			cut: func(w http.ResponseWriter, r *http.Request) {
+				sse(`{"candidates":[{"content":{"role":"model","parts":[{"text":"Spa"}]}}],"usageMetadata":{"promptTokenCount":9,"totalTokenCount":9}}`)(w, r)
+				panic(http.ErrAbortHandler)
+			},
+			wantSpent: llm.Usage{PromptTokens: 9, TotalTokens: 9},
+		},
+		{
+			name: "ended without a finish reason",
+			cut:  sse(`{"candidates":[{"content":{"role":"model","parts":[{"text":"Spa"}]}}]}`),
+		},
+		{
+			name: "overloaded error event",
+			cut: sse(`{"candidates":[{"content":{"role":"model","parts":[{"text":"Spa"}]}}]}`,
+				`{"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}`),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake(t, tt.cut, sse(done))
+			cc := fastClient()
+			cc.MaxRetries = 2
+			onDelta, deltas := collect()
+			resp, err := f.model(t, Config{Client: cc}).Generate(context.Background(), []schemas.Message{schemas.UserMessage("q")}, onDelta)
+			require.NoError(t, err)
+			assert.Equal(t, []llm.Delta{{Content: "Spa"}, {Restart: true}, {Content: "Spain won."}}, *deltas)
+			assert.Equal(t, "Spain won.", resp.Content)
+			assert.Equal(t, llm.FinishStop, resp.FinishReason)
+			want := llm.Usage{PromptTokens: 9, CompletionTokens: 3, TotalTokens: 12}
+			assert.Equal(t, want.Add(tt.wantSpent), resp.Usage)
+			reqs := f.requests()
+			require.Len(t, reqs, 2)
+			assert.Equal(t, reqs[0].Body, reqs[1].Body, "the same request is sent again")
+		})
+	}
+}
+
+// TestGenerateStreamNotRetried: a refusal or a malformed event inside a
+// 200 stream is not a cut, and is not sent again.
+func TestGenerateStreamNotRetried(t *testing.T) {
+	tests := []struct {
+		name    string
+		handler http.HandlerFunc
+		wantIs  error
+	}{
+		{"refusal event", sse(`{"error":{"code":400,"message":"Request contains an invalid argument.","status":"INVALID_ARGUMENT"}}`), llm.ErrBadRequest},
+		{"malformed event", sse(`{"candidates":[{"content":`), llm.ErrUnavailable},
+		{"event line over the limit", sse(`{"candidates":[{"content":{"parts":[{"text":"` + strings.Repeat("x", maxEventLine) + `"}]}}]}`), llm.ErrUnavailable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake(t, tt.handler)
+			cc := fastClient()
+			cc.MaxRetries = 2
+			_, err := f.model(t, Config{Client: cc}).Generate(context.Background(), []schemas.Message{schemas.UserMessage("q")}, llm.OnDelta(func(llm.Delta) {}))
+			require.Error(t, err)
+			assert.ErrorIs(t, err, tt.wantIs)
+			assert.NotErrorIs(t, err, llm.ErrStreamBroken)
+			assert.Len(t, f.requests(), 1)
+		})
+	}
+}
