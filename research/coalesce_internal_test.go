@@ -49,3 +49,20 @@ func TestCoalescerRules(t *testing.T) {
 	var none *coalescer
 	none.flush() // no observer: nothing to do
 }
+
+func TestWarningTextCountsRight(t *testing.T) {
+	for _, c := range []struct {
+		kind WarningKind
+		n    int
+		want string
+	}{
+		{WarningPagesRefused, 1, "1 page was refused by the network guard"},
+		{WarningPagesRefused, 2, "2 pages were refused by the network guard"},
+		{WarningPagesUnreadable, 1, "1 page could not be read;"},
+		{WarningPagesUnreadable, 3, "3 pages could not be read;"},
+		{WarningNoResults, 2, "2 searches found no results"},
+		{WarningFilesSkipped, 1, "1 file of the corpus was not indexed"},
+	} {
+		assert.Contains(t, warningText(c.kind, c.n), c.want)
+	}
+}

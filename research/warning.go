@@ -65,7 +65,11 @@ func newWarning(kind WarningKind, count int, query string, items []string) Warni
 func warningText(kind WarningKind, n int) string {
 	switch kind {
 	case WarningPagesRefused:
-		return fmt.Sprintf("%s refused by the network guard (private, loopback or metadata addresses); their search snippets were used instead", pages(n))
+		verb := "were"
+		if n == 1 {
+			verb = "was"
+		}
+		return fmt.Sprintf("%s %s refused by the network guard (private, loopback or metadata addresses); their search snippets were used instead", pages(n), verb)
 	case WarningPagesUnreadable:
 		return fmt.Sprintf("%s could not be read; their search snippets were used instead", pages(n))
 	case WarningNoResults:
@@ -86,9 +90,9 @@ func warningText(kind WarningKind, n int) string {
 
 func pages(n int) string {
 	if n == 1 {
-		return "1 page was"
+		return "1 page"
 	}
-	return strconv.Itoa(n) + " pages were"
+	return strconv.Itoa(n) + " pages"
 }
 
 // sumWarnings sums warnings up per kind, in the order kinds first appear:

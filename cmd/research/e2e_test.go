@@ -261,7 +261,7 @@ func TestE2EJSONFormat(t *testing.T) {
 
 		want := map[string]string{
 			"schema": "string", "question": "string", "answer": "string", "markdown": "string", "sources": "array",
-			"sources_gathered": "number", "citations_dropped": "number", "queries": "array", "loops": "number",
+			"sources_gathered": "number", "dropped_citations": "number", "queries": "array", "loops": "number", "warnings": "array",
 			"backend": "string", "models": "object", "usage": "object", "usage_total": "object", "timings": "object",
 			"incomplete": "bool",
 		}
@@ -269,7 +269,7 @@ func TestE2EJSONFormat(t *testing.T) {
 			assert.Equal(t, typ, jsonType(doc[k]), "field %s", k)
 		}
 		assert.NotContains(t, doc, "error")
-		assert.Equal(t, "deepgraph.research.report/v1", doc["schema"])
+		assert.Equal(t, "deepgraph.research.report/v2", doc["schema"])
 		assert.Equal(t, "Raft?", doc["question"])
 		assert.Equal(t, false, doc["incomplete"])
 		assert.Equal(t, "search:searxng", doc["backend"])

@@ -42,7 +42,7 @@ func TestE2EJSONOnFailure(t *testing.T) {
 	require.Equal(t, exitFailed, res.code, res)
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &doc), "stdout is one JSON document:\n%s", res)
-	assert.Equal(t, "deepgraph.research.report/v1", doc["schema"])
+	assert.Equal(t, "deepgraph.research.report/v2", doc["schema"])
 	assert.Equal(t, "Raft?", doc["question"])
 	assert.Equal(t, true, doc["incomplete"])
 	assert.Contains(t, doc["error"], "503")

@@ -19,6 +19,7 @@ import (
 //	[  4.9s  5.3k tok] Searched "euro 2024 winner": 6 sources (uefa, wikipedia, bbc)
 //	[  7.0s  7.9k tok] Reflection 1: sufficient
 //	[  7.0s  7.9k tok] Finalizing the answer
+//	[  9.8s  9.1k tok] Warning: "euro 2024 winner": 1 page could not be read; …
 //	[ 10.4s 11.2k tok] Answer: 5 sources cited, 0 citations dropped
 type timeline struct {
 	c     *console
@@ -81,7 +82,8 @@ func (t *timeline) observe(a research.Activity) {
 }
 
 // summary prints the final line: elapsed, tokens, calls, sources cited,
-// citations dropped.
+// citations dropped, warnings; and, also when quiet, a warning when no
+// page could be read.
 func (t *timeline) summary(rep *research.Report, runErr error) {
 	tot := rep.Usage.Total()
 	state := "Done"
@@ -91,9 +93,19 @@ func (t *timeline) summary(rep *research.Report, runErr error) {
 	case rep.Incomplete || runErr != nil:
 		state = "Stopped (incomplete)"
 	}
-	t.c.line(fmt.Sprintf("%s in %.1fs · %s tokens · %s · %s cited · %s dropped", state, rep.Timings.Total.Seconds(),
+	msg := fmt.Sprintf("%s in %.1fs · %s tokens · %s · %s cited · %s dropped", state, rep.Timings.Total.Seconds(),
 		thousands(tokens(tot.Usage)), plural(tot.Calls, "LLM call", "LLM calls"),
-		plural(len(rep.Sources), "source", "sources"), plural(rep.Dropped, "citation", "citations")))
+		plural(len(rep.Sources), "source", "sources"), plural(rep.Dropped, "citation", "citations"))
+	if n := len(rep.Warnings); n > 0 {
+		msg += " · " + plural(n, "warning", "warnings")
+	}
+	t.c.line(msg)
+	// An answer that rests on no page at all is said even with --quiet.
+	for _, w := range rep.Warnings {
+		if w.Kind == research.WarningSnippetsOnly {
+			t.c.errorLine("warning: " + oneLine(w.Message, 300))
+		}
+	}
 }
 
 func tokens(u llm.Usage) int { return app.Tokens(u) }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/deepgraph/deepgraph/config"
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/nodes"
+	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/schemas"
 	"github.com/deepgraph/deepgraph/search"
 	"github.com/deepgraph/deepgraph/tools"
@@ -355,4 +358,47 @@ func TestSetupErrorMatches(t *testing.T) {
 	assert.ErrorIs(t, err, ErrSetup)
 	assert.ErrorIs(t, err, cause)
 	assert.Equal(t, "wrapping: boom", err.Error())
+}
+
+// The JSON documents name dropped citations dropped_citations, as
+// research.Report does, carry the run's warnings, and documents stored
+// with v1's citations_dropped still read back.
+func TestDocumentsNameDroppedCitationsOnce(t *testing.T) {
+	rep := &research.Report{Question: "q", Answer: "a", Dropped: 2, Warnings: []research.Warning{
+		{Kind: research.WarningPagesRefused, Message: "3 pages were\nrefused", Count: 3, Items: []string{"http://10.0.0.1/\x1b[31m"}},
+	}}
+	data, err := ResearchDocument(rep, nil, nil)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"dropped_citations": 2`)
+	assert.NotContains(t, string(data), "citations_dropped")
+	assert.Contains(t, string(data), `"warnings": [`)
+	var doc ReportDoc
+	require.NoError(t, json.Unmarshal(data, &doc))
+	assert.Equal(t, 2, doc.DroppedCitations)
+	assert.Equal(t, []WarningDoc{{Kind: "pages_refused", Message: "3 pages were refused", Count: 3, Items: []string{"http://10.0.0.1/ [31m"}}}, doc.Warnings)
+	assert.Equal(t, "deepgraph.research.report/v2", doc.Schema)
+
+	empty, err := ResearchDocument(&research.Report{}, nil, nil)
+	require.NoError(t, err)
+	assert.Contains(t, string(empty), `"warnings": []`)
+
+	agent, err := json.Marshal(AgentResultDoc(&nodes.AgentResult{Task: "t", Dropped: 1}, "fake", nil))
+	require.NoError(t, err)
+	assert.Contains(t, string(agent), `"dropped_citations":1`)
+	assert.NotContains(t, string(agent), "citations_dropped")
+
+	var old ReportDoc
+	require.NoError(t, json.Unmarshal([]byte(`{"schema":"deepgraph.research.report/v1","markdown":"m","citations_dropped":4}`), &old))
+	assert.Equal(t, 4, old.DroppedCitations)
+	assert.Equal(t, "m", old.Markdown)
+	var oldAgent AgentDoc
+	require.NoError(t, json.Unmarshal([]byte(`{"schema":"deepgraph.agent.result/v1","answer":"x","citations_dropped":3}`), &oldAgent))
+	assert.Equal(t, 3, oldAgent.DroppedCitations)
+	assert.Equal(t, "x", oldAgent.Answer)
+}
+
+func TestActivityLineOfAWarning(t *testing.T) {
+	w := research.Warning{Kind: research.WarningNoResults, Message: "\"q\":\nthe search found no results"}
+	assert.Equal(t, `Warning: "q": the search found no results`, ActivityLine(research.Activity{Kind: research.ActivityWarning, Warning: &w}))
+	assert.Empty(t, ActivityLine(research.Activity{Kind: research.ActivityWarning}))
 }

@@ -12,10 +12,10 @@ import (
 
 // ActivityLine is the timeline line of a research activity, as the CLI
 // prints it and the server streams it: "Queries: …", "Searched …: 6
-// sources (…)", "Reflection 1: not sufficient — gap: …". It is "" for
-// activities that only change what is in progress (searching, reflecting)
-// and for answer tokens. Untrusted text in it (queries, labels, gaps,
-// errors) is folded onto one line and cut.
+// sources (…)", "Reflection 1: not sufficient — gap: …", "Warning: …". It
+// is "" for activities that only change what is in progress (searching,
+// reflecting) and for answer tokens. Untrusted text in it (queries,
+// labels, gaps, errors, warnings) is folded onto one line and cut.
 func ActivityLine(a research.Activity) string {
 	switch a.Kind {
 	case research.ActivityGenerating:
@@ -40,6 +40,10 @@ func ActivityLine(a research.Activity) string {
 		return fmt.Sprintf("Answer: %s cited, %s dropped", Plural(a.Cited, "source", "sources"), Plural(a.Dropped, "citation", "citations"))
 	case research.ActivityFailed:
 		return fmt.Sprintf("%s failed: %s", a.Node, OneLine(nodeErrPrefix.ReplaceAllString(a.Error, ""), 200))
+	case research.ActivityWarning:
+		if a.Warning != nil {
+			return "Warning: " + OneLine(a.Warning.Message, 300)
+		}
 	case research.ActivityReview:
 		return "Waiting for a review of " + Plural(len(a.Queries), "query", "queries") + ": " + QuoteList(a.Queries)
 	}

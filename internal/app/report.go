@@ -12,8 +12,10 @@ import (
 )
 
 // ReportSchema names the JSON report's layout; it changes when a field is
-// removed or changes meaning (adding fields does not).
-const ReportSchema = "deepgraph.research.report/v1"
+// removed or changes meaning (adding fields does not). v2 renamed v1's
+// citations_dropped to dropped_citations, the name of research.Report and
+// of the agent's document.
+const ReportSchema = "deepgraph.research.report/v2"
 
 // ReportDoc is the JSON document of a research run: what research
 // --format json prints, research show reads back and the server sends. The
@@ -29,10 +31,14 @@ type ReportDoc struct {
 	// Sources are the cited sources; Number is the n of [n](url).
 	Sources          []SourceDoc `json:"sources"`
 	SourcesGathered  int         `json:"sources_gathered"`
-	CitationsDropped int         `json:"citations_dropped"`
+	DroppedCitations int         `json:"dropped_citations"`
 	Queries          []string    `json:"queries"`
 	Loops            int         `json:"loops"`
 	Backend          string      `json:"backend"`
+	// Warnings say how the run degraded without failing (research.Warning):
+	// pages refused or unreadable, searches with no results, corpus files
+	// not indexed, an answer based on search snippets only.
+	Warnings []WarningDoc `json:"warnings"`
 	// Models is the model spec per role (query, research, reflection,
 	// answer).
 	Models map[string]string `json:"models"`
@@ -45,6 +51,45 @@ type ReportDoc struct {
 	Incomplete bool `json:"incomplete"`
 	// Error is why the run stopped, when it did not finish.
 	Error string `json:"error,omitempty"`
+}
+
+// UnmarshalJSON reads a report of either schema: v1's citations_dropped
+// (documents stored before v2) becomes DroppedCitations.
+func (d *ReportDoc) UnmarshalJSON(data []byte) error {
+	type plain ReportDoc
+	var v struct {
+		plain
+		oldDropped
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*d = ReportDoc(v.plain)
+	d.DroppedCitations = v.or(d.DroppedCitations)
+	return nil
+}
+
+// oldDropped reads the count of dropped citations by its name before the
+// v2 documents.
+type oldDropped struct {
+	Old *int `json:"citations_dropped"`
+}
+
+// or is n, or the old name's count when the document has only that.
+func (o oldDropped) or(n int) int {
+	if o.Old != nil && n == 0 {
+		return *o.Old
+	}
+	return n
+}
+
+// WarningDoc is a warning of a ReportDoc.
+type WarningDoc struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	Count   int    `json:"count,omitempty"`
+	// Items are a few of the pages (URLs) or files concerned.
+	Items []string `json:"items,omitempty"`
 }
 
 // SourceDoc is a cited source of a ReportDoc.
@@ -110,7 +155,7 @@ func MS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func ResearchDoc(rep *research.Report, models map[string]string, runErr error) ReportDoc {
 	doc := ReportDoc{
 		Schema: ReportSchema, Question: rep.Question, Answer: CleanText(rep.Answer), Markdown: CleanText(rep.Markdown()),
-		Sources: []SourceDoc{}, SourcesGathered: rep.Gathered, CitationsDropped: rep.Dropped, Queries: rep.Queries, Loops: rep.Loops,
+		Sources: []SourceDoc{}, SourcesGathered: rep.Gathered, DroppedCitations: rep.Dropped, Queries: rep.Queries, Loops: rep.Loops,
 		Backend: rep.Backend, Models: models, Usage: usageDocs(rep.Usage), UsageTotal: UsageOf(rep.Usage.Total()),
 		Timings:    TimingsDoc{TotalMS: MS(rep.Timings.Total), Steps: []StepDoc{}},
 		Incomplete: rep.Incomplete || runErr != nil,
@@ -123,6 +168,13 @@ func ResearchDoc(rep *research.Report, models map[string]string, runErr error) R
 	}
 	for i, s := range rep.Sources {
 		doc.Sources = append(doc.Sources, SourceDoc{Number: i + 1, Title: s.Title, URL: s.URL, Label: s.Label})
+	}
+	doc.Warnings = make([]WarningDoc, len(rep.Warnings))
+	for i, w := range rep.Warnings {
+		doc.Warnings[i] = WarningDoc{Kind: string(w.Kind), Message: OneLine(w.Message, 0), Count: w.Count}
+		for _, it := range w.Items {
+			doc.Warnings[i].Items = append(doc.Warnings[i].Items, OneLine(it, 0))
+		}
 	}
 	for _, st := range rep.Timings.Steps {
 		doc.Timings.Steps = append(doc.Timings.Steps, StepDoc{Node: st.Node, Tasks: st.Tasks, MS: MS(st.Duration)})
@@ -138,8 +190,9 @@ func ResearchDocument(rep *research.Report, models map[string]string, runErr err
 	return json.MarshalIndent(ResearchDoc(rep, models, runErr), "", "  ")
 }
 
-// AgentResultSchema names the JSON document of an agent run.
-const AgentResultSchema = "deepgraph.agent.result/v1"
+// AgentResultSchema names the JSON document of an agent run; v2 renamed
+// v1's citations_dropped to dropped_citations.
+const AgentResultSchema = "deepgraph.agent.result/v2"
 
 // AgentDoc is the JSON document of an agent run (research agent --format
 // json, research show, the server).
@@ -152,10 +205,10 @@ type AgentDoc struct {
 	Steps      int               `json:"steps"`
 	// Sources are the sources the answer cites (it ends with them as a
 	// numbered list); SourcesGathered counts the pages the tools returned,
-	// CitationsDropped the citations removed because they named none.
+	// DroppedCitations the citations removed because they named none.
 	Sources          []SourceDoc         `json:"sources"`
 	SourcesGathered  int                 `json:"sources_gathered"`
-	CitationsDropped int                 `json:"citations_dropped"`
+	DroppedCitations int                 `json:"dropped_citations"`
 	Model            string              `json:"model"`
 	Usage            map[string]UsageDoc `json:"usage"`
 	UsageTotal       UsageDoc            `json:"usage_total"`
@@ -166,11 +219,27 @@ type AgentDoc struct {
 	Partial string `json:"partial,omitempty"`
 }
 
+// UnmarshalJSON reads a document of either schema: v1's
+// citations_dropped becomes DroppedCitations.
+func (d *AgentDoc) UnmarshalJSON(data []byte) error {
+	type plain AgentDoc
+	var v struct {
+		plain
+		oldDropped
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*d = AgentDoc(v.plain)
+	d.DroppedCitations = v.or(d.DroppedCitations)
+	return nil
+}
+
 // AgentResultDoc builds the JSON document of an agent run's result.
 func AgentResultDoc(res *nodes.AgentResult, spec string, runErr error) AgentDoc {
 	doc := AgentDoc{Schema: AgentResultSchema, Task: res.Task, Status: res.Status, Answer: CleanText(res.Answer), BestEffort: res.BestEffort,
 		Steps: res.Steps, Model: spec, Usage: usageDocs(res.Usage), UsageTotal: UsageOf(res.Usage.Total()),
-		Sources: []SourceDoc{}, SourcesGathered: res.Gathered, CitationsDropped: res.Dropped, Partial: CleanText(res.Partial)}
+		Sources: []SourceDoc{}, SourcesGathered: res.Gathered, DroppedCitations: res.Dropped, Partial: CleanText(res.Partial)}
 	for i, s := range res.Sources {
 		doc.Sources = append(doc.Sources, SourceDoc{Number: i + 1, Title: s.Title, URL: s.URL, Label: s.Label})
 	}

@@ -333,7 +333,9 @@ export class RunView {
     if (!isAgent) {
       const n = Array.isArray(rep.sources) ? rep.sources.length : 0;
       parts.push(`${plural(n, 'source', 'sources')} cited`);
-      if (Number(rep.citations_dropped)) parts.push(`${plural(rep.citations_dropped, 'citation', 'citations')} dropped`);
+      // dropped_citations; citations_dropped in reports stored before v2.
+      const dropped = rep.dropped_citations ?? rep.citations_dropped;
+      if (Number(dropped)) parts.push(`${plural(dropped, 'citation', 'citations')} dropped`);
       if (Number(rep.loops)) parts.push(plural(rep.loops, 'loop', 'loops'));
     }
     this.summary.textContent = parts.join(' · ');
