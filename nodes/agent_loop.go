@@ -16,27 +16,26 @@ import (
 	"github.com/deepgraph/deepgraph/tools"
 )
 
-// The agent's loop rules.
+// MaxLoopPeriod is the longest cycle of steps the agent's stuck rule
+// catches.
 //
-// Stuck. A step is recorded as what it did and what came of it: its tool
-// calls (names and canonical arguments) with their results, or its text
-// when it made no call. The agent is going round in circles when the last
-// p records, for a period p of 1 to MaxLoopPeriod, equal the p records
-// before them: the same call with the same result twice in a row (p = 1),
-// A B A B (p = 2), up to five different steps repeated in the same order
+// The rule: each step is recorded as what it did and what came of it — its
+// tool calls (names and canonical arguments) with their results, or its
+// text when it made no call. The agent is going round in circles when the
+// last p records, for a period p from 1 to MaxLoopPeriod, equal the p
+// records before them: the same call with the same result twice in a row
+// (p = 1), A B A B (p = 2), up to five steps repeated in the same order
 // with the same results. A call repeated after something changed is not a
 // repeat — view, edit, view sees a different file the second time — and a
-// cycle that changes what its calls return is not one either. (OpenManus
-// compares the assistant's replies alone, so it stops an agent re-reading
-// a file it has just edited, and misses cycles longer than its window.)
+// cycle whose calls return something new each time is not a cycle.
+// (OpenManus compares the model's replies alone: it stops an agent that
+// re-reads a file it has just edited, and misses longer cycles.)
 //
-// Nudge, then stop. The first repeat of an episode adds a message telling
-// the model to change strategy (an AgentEventNudge); a repeat after that
-// nudge, in the same episode, ends the run with AgentStuck. An episode ends
-// when the agent makes progress — a step whose record is new in the run —
-// so a later, unrelated loop gets its own nudge.
-
-// MaxLoopPeriod is the longest cycle of steps the stuck rule catches.
+// The first repeat of an episode adds a message telling the model to
+// change strategy (an AgentEventNudge); a repeat after that nudge, in the
+// same episode, ends the run with AgentStuck. An episode ends when the
+// agent makes progress — a step whose record is new in the run — so a
+// later, unrelated loop gets a nudge of its own.
 const MaxLoopPeriod = 5
 
 // stepRecord identifies a step that made calls: the calls and their

@@ -185,7 +185,7 @@ func sourced() tools.Tool {
 }
 
 func TestAgentFailedRunKeepsItsPartialResult(t *testing.T) {
-	boom := &llm.APIError{Provider: "fake", Status: 500, Message: "overloaded"}
+	boom := &llm.APIError{Provider: "fake", Status: 400, Message: "context too long"}
 	m := fake.New(
 		fake.ToolCalls(fake.ToolCall("fetch", lookupArgs{Key: "go"})).WithTokens(10, 5),
 		fake.Respond(llm.Response{Content: "Go 1.22 changed loop variables [S1]; now checking the spec.",
@@ -217,7 +217,7 @@ func TestFlowAgentExecutorKeepsAFailedRunsPartialResult(t *testing.T) {
 	model := fake.New(
 		fake.Respond(llm.Response{Content: "Looking at the release notes.",
 			ToolCalls: []schemas.ToolCall{fake.ToolCall("fetch", lookupArgs{Key: "notes"})}}),
-		fake.Error(&llm.APIError{Provider: "fake", Status: 500, Message: "overloaded"}),
+		fake.Error(&llm.APIError{Provider: "fake", Status: 400, Message: "context too long"}),
 	)
 	col, err := tools.NewCollection(sourced())
 	require.NoError(t, err)
@@ -236,7 +236,7 @@ func TestFlowAgentExecutorKeepsAFailedRunsPartialResult(t *testing.T) {
 	require.Len(t, res.Steps, 1)
 	step := res.Steps[0]
 	assert.Equal(t, tools.StepBlocked, step.Status)
-	assert.Contains(t, step.Reason, "overloaded")
+	assert.Contains(t, step.Reason, "context too long")
 	assert.Contains(t, step.Output, "Looking at the release notes.", "the partial result is kept")
 	assert.Contains(t, step.Output, `fetch {"key":"notes"}`)
 	require.Len(t, step.Sources, 1)

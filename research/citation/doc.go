@@ -74,9 +74,15 @@
 // instructions cannot make the answer carry its own links or tracking
 // images; it errs on the side of seeing a link (a lax renderer's link is
 // still checked) and repeats its pass until the text is a fixed point,
-// because removing a link can join its neighbours into a new one. Raw HTML
-// is not Markdown link syntax and is left alone: render answers with HTML
-// disabled or sanitised.
+// because removing a link can join its neighbours into a new one. A bare
+// URL that names no gathered source is shown as its host in a code span
+// ("cite http://evil.example/x" → "cite `evil.example`"); a removed prose
+// link keeps its words. Code spans and blocks are left as they are, but
+// only where every renderer surely shows code, so that no link hides from
+// the check in text that a renderer would read as prose. Lookahead is
+// bounded, so the work is linear in the text. Raw HTML is not Markdown link
+// syntax and is left alone: render answers with HTML disabled or
+// sanitised. SourcesList escapes titles and encodes URLs.
 //
 // # Parity with the reference
 //

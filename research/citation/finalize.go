@@ -52,8 +52,14 @@ const maxPasses = 8
 // Gathered sources whose URL is not an absolute http, https or file URL,
 // or is itself a short URL, cannot be restored: citations of them are
 // dropped. When two sources share a short URL, the first gathered wins.
-// Bare URLs outside links, e-mail autolinks and raw HTML are left as they
-// are.
+//
+// A removed link written as prose keeps its text: "See [the spec](…) for
+// details" becomes "See the spec for details"; a removed citation (a short
+// URL, a number, a source label, an image) goes whole. Every other bare URL
+// outside code is a gathered source's citation or is replaced by its host
+// in a code span, counted in Dropped (see bareurl.go). Code spans and code
+// blocks are left as they are (see code.go). E-mail addresses and raw HTML
+// tags are text. The work is linear in the length of the answer.
 func Finalize(answer string, gathered []Source) Result {
 	return finalize(answer, gathered, maxPasses)
 }
@@ -151,11 +157,15 @@ type index struct {
 	links   []string       // renderURL of each source's URL
 	byShort map[string]int // canonical short URL → sources index
 	byURL   map[string]int // real URL, and its rendered form → sources index
+	labels  map[string]bool
 }
 
 func newIndex(gathered []Source) *index {
-	ix := &index{byShort: map[string]int{}, byURL: map[string]int{}}
+	ix := &index{byShort: map[string]int{}, byURL: map[string]int{}, labels: map[string]bool{}}
 	for _, s := range gathered {
+		if s.Label != "" {
+			ix.labels[strings.ToLower(cleanLabel(s.Label))] = true
+		}
 		if !restorable(s.URL) {
 			continue
 		}
@@ -252,8 +262,8 @@ func isIDByte(c byte) bool {
 }
 
 // renderURL writes a URL so it can be a Markdown link destination: spaces,
-// control characters and angle brackets are percent-encoded, and so are
-// parentheses unless they are balanced.
+// control characters, angle brackets, backslashes and backticks are
+// percent-encoded, and so are parentheses unless they are balanced.
 func renderURL(u string) string {
 	balanced, depth := true, 0
 	for i := 0; i < len(u) && balanced; i++ {
@@ -270,7 +280,7 @@ func renderURL(u string) string {
 	for i := 0; i < len(u); i++ {
 		c := u[i]
 		switch {
-		case c <= ' ' || c == 0x7f || c == '<' || c == '>' || (!balanced && (c == '(' || c == ')')):
+		case c <= ' ' || c == 0x7f || c == '<' || c == '>' || c == '\\' || c == '`' || (!balanced && (c == '(' || c == ')')):
 			b.WriteByte('%')
 			b.WriteByte("0123456789ABCDEF"[c>>4])
 			b.WriteByte("0123456789ABCDEF"[c&15])
@@ -287,6 +297,8 @@ type pass struct {
 	src     string
 	doc     *doc        // src, for looking ahead
 	closeOf map[int]int // '[' position → matching ']' position
+	codeEnd map[int]int // start → end of each code region
+	anchors []anchor    // removed links whose text is being kept
 	defs    map[string]*definition
 	out     []byte
 	number  map[int]int // source index → citation number
@@ -295,6 +307,12 @@ type pass struct {
 	// lastID and lastEnd are the source and out length of the last citation
 	// written, to collapse repeats.
 	lastID, lastEnd int
+}
+
+// anchor is a removed link whose text stays: when the scan reaches close,
+// it goes on at end, and tidies up if the text was empty.
+type anchor struct {
+	close, end, outLen int
 }
 
 // definition is a reference or footnote definition line.
@@ -307,7 +325,12 @@ func finalizePass(text string, ix *index) Result {
 	p := &pass{ix: ix, number: map[int]int{}, lastID: -1}
 	p.src = p.takeDefinitions(text)
 	p.doc = newDoc(p.src)
-	p.closeOf = matchBrackets(p.src)
+	code := codeRegions(p.src)
+	p.codeEnd = make(map[int]int, len(code))
+	for _, c := range code {
+		p.codeEnd[c.start] = c.end
+	}
+	p.closeOf = matchBrackets(p.src, code)
 	p.out = make([]byte, 0, len(p.src))
 	p.scan()
 	for _, d := range p.defs {
@@ -330,7 +353,17 @@ func (p *pass) takeDefinitions(text string) string {
 		return text
 	}
 	var b strings.Builder
+	blocks, at := codeBlocks(text), 0
 	for line := range strings.SplitAfterSeq(text, "\n") {
+		start := at
+		at += len(line)
+		for len(blocks) > 0 && blocks[0].end <= start {
+			blocks = blocks[1:]
+		}
+		if len(blocks) > 0 && blocks[0].start <= start {
+			b.WriteString(line) // in a code block
+			continue
+		}
 		label, targets, ok := parseDefinition(line)
 		if !ok {
 			b.WriteString(line)
@@ -383,11 +416,17 @@ func refKey(label string) string {
 	return strings.ToLower(strings.Join(strings.Fields(label), " "))
 }
 
-// matchBrackets pairs square brackets, paragraph by paragraph.
-func matchBrackets(s string) map[int]int {
+// matchBrackets pairs square brackets, paragraph by paragraph; brackets in
+// code do not count.
+func matchBrackets(s string, code []span) map[int]int {
 	m := map[int]int{}
 	var stack []int
 	for i := 0; i < len(s); i++ {
+		if len(code) > 0 && i == code[0].start {
+			i = code[0].end - 1
+			code = code[1:]
+			continue
+		}
 		switch s[i] {
 		case '[':
 			stack = append(stack, i)
@@ -421,6 +460,22 @@ func blankLineFollows(s string, i int) bool {
 func (p *pass) scan() {
 	s := p.src
 	for i := 0; i < len(s); {
+		if n := len(p.anchors); n > 0 && i >= p.anchors[n-1].close {
+			a := p.anchors[n-1]
+			p.anchors = p.anchors[:n-1]
+			if i == a.close {
+				i = a.end
+				if len(p.out) == a.outLen {
+					i = p.tidy(i) // the text was empty
+				}
+			}
+			continue
+		}
+		if end, ok := p.codeEnd[i]; ok {
+			p.out = append(p.out, s[i:end]...)
+			i = end
+			continue
+		}
 		c := s[i]
 		switch {
 		case c == '!' && i+1 < len(s) && s[i+1] == '[':
@@ -469,26 +524,28 @@ func isDelim(c byte) bool {
 	return false
 }
 
-// word handles the run of non-delimiters at i: a short-URL token if it
-// contains the host path, else plain text.
+// word handles the run of non-delimiters at i: plain text with the bare
+// URLs in it (see bareURL).
 func (p *pass) word(i int) int {
 	s := p.src
 	j := i
 	for j < len(s) && !isDelim(s[j]) {
 		j++
 	}
-	w := s[i:j]
-	if indexFold(w, shortHostPath) < 0 {
-		p.out = append(p.out, w...)
-		return j
+	var f urlFinder
+	for i < j {
+		start, end, ok := f.next(s[:j], i)
+		if !ok {
+			break
+		}
+		p.out = append(p.out, s[i:start]...)
+		i = p.bareURL(start, end)
 	}
-	// Trailing sentence punctuation is not part of the token.
-	tok := strings.TrimRight(w, ".,;:?*_~")
-	if indexFold(tok, shortHostPath) < 0 {
-		tok = w
+	if i < j {
+		p.out = append(p.out, s[i:j]...)
+		i = j
 	}
-	end := i + len(tok)
-	return p.cite(end, []string{tok})
+	return i
 }
 
 // bracket handles a '[' at open (start is open, or the '!' of an image):
@@ -504,10 +561,10 @@ func (p *pass) bracket(start, open int) (int, bool) {
 	after := close + 1
 	if after < len(s) && s[after] == '(' {
 		if targets, end, ok := inlineTargets(p.doc, after); ok {
-			return p.cite(end, targets), true
+			return p.link(start, open, close, end, targets), true
 		}
 	}
-	if p.defs != nil {
+	if p.defs != nil && close-open <= maxRefLabel {
 		ref, end := "", after
 		if after < len(s) && s[after] == '[' {
 			if c2, ok := p.closeOf[after]; ok {
@@ -519,17 +576,40 @@ func (p *pass) bracket(start, open int) (int, bool) {
 		} else {
 			ref = label
 		}
-		if d, ok := p.defs[refKey(ref)]; ok && ref != "" {
+		if d, ok := p.defs[refKey(ref)]; ok && ref != "" && len(ref) <= maxRefLabel {
 			d.used = true
-			return p.cite(end, d.targets), true
+			return p.link(start, open, close, end, d.targets), true
 		}
 	}
-	if start == open {
+	if start == open && close-open <= maxGroup && p.doc.index(open+1, "[]\n") == close {
 		if targets, ok := groupTargets(label); ok {
 			return p.cite(after, targets), true
 		}
 	}
 	return 0, false
+}
+
+// maxGroup bounds the length of a bracket of several short URLs, and
+// maxParenDepth the parentheses nested in a link destination (CommonMark
+// allows 32), so that no bracket looks far ahead.
+const (
+	maxGroup      = 4096
+	maxParenDepth = 32
+	maxRefLabel   = 999 // CommonMark's longest link label
+)
+
+// link handles a link whose text is src[open+1:close] and which ends at
+// end: a citation when a target is known; else, for a link written as
+// prose (not an image, not a short URL, text that is no citation number or
+// source label), the targets are dropped and the text stays, scanned like
+// the rest; any other link goes whole.
+func (p *pass) link(start, open, close, end int, targets []string) int {
+	if start != open || !p.ix.prose(p.src[open+1:close], targets) {
+		return p.cite(end, targets)
+	}
+	p.dropped += len(targets)
+	p.anchors = append(p.anchors, anchor{close: close, end: end, outLen: len(p.out)})
+	return open + 1
 }
 
 // inlineTargets parses the "(destination "title")" of an inline link at
@@ -545,27 +625,41 @@ func inlineTargets(d *doc, open int) ([]string, int, bool) {
 			return []string{s[i+1 : j-1]}, end, true
 		}
 	}
+	// The destination ends at a space or an unbalanced ')'; jump from
+	// parenthesis to parenthesis.
 	depth, j := 0, i
 loop:
-	for ; j < len(s); j++ {
-		switch c := s[j]; {
-		case c == '(':
+	for {
+		j = d.index(j, "() \t\n\r\f")
+		if j < 0 {
+			j = len(s)
+			break
+		}
+		switch s[j] {
+		case '(':
 			depth++
-		case c == ')':
+			if depth > maxParenDepth {
+				j = -1
+				break loop
+			}
+		case ')':
 			if depth == 0 {
 				break loop
 			}
 			depth--
-		case isSpace(c):
+		default:
 			break loop
 		}
+		j++
 	}
-	if end, ok := linkEnd(d, j); ok {
-		return []string{s[i:j]}, end, true
+	if j >= 0 {
+		if end, ok := linkEnd(d, j); ok {
+			return []string{s[i:j]}, end, true
+		}
 	}
 	// Several destinations: "(short1, short2)".
 	k := d.index(open, ")")
-	if k < 0 {
+	if k < 0 || k-open > maxGroup {
 		return nil, 0, false
 	}
 	if targets, ok := groupTargets(s[open+1 : k]); ok {
@@ -671,7 +765,7 @@ func groupTargets(content string) ([]string, bool) {
 func (p *pass) parenGroup(open int) (int, bool) {
 	s := p.src
 	j := p.doc.index(open+1, "()\n")
-	if j < 0 || s[j] != ')' {
+	if j < 0 || s[j] != ')' || j-open > maxGroup {
 		return 0, false
 	}
 	targets, ok := groupTargets(s[open+1 : j])

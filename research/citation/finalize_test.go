@@ -92,7 +92,7 @@ func TestFinalize(t *testing.T) {
 			name:        "link to an ungathered real URL",
 			answer:      "Read [this](https://evil.example/steal?x=1) now. Fact [c](https://vertexaisearch.cloud.google.com/id/0-0).",
 			gathered:    gathered,
-			wantText:    "Read now. Fact [1](" + urlC + ").",
+			wantText:    "Read this now. Fact [1](" + urlC + ").",
 			wantSources: []Source{c},
 			wantDropped: 1,
 		},
@@ -323,9 +323,9 @@ func TestFinalizeFallback(t *testing.T) {
 	require.NotEqual(t, finalizePass(in, newIndex(gathered)).Text, finalizePass(finalizePass(in, newIndex(gathered)).Text, newIndex(gathered)).Text,
 		"the input must need more than one pass")
 	got := finalize(in, gathered, 1)
-	assert.Equal(t, "a(https://evil.example/) [1]("+urlA+") done", got.Text)
+	assert.Equal(t, "ax(`evil.example`) [1]("+urlA+") done", got.Text)
 	assert.Equal(t, []Source{src("a", 1, 1, urlA)}, got.Sources)
-	assert.Equal(t, 1, got.Dropped)
+	assert.Equal(t, 2, got.Dropped)
 	again := Finalize(got.Text, gathered)
 	assert.Equal(t, got.Text, again.Text)
 	assert.Zero(t, again.Dropped)

@@ -116,19 +116,43 @@ func FuzzFinalize(f *testing.F) {
 		"([https://vertexaisearch.cloud.google.com/id/1-1; https://vertexaisearch.cloud.google.com/id/0-0]) vertexaisearch.cloud.goo[x](y)gle.com/id/1-1",
 		"HTTPS://VERTEXAISEARCH.CLOUD.GOOGLE.COM/ID/1-1 [b](https://b.example/y_(z)) [c](https://c.example/p%20q)",
 		"[a](https://vertexaisearch.cloud.google.com/id/1-1, https://vertexaisearch.cloud.google.com/id/1-10) 中文 [x](https://x.example/)。",
+		// Issue 12: bare URLs, CJK boundaries, anchor text, code.
+		"cite http://evil.example/ and www.evil.example/x",
+		"东京是首都https://vertexaisearch.cloud.google.com/id/1-1。人口很多。",
+		"„https://vertexaisearch.cloud.google.com/id/1-1“ （https://evil.example/）「www.evil.example」",
+		"See [the Go spec](https://invented.example/) for details",
+		"`[x](https://evil.example/)` [click](https://evil.example/`)` x\n```\n[a](https://evil.example/)\n```\n",
+		"- item\n\n    [x](https://evil.example/)\n\n    code https://evil.example/",
+		"[[[[(((" + "[a]((((" + "![a](" + "[x](y",
 	} {
 		f.Add(seed)
 	}
 	rendered := map[string]bool{}
+	var alts []string
 	for _, s := range fuzzGathered {
 		rendered[renderURL(s.URL)] = true
+		alts = append(alts, regexp.QuoteMeta(renderURL(s.URL)))
 	}
+	citationRe := regexp.MustCompile(`\[\d+\]\((?:` + strings.Join(alts, "|") + `)\)`)
 	f.Fuzz(func(t *testing.T, answer string) {
 		res := Finalize(answer, fuzzGathered)
 		assert.GreaterOrEqual(t, res.Dropped, 0)
-		assert.NotContains(t, asciiLower(res.Text), shortHostPath, "a short-URL token survived")
-		for _, m := range simpleLink.FindAllStringSubmatch(res.Text, -1) {
+		prose := outsideCode(res.Text)
+		assert.NotContains(t, asciiLower(prose), shortHostPath, "a short-URL token survived")
+		for _, m := range simpleLink.FindAllStringSubmatch(prose, -1) {
 			assert.True(t, rendered[m[1]], "link to %q, which was not gathered", m[1])
+		}
+		// Every URL outside code is a gathered source's citation.
+		bare := citationRe.ReplaceAllString(prose, " ")
+		var f urlFinder
+		if start, end, ok := f.next(bare, 0); ok {
+			t.Errorf("bare URL %q in the output", bare[start:end])
+		}
+		// Text is only ever removed where a citation was dropped or
+		// rewritten: with nothing dropped and no link or URL in the
+		// answer, it comes out as it went in.
+		if res.Dropped == 0 && len(res.Sources) == 0 && !strings.ContainsAny(answer, "[]<>") && !strings.Contains(answer, "//") && indexFold(answer, "www.") < 0 {
+			assert.Equal(t, answer, res.Text)
 		}
 		urls := map[string]bool{}
 		for _, s := range res.Sources {
@@ -163,6 +187,19 @@ func FuzzFromLabels(f *testing.F) {
 			assert.True(t, utf8.ValidString(text))
 		}
 	})
+}
+
+// outsideCode is s without its code regions.
+func outsideCode(s string) string {
+	var b strings.Builder
+	from := 0
+	for _, c := range codeRegions(s) {
+		b.WriteString(s[from:c.start])
+		b.WriteByte(' ')
+		from = c.end
+	}
+	b.WriteString(s[from:])
+	return b.String()
 }
 
 func asciiLower(s string) string {

@@ -5,26 +5,40 @@ import (
 	"strings"
 )
 
-// maxLabelGroup bounds the length of a bracket that may hold source labels.
-const maxLabelGroup = 256
+// maxLabelGroup bounds the length of a bracket that may hold source labels,
+// and maxLinkTarget the link target a model may have added to one.
+const (
+	maxLabelGroup = 256
+	maxLinkTarget = 2048
+)
 
 // FromLabels converts a summary that cites its sources by label — S1 for
 // sources[0], S2 for sources[1], … — into the marker form Gemini's
 // grounding produces, " [label](short URL)", so that later steps see one
 // format whatever the back end.
 //
-// A citation is a bracket holding only labels: [S1], [S2, S5], [S2; S5],
-// [S2 and S5], [S1-S3] (a range), (S4), 【S1】; [S1][S3] is two. Labels are
-// case-insensitive. A bracket the model turned into a link, [S1](…), loses
-// its link target. Labels naming no source are removed, and a bracket left
-// with none is removed with the space before it; a bare S1 outside brackets
-// is ordinary text. It returns the converted text and the sources cited, in
-// order of first citation, each once.
+// A citation is a square bracket holding only labels, as the prompts ask:
+// [S1], [S2, S5], [S2; S5], [S2 and S5], [S1-S3] (a range), and the
+// full-width 【S1】 that models write in CJK text; [S1][S3] is two. Labels
+// are case-insensitive. A bracket the model turned into a link, [S1](…),
+// loses its link target. Labels naming no source are removed, and a bracket
+// left with none is removed with the space before it. Anything else is
+// ordinary text: a bare S1, a parenthesised (S2) (a model name, "the (S2)
+// region"), and labels in code spans and code blocks. It returns the
+// converted text and the sources cited, in order of first citation, each
+// once.
 func FromLabels(summary string, sources []Source) (string, []Source) {
 	out := make([]byte, 0, len(summary)+64)
 	var used []Source
 	seen := map[int]bool{}
+	code := codeRegions(summary)
 	for i := 0; i < len(summary); {
+		if len(code) > 0 && i == code[0].start {
+			out = append(out, summary[i:code[0].end]...)
+			i = code[0].end
+			code = code[1:]
+			continue
+		}
 		close, width, ok := labelGroup(summary, i)
 		if !ok {
 			out = append(out, summary[i])
@@ -34,7 +48,7 @@ func FromLabels(summary string, sources []Source) (string, []Source) {
 		nums := labelNumbers(summary[i+width : close])
 		end := close + closerWidth(summary, close)
 		if summary[i] == '[' && end < len(summary) && summary[end] == '(' {
-			if j := strings.IndexAny(summary[end:], ")\n"); j > 0 && summary[end+j] == ')' {
+			if j := strings.IndexAny(summary[end:min(len(summary), end+maxLinkTarget)], ")\n"); j > 0 && summary[end+j] == ')' {
 				end += j + 1
 			}
 		}
@@ -65,7 +79,7 @@ func FromLabels(summary string, sources []Source) (string, []Source) {
 			continue
 		}
 		m := strings.Join(markers, "")
-		if len(out) == 0 || out[len(out)-1] == '\n' {
+		if len(out) == 0 || out[len(out)-1] == '\n' || out[len(out)-1] == '(' || out[len(out)-1] == '[' {
 			m = m[1:]
 		}
 		out = append(out, m...)
@@ -81,8 +95,6 @@ func labelGroup(s string, i int) (int, int, bool) {
 	switch {
 	case s[i] == '[':
 		opener, closer = "[", "]"
-	case s[i] == '(':
-		opener, closer = "(", ")"
 	case strings.HasPrefix(s[i:], "【"):
 		opener, closer = "【", "】"
 	default:

@@ -50,7 +50,7 @@ func TestFromLabels(t *testing.T) {
 		{"list", "Fact [S2, S5].", "Fact" + m(1) + m(4) + ".", []int{1, 4}},
 		{"semicolons and and", "Fact [S2; S3 and S1].", "Fact" + m(1) + m(2) + m(0) + ".", []int{1, 2, 0}},
 		{"adjacent", "Fact [S1][S3].", "Fact" + m(0) + m(2) + ".", []int{0, 2}},
-		{"parentheses", "Fact (S4).", "Fact" + m(3) + ".", []int{3}},
+		{"parentheses are prose", "Fact (S4).", "Fact (S4).", nil},
 		{"range", "Fact [S2-S4].", "Fact" + m(1) + m(2) + m(3) + ".", []int{1, 2, 3}},
 		{"en-dash range", "Fact [S2–4].", "Fact" + m(1) + m(2) + m(3) + ".", []int{1, 2, 3}},
 		{"lower case", "Fact [s2].", "Fact" + m(1) + ".", []int{1}},

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -95,6 +96,13 @@ func boundary(s string, i int) int {
 // SourcesList renders sources as the numbered Markdown list that ends a
 // report or an answer — "## Sources" and one "n. [title](url)" line each,
 // numbered as Finalize numbered them — or "" when there are none.
+//
+// Titles come from web pages: each is put on one line, and the characters
+// that Markdown or HTML would read (\ ` * _ [ ] < > &) are escaped, so a
+// title can neither end its link early nor carry a tag. URLs are written
+// as link destinations that cannot end early (spaces, backslashes,
+// backticks, angle brackets and unbalanced parentheses percent-encoded).
+// A URL that is not http, https or file is shown as code, not linked.
 func SourcesList(sources []Source) string {
 	if len(sources) == 0 {
 		return ""
@@ -103,18 +111,52 @@ func SourcesList(sources []Source) string {
 	b.WriteString("## Sources\n\n")
 	for i, s := range sources {
 		title := s.Title
-		if title == "" {
+		if strings.TrimSpace(title) == "" {
 			title = s.Label
 		}
-		if title == "" {
+		if strings.TrimSpace(title) == "" {
 			title = s.URL
 		}
 		b.WriteString(strconv.Itoa(i + 1))
-		b.WriteString(". [")
-		b.WriteString(strings.NewReplacer("[", `\[`, "]", `\]`, "\n", " ").Replace(title))
+		b.WriteString(". ")
+		if !restorable(s.URL) {
+			b.WriteString(escapeTitle(title))
+			b.WriteString(" (`")
+			b.WriteString(strings.Map(func(r rune) rune {
+				if r == '`' || unicode.IsControl(r) {
+					return -1
+				}
+				return r
+			}, s.URL))
+			b.WriteString("`)\n")
+			continue
+		}
+		b.WriteString("[")
+		b.WriteString(escapeTitle(title))
 		b.WriteString("](")
-		b.WriteString(s.URL)
+		b.WriteString(renderURL(s.URL))
 		b.WriteString(")\n")
+	}
+	return b.String()
+}
+
+// escapeTitle makes untrusted text safe as Markdown link text: one line,
+// single spaces, control characters gone, and \ ` * _ [ ] < > &
+// backslash-escaped.
+func escapeTitle(t string) string {
+	t = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) && !unicode.IsSpace(r) {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(t, ""))
+	t = strings.Join(strings.Fields(t), " ")
+	var b strings.Builder
+	for i := 0; i < len(t); i++ {
+		if strings.IndexByte("\\`*_[]<>&", t[i]) >= 0 {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(t[i])
 	}
 	return b.String()
 }
