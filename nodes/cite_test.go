@@ -94,7 +94,8 @@ func TestAgentAnswerWithoutSourcesLosesInventedLinks(t *testing.T) {
 	assert.NotContains(t, res.Answer, "made.up")
 	assert.NotContains(t, res.Answer, "[S1]")
 	assert.NotContains(t, res.Answer, "## Sources")
-	assert.Equal(t, 2, res.Dropped, "the invented link and label")
+	assert.NotContains(t, res.Answer, "https://example.com/x", "a bare URL not gathered is shown as its host")
+	assert.Equal(t, 3, res.Dropped, "the invented link, the bare URL and the label")
 	assert.Empty(t, res.Sources)
 }
 
