@@ -102,6 +102,8 @@ type Agent struct {
 	AllowExec bool
 	// MaxSteps bounds the agent's think steps.
 	MaxSteps int
+	// ToolTimeout bounds one tool call (python_execute and bash included).
+	ToolTimeout time.Duration
 	// Tools restricts the tools offered to the model; empty means all that
 	// are available.
 	Tools []string

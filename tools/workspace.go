@@ -33,9 +33,26 @@ var systemTops = []string{
 	"/private", "/private/var", "/private/tmp", "/snap", "/nix",
 }
 
-// CheckWorkspace reports whether dir may be a workspace. It refuses, with
-// an error wrapping ErrUnsafeWorkspace that says why and what to pass
-// instead: a file-system root; the system directories (/etc, /usr/bin,
+// WorkspaceError is the error of CheckWorkspace: Dir may not be a
+// workspace because of What it is. It matches ErrUnsafeWorkspace.
+type WorkspaceError struct {
+	Dir  string // as given
+	What string // "a file-system root", "your home directory", "a system directory", "a directory in /etc, a system directory"…
+}
+
+// Error says what Dir is, why that is refused and what to pass instead.
+func (e *WorkspaceError) Error() string {
+	return fmt.Sprintf("%v: %s is %s: the tools may create, change and, with code execution, run anything in it; "+
+		"pass a project directory instead, such as a new directory for the task (mkdir ~/agent-work; --workspace ~/agent-work)",
+		ErrUnsafeWorkspace, e.Dir, e.What)
+}
+
+// Unwrap returns ErrUnsafeWorkspace.
+func (e *WorkspaceError) Unwrap() error { return ErrUnsafeWorkspace }
+
+// CheckWorkspace reports whether dir may be a workspace. It refuses, with a
+// *WorkspaceError (matching ErrUnsafeWorkspace) that says why and what to
+// pass instead: a file-system root; the system directories (/etc, /usr/bin,
 // /boot, /dev, /proc, /sys, /lib… and everything under them); the top
 // directories that hold everyone's files (/usr, /var, /home, /tmp, /opt…,
 // though their subdirectories are fine); and the user's home directory
@@ -55,32 +72,33 @@ func CheckWorkspace(dir string) error {
 	if h, err := os.UserHomeDir(); err == nil && h != "" {
 		home = filepath.Clean(h)
 	}
-	const instead = "pass a project directory instead, such as a new directory for the task (mkdir ~/agent-work; --workspace ~/agent-work)"
 	for _, p := range paths {
-		var why string
+		var what string
 		switch {
 		case filepath.Dir(p) == p:
-			why = "is a file-system root"
+			what = "a file-system root"
 		case home != "" && (p == home || sameFile(p, home)):
-			why = "is your home directory, which holds all your files"
+			what = "your home directory"
 		default:
 			for _, top := range systemTops {
 				if p == top {
-					why = fmt.Sprintf("is %s, a system directory that holds everyone's files", top)
+					what = "a system directory that holds everyone's files"
 				}
 			}
 			for _, tree := range systemTrees {
-				if _, ok := within(tree, p); ok {
-					why = fmt.Sprintf("is in %s, a system directory", tree)
+				if p == tree {
+					what = "a system directory"
+				} else if _, ok := within(tree, p); ok {
+					what = fmt.Sprintf("a directory in %s, a system directory", tree)
 				}
 			}
 		}
-		if why != "" {
+		if what != "" {
 			shown := dir
 			if p != filepath.Clean(abs) {
 				shown = fmt.Sprintf("%s (%s)", dir, p)
 			}
-			return fmt.Errorf("%w: %s %s: the tools may create, change and, with code execution, run anything in it; %s", ErrUnsafeWorkspace, shown, why, instead)
+			return &WorkspaceError{Dir: shown, What: what}
 		}
 	}
 	return nil

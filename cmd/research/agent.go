@@ -33,17 +33,24 @@ str_replace_editor (confined to the workspace), planning, ask_human (when
 stdin is a terminal), terminate — and python_execute and bash only with
 --allow-exec. --tools narrows the set.
 
-The workspace is --workspace DIR (it must exist; your home directory and /
-are refused), or else a new temporary directory, which is kept after the run
-and printed. SECURITY: python_execute and bash run model-written code as you,
+The workspace is --workspace DIR (it must exist; file-system roots, system
+directories such as /etc or /usr, and your home directory itself are
+refused), or else a new temporary directory, which is kept after the run and
+printed. SECURITY: python_execute and bash run model-written code as you,
 with your files and network. They run in the workspace with a scrubbed
-environment and are killed with their process group, but they are NOT a
+environment and are killed with their process group (on Linux also the
+processes that left it but kept its environment), but they are NOT a
 sandbox; use them in a container or VM for untrusted tasks.
 
-Exit status: 0 the task is done; 1 the run failed; 2 configuration or usage
-error; 3 the agent gave up (terminate with failure); 4 the step limit was
-reached (a best-effort answer is printed); 5 the agent was stuck repeating
-itself; 130 interrupted.`,
+--timeout bounds the whole run (what the agent had done is printed, and the
+exit status is 1); --tool-timeout bounds each tool call (the model is told the
+call did not finish). --format json prints the run's JSON document instead of
+the answer, also when the run fails (incomplete, with its error).
+
+Exit status: 0 the task is done; 1 the run failed or timed out; 2
+configuration or usage error; 3 the agent gave up (terminate with failure); 4
+the step limit was reached (a best-effort answer is printed); 5 the agent was
+stuck repeating itself; 130 interrupted.`,
 		Example: `  research agent "Summarise the three latest Go releases into notes.md" --workspace ./notes
   research agent --allow-exec --tools str_replace_editor,python_execute,terminate "Plot …"`,
 		Args: cobra.ArbitraryArgs,
@@ -123,6 +130,12 @@ func (c *cli) resumeAgent(ctx context.Context, cfg *config.Config, setup *app.Ag
 func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.AgentSetup, st *app.Store, tr *app.Tracker,
 	start func(context.Context, func(nodes.AgentEvent), ...graph.RunOption) (*nodes.AgentResult, error)) error {
 	began := time.Now()
+	runCtx := ctx
+	if cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeoutCause(ctx, cfg.Timeout, errRunTimeout)
+		defer cancel()
+	}
 	ws := setup.Workspace
 	if setup.TempWorkspace {
 		ws += " (new; kept after the run)"
@@ -143,19 +156,20 @@ func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.Age
 	if tr != nil {
 		steps.progress = func() { tr.Progress(ctx, tr.Run.Tokens, tr.Run.Calls) }
 	}
-	res, runErr := start(ctx, steps.observe)
+	res, runErr := start(runCtx, steps.observe)
 	for res != nil && res.Waiting != nil && errors.Is(runErr, graph.ErrInterrupted) && c.canAsk() {
-		line, err := c.ask(ctx, "question from the agent", res.Waiting.Question)
+		line, err := c.ask(runCtx, "question from the agent", res.Waiting.Question)
 		if err != nil {
 			if !errors.Is(err, errNoAnswer) {
 				runErr = err
 			}
 			break
 		}
-		res, runErr = start(ctx, steps.observe, graph.Answer(line))
+		res, runErr = start(runCtx, steps.observe, graph.Answer(line))
 	}
 	c.console.stop()
-	o := outcomeOf(ctx, ctx, runErr)
+	o := outcomeOf(ctx, runCtx, runErr)
+	o.timeout = cfg.Timeout
 	var doc []byte
 	if res != nil {
 		recordUsage(tr, res.Usage)
@@ -164,19 +178,30 @@ func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.Age
 	if err := tr.Finish(ctx, o.status, o.why(c, runErr), doc); err != nil {
 		c.console.errorLine("warning: " + err.Error())
 	}
+	paused := o.status == runstore.StatusNeedsInput && res != nil && res.Waiting != nil
+	if runErr != nil && res != nil && !paused {
+		// What the stopped run had done, so it is not lost: its JSON
+		// document (incomplete, with its error), or its partial answer.
+		var err error
+		switch {
+		case cfg.Format == config.FormatJSON:
+			err = c.output(string(doc) + "\n")
+		case res.Partial != "":
+			err = c.output(strings.TrimRight(cleanText(res.Partial), "\n") + "\n")
+		}
+		if err != nil {
+			c.console.errorLine("warning: " + err.Error())
+		}
+	}
 	switch {
 	case o.interrupted:
 		return &exitError{code: exitInterrupted, err: errInterrupted}
-	case o.status == runstore.StatusNeedsInput && res != nil && res.Waiting != nil:
+	case o.timedOut:
+		return &exitError{code: exitFailed, err: fmt.Errorf("the agent did not finish within the timeout of %s (timeout); what it had done is above", cfg.Timeout)}
+	case paused:
 		c.pausedForQuestion(tr.Run.ID, res.Waiting)
 		return &exitError{code: exitNeedsInput}
 	case runErr != nil:
-		if res != nil && res.Partial != "" && cfg.Format != config.FormatJSON {
-			// What the failed run had done, so it is not lost.
-			if err := c.output(strings.TrimRight(cleanText(res.Partial), "\n") + "\n"); err != nil {
-				c.console.errorLine("warning: " + err.Error())
-			}
-		}
 		return runErr
 	}
 	tot := res.Usage.Total()

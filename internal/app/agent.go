@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/deepgraph/deepgraph/config"
 	"github.com/deepgraph/deepgraph/graph"
@@ -75,7 +77,11 @@ func (a *AgentSetup) Close() {
 //   - fetch_page behind the SSRF guard (allow_private_urls opens private
 //     addresses);
 //   - str_replace_editor confined to the workspace: agent.workspace, or a
-//     new temporary directory; the user's home directory and / are refused;
+//     new temporary directory; file-system roots, system directories and
+//     the user's home directory itself are refused (tools.CheckWorkspace);
+//   - every tool call bounded by agent.tool_timeout (python_execute and
+//     bash killed with what they started), but ask_human and deep_research,
+//     which the caller bounds with the run;
 //   - python_execute and bash only with agent.allow_exec;
 //   - deep_research, the deep-search graph, when the configuration makes a
 //     research run (models and a back end);
@@ -111,7 +117,7 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 
 	opts := tools.DefaultOptions{
 		Editor: tools.EditorOptions{Workspace: ws},
-		Exec:   tools.ExecOptions{AllowExec: cfg.Agent.AllowExec, Workspace: ws, Logger: aio.Logger},
+		Exec:   tools.ExecOptions{AllowExec: cfg.Agent.AllowExec, Workspace: ws, Timeout: toolTimeout(cfg), Logger: aio.Logger},
 	}
 	if s, closeFn, err := agentSearcher(ctx, cfg, aio.Logger); err != nil {
 		return nil, err
@@ -152,14 +158,19 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 				"names of available tools: "+strings.Join(all.Names(), ", "), errors.Unwrap(err))}
 		}
 	}
+	set = set.WithCallTimeout(toolTimeout(cfg))
 	mcpSet, err := OpenMCP(ctx, cfg, aio.Logger)
 	if err != nil {
 		return nil, err
 	}
 	setup.closers = append(setup.closers, mcpSet.Close)
 	setup.MCP = mcpSet
+	dynamic := mcpSet.Dynamic()
+	for i, d := range dynamic {
+		dynamic[i] = &boundedDynamic{inner: d, timeout: toolTimeout(cfg)}
+	}
 	agent, err := nodes.NewAgent(nodes.AgentConfig{Model: model, Tools: set, MaxSteps: cfg.Agent.MaxSteps, TextMode: cfg.Agent.TextMode,
-		Checkpointer: aio.Checkpointer, Dynamic: mcpSet.Dynamic()})
+		Checkpointer: aio.Checkpointer, Dynamic: dynamic})
 	if err != nil {
 		return nil, &setupError{fmt.Errorf("agent: %w", err)}
 	}
@@ -190,6 +201,9 @@ func (a *AgentSetup) addResearch(ctx context.Context, cfg *config.Config, aio Ag
 	if err != nil {
 		return nil, &setupError{fmt.Errorf("deep_research: %w", err)}
 	}
+	// A deep-research run takes minutes by design; --timeout bounds it
+	// with the whole run.
+	tool = tools.WithTimeout(tool, 0)
 	// Before terminate, which stays last.
 	ts := all.Tools()
 	ts = append(ts[:len(ts)-1:len(ts)-1], tool, ts[len(ts)-1])
@@ -230,8 +244,7 @@ func agentSearcher(ctx context.Context, cfg *config.Config, logger *slog.Logger)
 }
 
 // workspace returns the agent's workspace: the configured directory (which
-// must exist, and may not be the home directory or a file-system root), or
-// a new temporary directory.
+// must exist and pass tools.CheckWorkspace), or a new temporary directory.
 func workspace(cfg *config.Config) (dir string, temp bool, err error) {
 	ws := cfg.Agent.Workspace
 	if ws == "" {
@@ -255,23 +268,46 @@ func workspace(cfg *config.Config) (dir string, temp bool, err error) {
 		}
 		return "", false, &setupError{cfg.Invalid("agent.workspace", ws, "an existing directory", err)}
 	}
-	if filepath.Dir(abs) == abs {
-		return "", false, &setupError{cfg.Invalid("agent.workspace", ws, "a project directory, not a file-system root", nil)}
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		if h, err := filepath.EvalSymlinks(home); err == nil {
-			home = h
-		}
-		if sameDir(abs, home) {
-			return "", false, &setupError{cfg.Invalid("agent.workspace", ws,
-				"a project directory, not your home directory (the agent may create, edit and, with --allow-exec, run anything in it)", nil)}
-		}
+	var we *tools.WorkspaceError
+	if err := tools.CheckWorkspace(ws); errors.As(err, &we) {
+		return "", false, &setupError{cfg.Invalid("agent.workspace", ws, "a project directory, not "+we.What+
+			" (the agent may create, edit and, with --allow-exec, run anything in it): pass a new directory for the task instead (mkdir ~/agent-work; --workspace ~/agent-work)", nil)}
+	} else if err != nil {
+		return "", false, &setupError{cfg.Invalid("agent.workspace", ws, "an existing directory", err)}
 	}
 	return abs, false, nil
 }
 
-func sameDir(a, b string) bool {
-	return filepath.Clean(a) == filepath.Clean(b)
+// toolTimeout bounds one tool call of the agent (agent.tool_timeout).
+func toolTimeout(cfg *config.Config) time.Duration {
+	if cfg.Agent.ToolTimeout > 0 {
+		return cfg.Agent.ToolTimeout
+	}
+	return tools.DefaultCallTimeout
+}
+
+// boundedDynamic gives the calls of a dynamic tool set (an MCP server's)
+// the agent's tool timeout. It keeps the collection it last made, so the
+// agent sees the same collection while the set does not change.
+type boundedDynamic struct {
+	inner   tools.Dynamic
+	timeout time.Duration
+
+	mu       sync.Mutex
+	from, to *tools.Collection
+}
+
+func (b *boundedDynamic) Collection(ctx context.Context) (*tools.Collection, error) {
+	c, err := b.inner.Collection(ctx)
+	if err != nil || c == nil {
+		return c, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c != b.from {
+		b.from, b.to = c, c.WithCallTimeout(b.timeout)
+	}
+	return b.to, nil
 }
 
 // ExecToolNames are the tools that run code.

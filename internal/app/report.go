@@ -180,7 +180,7 @@ func ResearchDoc(rep *research.Report, models map[string]string, runErr error) R
 		doc.Timings.Steps = append(doc.Timings.Steps, StepDoc{Node: st.Node, Tasks: st.Tasks, MS: MS(st.Duration)})
 	}
 	if runErr != nil {
-		doc.Error = runErr.Error()
+		doc.Incomplete, doc.Error = true, runErr.Error()
 	}
 	return doc
 }
@@ -214,7 +214,10 @@ type AgentDoc struct {
 	UsageTotal       UsageDoc            `json:"usage_total"`
 	// Waiting is the question a paused run waits on.
 	Waiting string `json:"waiting_for_answer,omitempty"`
-	Error   string `json:"error,omitempty"`
+	// Incomplete says the run stopped before it finished (it failed, timed
+	// out, was interrupted or waits for an answer); Error says why.
+	Incomplete bool   `json:"incomplete"`
+	Error      string `json:"error,omitempty"`
 	// Partial is what a failed run (status error) had done by then.
 	Partial string `json:"partial,omitempty"`
 }
@@ -247,7 +250,7 @@ func AgentResultDoc(res *nodes.AgentResult, spec string, runErr error) AgentDoc 
 		doc.Waiting = CleanText(res.Waiting.Question)
 	}
 	if runErr != nil {
-		doc.Error = runErr.Error()
+		doc.Incomplete, doc.Error = true, runErr.Error()
 	}
 	return doc
 }
