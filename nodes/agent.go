@@ -87,6 +87,10 @@ type AgentConfig struct {
 	// prompt and the task (default 40); a tool call is never separated from
 	// its result.
 	Window int
+	// ModelRetry is how the think and best-effort steps (model calls only,
+	// never act) retry a failed call; nil means DefaultModelRetry, and
+	// &graph.RetryPolicy{MaxAttempts: 1} turns retries off (see ModelRetry).
+	ModelRetry *graph.RetryPolicy
 	// Checkpointer stores the agent's runs: Run and Resume with graph.Thread
 	// continue a run after a crash or a failure without repeating finished
 	// steps. With it, ask_human calls (when Tools has ask_human) pause the
@@ -204,9 +208,9 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 
 	g := graph.New[AgentState](aMessages, aCalls, aSteps, aSignatures, aNudged, aStatus, aAnswer, aUsage,
 		aSources, aCited, aDropped)
-	g.AddNode(AgentNodeThink, a.think)
+	g.AddNode(AgentNodeThink, a.think, ModelRetry(cfg.ModelRetry))
 	g.AddNode(AgentNodeAct, a.act)
-	g.AddNode(AgentNodeFinal, a.bestEffort)
+	g.AddNode(AgentNodeFinal, a.bestEffort, ModelRetry(cfg.ModelRetry))
 	g.AddEdge(graph.Start, AgentNodeThink)
 	thinkTo := []string{AgentNodeAct, AgentNodeThink, AgentNodeFinal, graph.End}
 	if a.asks {

@@ -165,6 +165,10 @@ type FlowConfig struct {
 	// Checkpointer stores the flow's runs: each finished step is kept, so
 	// a resumed run goes on with the next one.
 	Checkpointer graph.Checkpointer
+	// ModelRetry is how the planner's steps (plan, revise, summarize; never
+	// execute) retry a failed call; nil means DefaultModelRetry, and
+	// &graph.RetryPolicy{MaxAttempts: 1} turns retries off (see ModelRetry).
+	ModelRetry *graph.RetryPolicy
 }
 
 // PlanReview is the payload of the interrupt a flow pauses at when
@@ -335,11 +339,11 @@ func NewFlow(cfg FlowConfig) (*Flow, error) {
 	f.planning = tools.Def(pl)
 
 	g := graph.New[FlowState](fPlan, fOutcomes, fRevisions, fReviewed, fRejected, fSources, fSummary, fCited, fDropped, fStatus, fUsage)
-	g.AddNode(FlowNodePlan, f.plan)
+	g.AddNode(FlowNodePlan, f.plan, ModelRetry(cfg.ModelRetry))
 	g.AddNode(FlowNodeStart, f.start)
 	g.AddNode(FlowNodeExecute, f.execute)
-	g.AddNode(FlowNodeRevise, f.revise)
-	g.AddNode(FlowNodeSummarize, f.summarize)
+	g.AddNode(FlowNodeRevise, f.revise, ModelRetry(cfg.ModelRetry))
+	g.AddNode(FlowNodeSummarize, f.summarize, ModelRetry(cfg.ModelRetry))
 	g.AddEdge(graph.Start, FlowNodePlan)
 	next := []string{FlowNodeStart, FlowNodeSummarize}
 	if cfg.Approve {

@@ -19,7 +19,7 @@ import (
 //		Prompt: func(s State) []schemas.Message { return []schemas.Message{schemas.UserMessage(s.Task)} },
 //		Write:  func(s State, p Plan) graph.Update[State] { return graph.Writes(Steps.Set(p.Steps)) },
 //		Usage:  Usage,
-//	}.Node())
+//	}.Node(), nodes.ModelRetry(nil)) // retry rate limits, outages, cut streams
 type Structured[S, T any] struct {
 	Model  llm.Model
 	Prompt func(S) []schemas.Message

@@ -54,6 +54,12 @@ type Config struct {
 	MaxConcurrency int
 	// Checkpointer stores runs so that Thread can continue a conversation.
 	Checkpointer graph.Checkpointer
+	// ModelRetry is how the nodes that call a model (generate_query,
+	// web_research, reflection, finalize_answer) retry a failed call; nil
+	// means nodes.DefaultModelRetry (transient errors: rate limits,
+	// outages, cut streams), &graph.RetryPolicy{MaxAttempts: 1} turns
+	// retries off (see nodes.ModelRetry).
+	ModelRetry *graph.RetryPolicy
 	// Now is the clock for the prompts' "today" (default time.Now).
 	Now func() time.Time
 }
@@ -117,6 +123,7 @@ func (r *Researcher) Graph() *graph.Compiled[State] { return r.graph }
 
 func (r *Researcher) build() (*graph.Compiled[State], error) {
 	g := graph.New[State](stateFields()...)
+	retry := nodes.ModelRetry(r.cfg.ModelRetry) // the nodes that call a model
 	g.AddNode(NodeGenerateQuery, nodes.Structured[State, schemas.SearchQueryList]{
 		Model:   r.cfg.QueryModel,
 		Role:    llm.RoleQuery,
@@ -124,8 +131,8 @@ func (r *Researcher) build() (*graph.Compiled[State], error) {
 		Write:   r.startTurn,
 		Options: []llm.Option{llm.Temperature(1)},
 		Usage:   fUsage,
-	}.Node())
-	graph.AddTask(g, NodeWebResearch, r.webResearch)
+	}.Node(), retry)
+	graph.AddTask(g, NodeWebResearch, r.webResearch, retry)
 	g.AddNode(NodeReflection, nodes.Structured[State, schemas.Reflection]{
 		Model:   r.cfg.ReflectionModel,
 		Role:    llm.RoleReflection,
@@ -133,7 +140,7 @@ func (r *Researcher) build() (*graph.Compiled[State], error) {
 		Write:   r.reflect,
 		Options: []llm.Option{llm.Temperature(1)},
 		Usage:   fUsage,
-	}.Node())
+	}.Node(), retry)
 	g.AddNode(NodeFinalizeAnswer, nodes.Generate[State]{
 		Model:   r.cfg.AnswerModel,
 		Role:    llm.RoleAnswer,
@@ -141,7 +148,7 @@ func (r *Researcher) build() (*graph.Compiled[State], error) {
 		Write:   finalize,
 		Options: []llm.Option{llm.Temperature(0)},
 		Usage:   fUsage,
-	}.Node())
+	}.Node(), retry)
 
 	g.AddNode(NodeReviewQueries, r.reviewQueries)
 
