@@ -33,7 +33,7 @@ func euroResearcher(t *testing.T) (*research.Researcher, *fake.Model) {
 		grounded("euro 2024 top scorer", "Harry Kane shared the Golden Boot.", espn, "espn.com").Repeat(),
 		reflection(true, "").Repeat(),
 	)
-	r, err := research.New(research.Config{QueryModel: &echoModel{next: m}, Backend: research.GeminiBackend{}, Now: fixedNow})
+	r, err := research.New(research.Config{QueryModel: &echoModel{next: m}, Backend: research.GeminiBackend{KeepRedirects: true}, Now: fixedNow})
 	require.NoError(t, err)
 	return r, m
 }
@@ -130,7 +130,7 @@ func ExampleNewTool() {
 		reflection(true, ""),
 		fake.Text("Spain won [uefa](https://vertexaisearch.cloud.google.com/id/0-0)."),
 	)
-	r, err := research.New(research.Config{QueryModel: m, Backend: research.GeminiBackend{}, Now: fixedNow})
+	r, err := research.New(research.Config{QueryModel: m, Backend: research.GeminiBackend{KeepRedirects: true}, Now: fixedNow})
 	if err != nil {
 		panic(err)
 	}

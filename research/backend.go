@@ -25,6 +25,15 @@ type GeminiBackend struct {
 	// ReferenceLabels reproduces the reference's source labels exactly
 	// (dropping sources whose title has no '.'); off by default.
 	ReferenceLabels bool
+	// KeepRedirects leaves the sources as the grounding metadata gives
+	// them: redirect URLs titled with a bare domain. By default they are
+	// resolved to the real pages' URLs and titles (see SourceResolver).
+	KeepRedirects bool
+	// Resolver resolves the grounding redirects; nil means New gives each
+	// Researcher its own, with the zero ResolverConfig (public addresses
+	// only). Share one, built with the page reader's guard, to remember
+	// redirects across Researchers.
+	Resolver *SourceResolver
 }
 
 // Name implements Backend.
@@ -37,7 +46,7 @@ func (b GeminiBackend) Research(ctx context.Context, model llm.Model, q Query) (
 	if err != nil {
 		return Finding{}, err
 	}
-	text, sources := citation.Ground(resp, q.ID, citation.Options{ReferenceLabels: b.ReferenceLabels})
+	text, sources := b.ground(ctx, resp, q.ID)
 	f := Finding{Summary: text, Sources: sources}
 	if len(sources) == 0 {
 		f.Warnings = []Warning{newWarning(WarningNoResults, 1, q.Text, nil)}

@@ -19,6 +19,16 @@
 //     and has the model summarise the sources by label; the labels become
 //     the same citation markers.
 //
+// GeminiBackend resolves the grounding redirects (130-character
+// vertexaisearch.cloud.google.com URLs titled with a bare domain) to the
+// real pages' URLs and titles, by default: SourceResolver reads each
+// redirect's Location without following it and the start of the page for
+// its <title>, behind the SSRF guard (search/netguard), in parallel, within
+// a deadline, remembering what it resolved for the Researcher's life. The
+// same page reached through several redirects is one source; a redirect
+// that cannot be resolved — a refused or slow target — stays as it is.
+// GeminiBackend.KeepRedirects turns this off.
+//
 // In both, every source gets a stable per-run token, and the final answer
 // keeps only citations that map to a source gathered in this run: anything
 // else — a hallucinated token, a URL the run never retrieved — is removed

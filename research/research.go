@@ -95,6 +95,7 @@ func New(cfg Config) (*Researcher, error) {
 	if cfg.Backend == nil {
 		return nil, errors.New("research: Config.Backend is required: GeminiBackend for Google Search grounding, or SearchBackend with a search provider")
 	}
+	cfg.Backend = withSourceResolver(cfg.Backend)
 	for _, m := range []*llm.Model{&cfg.ResearchModel, &cfg.ReflectionModel, &cfg.AnswerModel} {
 		if *m == nil {
 			*m = cfg.QueryModel

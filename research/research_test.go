@@ -80,7 +80,7 @@ func TestGeminiGroundingEndToEnd(t *testing.T) {
 		reflection(true, ""),
 	)
 	echo := &echoModel{next: m}
-	r, err := research.New(research.Config{QueryModel: echo, Backend: research.GeminiBackend{}, Now: fixedNow})
+	r, err := research.New(research.Config{QueryModel: echo, Backend: research.GeminiBackend{KeepRedirects: true}, Now: fixedNow})
 	require.NoError(t, err)
 
 	var acts []research.ActivityKind

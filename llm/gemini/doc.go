@@ -14,8 +14,8 @@
 // The package speaks the Gemini API's REST protocol itself (v1beta
 // models/{model}:generateContent, and :streamGenerateContent?alt=sse for
 // streaming, the key in the x-goog-api-key header) with encoding/json and
-// typed structs, and imports nothing outside the standard library but
-// deepgraph's llm and schemas and github.com/google/jsonschema-go. Google's
+// typed structs, and compiles nothing outside the standard library but
+// deepgraph's own packages and github.com/google/jsonschema-go. Google's
 // SDK, google.golang.org/genai, was used until it showed its cost: it
 // compiles cloud.google.com/go/auth, s2a-go, gRPC and protobuf (426
 // packages for this package alone, 200 now) and writes warnings with the

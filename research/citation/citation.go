@@ -30,6 +30,10 @@ type Source struct {
 	ShortURL string `json:"short_url"`
 	URL      string `json:"url"`
 	Title    string `json:"title"`
+	// Redirects are URLs that led to URL (a grounding redirect resolved to
+	// the real page): gathered too, so a citation of one maps to this
+	// source, shown with URL.
+	Redirects []string `json:"redirects,omitempty"`
 }
 
 // Citation ties the text that ends at End to the sources in Segments.

@@ -182,6 +182,11 @@ func newIndex(gathered []Source) *index {
 				}
 			}
 		}
+		for _, r := range s.Redirects {
+			if _, taken := ix.byURL[r]; !taken && restorable(r) {
+				ix.byURL[r] = id
+			}
+		}
 		if s.ShortURL == "" {
 			continue
 		}
