@@ -59,3 +59,23 @@ func BenchmarkLoop100(b *testing.B) {
 func perNode(b *testing.B, nodes int) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(nodes), "ns/node")
 }
+
+// BenchmarkFanOut10000 is a wide Send fan-out under the default settings:
+// 10,000 trivial tasks in one step. It shows what the default bound on the
+// tasks running at once (DefaultMaxConcurrency) saves over one goroutine
+// per task.
+func BenchmarkFanOut10000(b *testing.B) {
+	const width = 10000
+	c, err := benchshapes.FanOut(width)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if out, err := c.Invoke(ctx, benchshapes.FanState{}); err != nil || out.Sum != width*(width-1) {
+			b.Fatal(out.Sum, err)
+		}
+	}
+	perNode(b, width+2)
+}

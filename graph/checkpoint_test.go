@@ -53,7 +53,8 @@ func TestResumeRerunsOnlyUnfinishedTasks(t *testing.T) {
 
 	snap, err := c.State(ctx, "t1", "")
 	require.NoError(t, err)
-	assert.Equal(t, []string{"work", "work", "work"}, snap.Next)
+	assert.Equal(t, []string{"work"}, snap.Next, "a and b finished: only c is left")
+	assert.Equal(t, []string{"a", "b"}, snap.State.Items, "with a's and b's writes")
 	assert.Equal(t, 1, snap.Step)
 
 	failC.Store(false)

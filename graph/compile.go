@@ -32,8 +32,16 @@ func WithCheckpointer(cp Checkpointer) Option { return func(s *settings) { s.che
 // WithRecursionLimit sets the default number of steps a run may take.
 func WithRecursionLimit(steps int) Option { return func(s *settings) { s.limit = steps } }
 
-// WithMaxConcurrency bounds how many tasks of one step run at once (default:
-// all of them).
+// DefaultMaxConcurrency is how many tasks of one step run at once unless
+// WithMaxConcurrency or MaxConcurrency says otherwise. It bounds wide Send
+// fan-outs — a step of 10,000 tasks runs on this many goroutines, not on
+// 10,000 — while leaving the usual handful of parallel LLM calls unbounded
+// in practice.
+const DefaultMaxConcurrency = 64
+
+// WithMaxConcurrency bounds how many tasks of one step run at once: n > 0 is
+// the bound, 0 means DefaultMaxConcurrency, and a negative n means no bound
+// (one goroutine per task).
 func WithMaxConcurrency(n int) Option { return func(s *settings) { s.concurrency = n } }
 
 // WithInterruptBefore pauses every run before a step in which one of nodes

@@ -35,6 +35,17 @@
 // reducer (use it to reset a list for a new round). The accessor functions
 // are how the engine reaches fields: no reflection happens per step.
 //
+// # Input
+//
+// A run's input is written like a node's update, through the reducers, as
+// if from Start (LangGraph's input): onto the zero state for a new run or
+// thread, onto the last state of a thread whose previous run finished. The
+// input struct writes its non-zero fields — a zero field is "not given" and
+// leaves the thread's value as it was — and InputWrites adds writes that
+// say what a struct cannot: graph.InputWrites(Done.Set(false)) writes a zero
+// value, Queries.Set(nil) empties a list. A Reduce field thus sees its merge
+// function run on the input of every run, new thread or not.
+//
 // # Nodes, edges and routing
 //
 // AddNode adds a function of the state. AddTask adds a task node whose input
@@ -55,14 +66,20 @@
 //
 // # Supersteps and determinism
 //
-// A run proceeds in steps. All tasks of a step run concurrently (bounded by
-// WithMaxConcurrency) on the state as it was when the step began; when they
-// have all finished, their updates are merged in task order — the order in
-// which they were scheduled, not the order in which they finished — and the
-// routers of the nodes that ran pick the next step's tasks from the merged
-// state. So a run's result does not depend on timing, and a node reached from
-// several parallel branches in one step runs once. Two tasks of one step
-// setting the same Value field is an error (*ConflictError) naming both.
+// A run proceeds in steps. All tasks of a step run concurrently — at most
+// DefaultMaxConcurrency (64) at once unless WithMaxConcurrency or
+// MaxConcurrency says otherwise; a negative bound is none — on the state as
+// it was when the step began; when they have all finished, their updates are
+// merged in task order — the order in which they were scheduled, not the
+// order in which they finished — and the routers of the nodes that ran pick
+// the next step's tasks from the merged state. So a run's result does not
+// depend on timing, and a node reached from several parallel branches in one
+// step runs once. Two tasks of one step setting the same field is an error
+// (*ConflictError) naming both. A task that Sets a field decides its value
+// for the step, as LangGraph's Overwrite does: its own writes to the field
+// apply in its order, and the other tasks' writes to that field in the same
+// step are dropped — so the outcome does not depend on which task comes
+// first, that is, on the order in which edges were declared.
 //
 // # Limits, failures and policies
 //
@@ -73,12 +90,15 @@
 // see the node's own error through it. A panic in a node becomes a
 // *PanicError with the stack. Cancelling the context stops the run: nodes get
 // the context and should honour it. WithRetry and WithTimeout set policies
-// per node, WithNodeDefaults for the whole graph. Invoke returns, with an
-// error, the state as of the last completed step.
+// per node, WithNodeDefaults for the whole graph; a RetryPolicy's zero
+// InitialInterval waits LangGraph's default 500ms, a negative one
+// (RetryImmediately) does not wait. Invoke returns, with an error, the state
+// as of the last completed step.
 //
 // # Streaming
 //
-// Stream yields Events as the run goes: task starts and ends (with each
+// Stream yields Events as the run goes: the state the run starts from (an
+// EventStep with Step 0: the input, merged), task starts and ends (with each
 // task's update), the state after each step, values nodes publish with Emit
 // (LLM tokens travel this way), and the end. It is an iter.Seq2; breaking out
 // of the loop cancels the run and returns once every task has stopped.
@@ -90,6 +110,8 @@
 // JSON decoded only into your own types. Resume continues a thread after a
 // failure, re-running only the tasks that had not finished; Invoke on a
 // thread whose last run finished continues from that run's state, merging the
-// new input through the reducers. MemorySaver is the in-memory store; the
+// new input through the reducers. State shows a thread's newest checkpoint
+// with the writes of the tasks that finished before the run stopped already
+// applied, as LangGraph's get_state does. MemorySaver is the in-memory store; the
 // interface is what durable stores implement.
 package graph

@@ -610,7 +610,7 @@ func TestStreamEvents(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{
-		"start 1 a <nil>", "custom 1 a tok1", "custom 1 a tok2", "end 1 a [Log]", "step 1 []",
+		"step 0 []", "start 1 a <nil>", "custom 1 a tok1", "custom 1 a tok2", "end 1 a [Log]", "step 1 []",
 		"start 2 t p", "start 2 t q", "end 2 t [Items]", "end 2 t [Items]", "step 2 [p q]", "end",
 	}, kinds)
 	assert.Equal(t, []string{"p", "q"}, final.Items)

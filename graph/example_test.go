@@ -207,3 +207,43 @@ func Example_subgraph() {
 	// 1. Graphs run in steps
 	// 2. Tasks run in parallel
 }
+
+// A conversation continues on a thread: the second run's input writes a
+// zero value (Done back to false) and replaces a list, which an input struct
+// alone cannot say — its zero fields are "not given".
+func ExampleInputWrites() {
+	type State struct {
+		Questions []string
+		Done      bool
+		Turns     int
+	}
+	var (
+		questions = graph.Append(func(s *State) *[]string { return &s.Questions })
+		done      = graph.Value(func(s *State) *bool { return &s.Done })
+		turns     = graph.Value(func(s *State) *int { return &s.Turns })
+	)
+	g := graph.New[State](questions, done, turns)
+	g.AddNode("answer", func(_ context.Context, s State) (graph.Update[State], error) {
+		fmt.Println("answering", s.Questions, "done:", s.Done)
+		return graph.Writes(done.Set(true), turns.Set(s.Turns+1)), nil
+	})
+	g.AddSequence(graph.Start, "answer", graph.End)
+	run, err := g.Compile(graph.WithCheckpointer(graph.NewMemorySaver()))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	if _, err := run.Invoke(ctx, State{Questions: []string{"first"}}, graph.Thread("chat")); err != nil {
+		panic(err)
+	}
+	out, err := run.Invoke(ctx, State{}, graph.Thread("chat"),
+		graph.InputWrites(done.Set(false), questions.Set([]string{"second"})))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(out.Questions, out.Done, out.Turns)
+	// Output:
+	// answering [first] done: false
+	// answering [second] done: false
+	// [second] true 2
+}

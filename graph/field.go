@@ -43,13 +43,18 @@ import (
 //
 // Every handle also has Set, which replaces the value outright (bypassing the
 // reducer) — the way to reset a list at the start of a new round. A Set is
-// exclusive: two Sets of one field in one step conflict.
+// exclusive: two Sets of one field in one step conflict, and the other
+// tasks' Adds and Merges of the field in the Set's step are dropped
+// (LangGraph's Overwrite), whatever the task order.
 type Field[S any] interface {
 	key() string    // JSON name
 	goName() string // Go field name, for messages
 	decode(op writeOp, data []byte) (Write[S], error)
 	afterMerge(s *S)        // normalise after a step's writes (clip slices)
 	mergeInput(dst, src *S) // apply a continuing run's input
+	// freshInput turns s, a fresh run's input, into the state that writing
+	// its non-zero field through the reducer onto the zero state gives.
+	freshInput(s *S)
 }
 
 // fieldInfo is the identity shared by all field handles.
@@ -87,6 +92,8 @@ func (f *ValueField[S, T]) decode(op writeOp, data []byte) (Write[S], error) {
 }
 
 func (f *ValueField[S, T]) afterMerge(*S) {}
+
+func (f *ValueField[S, T]) freshInput(*S) {} // the last value is the value
 
 func (f *ValueField[S, T]) mergeInput(dst, src *S) {
 	if v := *f.get(src); !isZero(v) {
@@ -152,6 +159,8 @@ func (f *AppendField[S, E]) afterMerge(s *S) {
 	*p = (*p)[:len(*p):len(*p)]
 }
 
+func (f *AppendField[S, E]) freshInput(*S) {} // nothing + the list is the list
+
 func (f *AppendField[S, E]) mergeInput(dst, src *S) {
 	if v := *f.get(src); len(v) > 0 {
 		p := f.get(dst)
@@ -213,6 +222,13 @@ func (f *ReduceField[S, T]) decode(op writeOp, data []byte) (Write[S], error) {
 }
 
 func (f *ReduceField[S, T]) afterMerge(*S) {}
+
+func (f *ReduceField[S, T]) freshInput(s *S) {
+	if p := f.get(s); !isZero(*p) {
+		var zero T
+		*p = f.merge(zero, *p)
+	}
+}
 
 func (f *ReduceField[S, T]) mergeInput(dst, src *S) {
 	if v := *f.get(src); !isZero(v) {

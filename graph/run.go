@@ -27,6 +27,7 @@ type runSettings struct {
 	from        string    // FromCheckpoint
 	runID       string
 	answers     []givenAnswer
+	inputs      []any // InputWrites: each a []Write[S] of the caller's S
 }
 
 // Thread names the conversation the run belongs to. With a Checkpointer the
@@ -37,7 +38,9 @@ func Thread(id string) RunOption { return func(r *runSettings) { r.thread = id }
 // RecursionLimit overrides the graph's recursion limit for one run.
 func RecursionLimit(steps int) RunOption { return func(r *runSettings) { r.limit = steps } }
 
-// MaxConcurrency overrides the graph's bound on parallel tasks for one run.
+// MaxConcurrency overrides the graph's bound on parallel tasks for one run,
+// with the meaning of WithMaxConcurrency: 0 is DefaultMaxConcurrency and a
+// negative n is no bound.
 func MaxConcurrency(n int) RunOption { return func(r *runSettings) { r.concurrency = n } }
 
 // FromCheckpoint runs from checkpoint id of the thread instead of its newest
@@ -51,6 +54,17 @@ func FromCheckpoint(id string) RunOption { return func(r *runSettings) { r.from 
 // application can tell its runs apart in a thread's history.
 func RunID(id string) RunOption { return func(r *runSettings) { r.runID = id } }
 
+// InputWrites adds writes to the input of a run (Invoke or Stream): after
+// the input struct's non-zero fields, they are applied in order through the
+// fields' reducers, as if written by a node before the first step. They say
+// what a struct cannot: "I wrote this field, even if it is the zero value" —
+// Done.Set(false) or Loops.Set(0) on a continuing thread — and "replace this
+// list" — Queries.Set(nil). The writes must be made by handles of the graph's
+// own state type; Resume refuses them (edit a stored thread with UpdateState).
+func InputWrites[S any](w ...Write[S]) RunOption {
+	return func(r *runSettings) { r.inputs = append(r.inputs, w) }
+}
+
 // run is one execution of a compiled graph.
 type run[S any] struct {
 	c     *Compiled[S]
@@ -58,7 +72,7 @@ type run[S any] struct {
 	state S
 	step  int
 	limit int
-	conc  int
+	conc  int // bound on a step's tasks running at once; 0: none
 
 	cp     Checkpointer
 	thread string
@@ -74,6 +88,10 @@ type run[S any] struct {
 	hitl    *hitl
 	hitlKey string
 	answers []givenAnswer
+	inputs  []any // InputWrites
+	// raw: the input is the state as it is, not writes through the reducers
+	// (a same-state subgraph starts from its parent's state).
+	raw bool
 
 	// out is where tasks' Emit values go: this run's own sink when it is
 	// streamed, the parent's when it is a subgraph of a streamed run, nil
@@ -168,8 +186,14 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 	if rs.limit <= 0 {
 		return nil, fmt.Errorf("graph: recursion limit %d: it must be at least 1", rs.limit)
 	}
+	switch {
+	case rs.concurrency == 0:
+		rs.concurrency = DefaultMaxConcurrency
+	case rs.concurrency < 0:
+		rs.concurrency = 0 // no bound
+	}
 	r := &run[S]{c: c, ctx: ctx, limit: rs.limit, conc: rs.concurrency, thread: rs.thread, kinds: rs.kinds,
-		from: rs.from, runID: rs.runID, answers: rs.answers, source: SourceInput}
+		from: rs.from, runID: rs.runID, answers: rs.answers, inputs: rs.inputs, source: SourceInput}
 	if rs.thread != "" {
 		if c.set.checkpointer == nil {
 			return nil, fmt.Errorf("%w: graph.Thread(%q) needs a checkpointer; compile the graph with graph.WithCheckpointer", ErrNoCheckpointer, rs.thread)
@@ -205,11 +229,25 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 	return r, nil
 }
 
-// begin prepares a fresh run from input: on a thread whose last run finished,
-// the input is merged into that run's final state.
+// begin prepares a fresh run from input. The input is written through the
+// reducers, as if from Start (LangGraph's input channel): its non-zero fields
+// and then its InputWrites, onto the zero state — or, on a thread whose last
+// run finished, onto that run's final state.
 func (r *run[S]) begin(in S) error {
+	writes, err := r.inputWrites()
+	if err != nil {
+		return err
+	}
 	parent := ""
 	r.state = in
+	if !r.raw {
+		// On the zero state, writing the input's non-zero fields through
+		// Value and Append fields gives the input itself; only Reduce fields
+		// need their merge function run.
+		for _, f := range r.c.fields {
+			f.freshInput(&r.state)
+		}
+	}
 	if r.cp != nil {
 		prev, err := r.cp.Get(r.ctx, r.thread, r.from)
 		switch {
@@ -234,6 +272,9 @@ func (r *run[S]) begin(in S) error {
 			}
 		}
 	}
+	for _, w := range writes {
+		w.apply(&r.state)
+	}
 	for _, f := range r.c.fields {
 		f.afterMerge(&r.state)
 	}
@@ -242,6 +283,29 @@ func (r *run[S]) begin(in S) error {
 	}
 	r.tasks, r.next = r.next, r.tasks[:0]
 	return r.checkpoint(parent)
+}
+
+// inputWrites returns the run's InputWrites, checked.
+func (r *run[S]) inputWrites() ([]Write[S], error) {
+	var out []Write[S]
+	for _, in := range r.inputs {
+		ws, ok := in.([]Write[S])
+		if !ok {
+			return nil, fmt.Errorf("graph: graph.InputWrites got writes of type %T, but this graph's state is %s: build them with the field handles of %s",
+				in, reflect.TypeFor[S](), reflect.TypeFor[S]())
+		}
+		for _, w := range ws {
+			if w == nil || !r.c.hasField(w.field()) {
+				name := "<nil>"
+				if w != nil {
+					name = w.field().goName()
+				}
+				return nil, fmt.Errorf("graph: graph.InputWrites writes field %s, which is not declared: pass its handle to graph.New", name)
+			}
+		}
+		out = append(out, ws...)
+	}
+	return out, nil
 }
 
 // mergeInput writes in's non-zero fields into st through their reducers;
@@ -270,6 +334,9 @@ func (c *Compiled[S]) mergeInput(st, in *S) {
 func (r *run[S]) resume() (done bool, err error) {
 	if r.cp == nil {
 		return false, fmt.Errorf("graph: Resume needs graph.Thread(id) and a checkpointer")
+	}
+	if len(r.inputs) > 0 {
+		return false, fmt.Errorf("graph: graph.InputWrites is input for Invoke and Stream; Resume takes none: to change a stored thread's state before resuming it, use UpdateState")
 	}
 	cp, err := r.cp.Get(r.ctx, r.thread, r.from)
 	switch {
@@ -824,7 +891,11 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 			}
 			return
 		}
-		timer := time.NewTimer(n.policy.wait(a))
+		d := n.policy.wait(a)
+		if d <= 0 {
+			continue // RetryImmediately; the context was checked above
+		}
+		timer := time.NewTimer(d)
 		select {
 		case <-timer.C:
 		case <-ctx.Done():
@@ -878,18 +949,20 @@ func (r *run[S]) attempt(ctx context.Context, t *task[S]) (upd Update[S], err er
 	return n.run(ctx, &r.state, t.arg)
 }
 
-// merge applies the step's updates to the state in task order.
+// merge applies the step's updates to the state in task order. A field that
+// one task Sets takes that task's writes only — LangGraph's Overwrite: the
+// other tasks' writes to it in this step are dropped, so the result does not
+// depend on where the setting task falls in the task order.
 func (r *run[S]) merge() error {
 	r.setters = r.setters[:0]
-	multi := len(r.tasks) > 1
-	for i := range r.tasks {
-		t := &r.tasks[i]
-		for _, w := range t.upd.writes {
-			f := w.field()
-			if !r.c.hasField(f) {
-				return &NodeError{Node: r.prefix + t.node.name, Step: r.step, Err: fmt.Errorf("it wrote field %s, which is not declared: pass its handle to graph.New", f.goName())}
-			}
-			if multi && w.op() == opSet {
+	if len(r.tasks) > 1 {
+		for i := range r.tasks {
+			t := &r.tasks[i]
+			for _, w := range t.upd.writes {
+				if w.op() != opSet {
+					continue
+				}
+				f := w.field()
 				for _, s := range r.setters {
 					if s.f == f && s.task != i {
 						return &ConflictError{Field: f.goName(), Nodes: [2]string{r.tasks[s.task].node.name, t.node.name}, Step: r.step}
@@ -897,10 +970,22 @@ func (r *run[S]) merge() error {
 				}
 				r.setters = append(r.setters, setter[S]{f: f, task: i})
 			}
-			w.apply(&r.state)
 		}
-		if r.collect != nil {
-			*r.collect = append(*r.collect, t.upd.writes...)
+	}
+	for i := range r.tasks {
+		t := &r.tasks[i]
+		for _, w := range t.upd.writes {
+			f := w.field()
+			if !r.c.hasField(f) {
+				return &NodeError{Node: r.prefix + t.node.name, Step: r.step, Err: fmt.Errorf("it wrote field %s, which is not declared: pass its handle to graph.New", f.goName())}
+			}
+			if r.overwritten(f, i) {
+				continue
+			}
+			w.apply(&r.state)
+			if r.collect != nil {
+				*r.collect = append(*r.collect, w)
+			}
 		}
 	}
 	for i := range r.tasks {
@@ -909,6 +994,16 @@ func (r *run[S]) merge() error {
 		}
 	}
 	return nil
+}
+
+// overwritten reports whether another task than task Sets f in this step.
+func (r *run[S]) overwritten(f Field[S], task int) bool {
+	for _, s := range r.setters {
+		if s.f == f && s.task != task {
+			return true
+		}
+	}
+	return false
 }
 
 // plan schedules what follows node n (once per step, whatever number of its

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,7 +25,9 @@ const (
 	// task order at the end of the step.
 	EventTaskEnd
 	// EventStep: a step finished and its updates are merged. State is the
-	// state after the step.
+	// state after the step. Like LangGraph's "values" stream, a stream begins
+	// with an EventStep for the state the run starts from: Step 0 with the
+	// input merged (Stream), or the stored step's state (ResumeStream).
 	EventStep
 	// EventCustom: a node called Emit. Value is what it emitted; Node is the
 	// node, as "outer/inner" for a node of a subgraph.
@@ -145,6 +148,9 @@ func (c *Compiled[S]) stream(ctx context.Context, opts []RunOption, start func(*
 		r.out = r.sink
 		r.emit = func(ev Event[S]) bool { return yield(ev, nil) }
 		done, err := start(r)
+		if err == nil && r.wants(EventStep) && !yield(Event[S]{Kind: EventStep, Step: r.step, State: r.state}, nil) {
+			return // the state the run starts from, as LangGraph's values stream
+		}
 		if err == nil && !done {
 			err = r.loop()
 		}
@@ -168,8 +174,8 @@ type Snapshot[S any] struct {
 	// Step is the number of steps the run that wrote the checkpoint had
 	// completed.
 	Step int
-	// Next are the nodes of the pending step, in task order; empty when the
-	// run finished there.
+	// Next are the nodes of the pending step that have yet to run, in task
+	// order; empty when the run finished there.
 	Next         []string
 	CheckpointID string
 	Parent       string // the checkpoint this one follows
@@ -197,10 +203,18 @@ type TaskState[S any] struct {
 }
 
 // Done reports whether the run finished at this checkpoint.
-func (s Snapshot[S]) Done() bool { return len(s.Next) == 0 }
+func (s Snapshot[S]) Done() bool { return len(s.Next) == 0 && len(s.Tasks) == 0 }
 
 // State returns the state of a thread at checkpoint id — its newest when id
 // is "" — with the pending step and the interrupts it waits on.
+//
+// As LangGraph's get_state: for the newest (id ""), the writes of the
+// pending step's tasks that finished — before a failure, a crash or an
+// interrupt stopped the step — are applied to State, and Next leaves those
+// tasks out: the snapshot shows what a Resume starts from. Tasks lists every
+// task of the pending step, finished or not. A checkpoint asked for by id is
+// shown as stored (its State without those writes, Next with every task).
+
 func (c *Compiled[S]) State(ctx context.Context, thread, id string) (Snapshot[S], error) {
 	r, err := c.newRun(ctx, []RunOption{Thread(thread)})
 	if err != nil {
@@ -216,11 +230,27 @@ func (c *Compiled[S]) State(ctx context.Context, thread, id string) (Snapshot[S]
 	if err := r.load(cp); err != nil {
 		return Snapshot[S]{}, err
 	}
+	interrupts := r.pending()
+	finished := id == "" && slices.ContainsFunc(r.tasks, func(t task[S]) bool { return t.done })
+	if finished {
+		stored := r.state
+		if err := r.merge(); err != nil {
+			// The finished writes conflict: Resume will report it; show the
+			// state as stored.
+			r.state, finished = stored, false
+		}
+	}
 	snap := snapshotOf[S](cp, r.state)
-	snap.Interrupts = r.pending()
+	snap.Interrupts = interrupts
+	if finished {
+		snap.Next = snap.Next[:0]
+	}
 	for i := range r.tasks {
 		t := &r.tasks[i]
 		snap.Tasks = append(snap.Tasks, TaskState[S]{Node: t.node.name, Arg: t.arg, Done: t.done, Update: t.upd, Interrupts: t.waiting()})
+		if finished && !t.done {
+			snap.Next = append(snap.Next, t.node.name)
+		}
 	}
 	return snap, nil
 }

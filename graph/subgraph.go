@@ -52,7 +52,7 @@ func (c *Compiled[S]) runCollect(ctx context.Context, in S) ([]Write[S], error) 
 		return nil, err
 	}
 	var writes []Write[S]
-	r.collect = &writes
+	r.collect, r.raw = &writes, true
 	if err := r.begin(in); err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 //
 // Writes are applied at the end of the step through each field's reducer, in
 // task order; a node that writes a field twice has its writes applied in
-// order.
+// order. A field one task Sets takes only that task's writes in that step.
 type Update[S any] struct {
 	writes []Write[S]
 	gotos  []string

@@ -1,0 +1,29 @@
+package graph
+
+import (
+	"testing"
+	"time"
+)
+
+func TestRetryWaits(t *testing.T) {
+	tests := []struct {
+		name   string
+		policy RetryPolicy
+		want   []time.Duration // waits after attempts 1, 2, 3
+	}{
+		{"zero fields take LangGraph's defaults", RetryPolicy{}, []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}},
+		{"RetryImmediately does not wait", RetryPolicy{InitialInterval: RetryImmediately}, []time.Duration{0, 0, 0}},
+		{"any negative interval does not wait", RetryPolicy{InitialInterval: -time.Second, BackoffFactor: 3}, []time.Duration{0, 0, 0}},
+		{"backoff is capped", RetryPolicy{InitialInterval: time.Second, BackoffFactor: 10, MaxInterval: 5 * time.Second}, []time.Duration{time.Second, 5 * time.Second, 5 * time.Second}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.policy.withDefaults()
+			for i, want := range tt.want {
+				if got := p.wait(i + 1); got != want {
+					t.Errorf("wait after attempt %d = %s, want %s", i+1, got, want)
+				}
+			}
+		})
+	}
+}
