@@ -486,20 +486,10 @@ func (r *Researcher) Saved(ctx context.Context, thread string) (*Report, error) 
 	if err != nil {
 		return nil, fmt.Errorf("research: reading thread %q: %w", thread, err)
 	}
+	// The newest snapshot's state has the writes of the searches that
+	// finished in the step the run stopped in — their findings and what they
+	// spent — applied already (graph.Compiled.State).
 	st := snap.State
-	for _, t := range snap.Tasks {
-		if !t.Done {
-			continue
-		}
-		// Searches that finished in the step the run stopped in, and what
-		// they spent.
-		if fs, ok := fFindings.Written(t.Update); ok {
-			st.Findings = append(st.Findings[:len(st.Findings):len(st.Findings)], fs...)
-		}
-		if u, ok := fUsage.Written(t.Update); ok {
-			st.Usage = st.Usage.Merge(u)
-		}
-	}
 	rep := r.newReport(lastQuestion(st.Messages), st, !snap.Done())
 	rep.Review = pendingReview(snap.Interrupts)
 	return rep, nil
@@ -514,6 +504,7 @@ func (r *Researcher) report(question string, last State, o runOptions, events it
 	// has them.
 	var unmerged []Finding
 	var ran []string // the nodes of the current step
+	started := false // past the stream's first EventStep: the state the run starts from, not a step
 	var runErr error
 	var review *ReviewRequest
 	// The observer gets the answer's tokens coalesced, and the back end's
@@ -538,11 +529,11 @@ func (r *Researcher) report(question string, last State, o runOptions, events it
 		switch ev.Kind {
 		case graph.EventStep, graph.EventEnd:
 			last, unmerged = ev.State, nil
-			if ev.Kind == graph.EventStep && o.steps != nil {
+			if ev.Kind == graph.EventStep && o.steps != nil && started {
 				tokens.flush()
 				o.steps(StepState{Step: ev.Step, Nodes: ran, State: ev.State})
 			}
-			ran = nil
+			started, ran = true, nil
 		case graph.EventTaskStart:
 			if !slices.Contains(ran, ev.Node) {
 				ran = append(ran, ev.Node)
