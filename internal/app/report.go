@@ -56,31 +56,26 @@ type ReportDoc struct {
 // UnmarshalJSON reads a report of either schema: v1's citations_dropped
 // (documents stored before v2) becomes DroppedCitations.
 func (d *ReportDoc) UnmarshalJSON(data []byte) error {
-	type plain ReportDoc
-	var v struct {
-		plain
-		oldDropped
-	}
-	if err := json.Unmarshal(data, &v); err != nil {
+	type plain ReportDoc // without this method
+	return readDoc(data, (*plain)(d), &d.DroppedCitations)
+}
+
+// readDoc decodes a document into doc, then sets *dropped from v1's
+// citations_dropped when the document has only that name.
+func readDoc(data []byte, doc any, dropped *int) error {
+	if err := json.Unmarshal(data, doc); err != nil {
 		return err
 	}
-	*d = ReportDoc(v.plain)
-	d.DroppedCitations = v.or(d.DroppedCitations)
-	return nil
-}
-
-// oldDropped reads the count of dropped citations by its name before the
-// v2 documents.
-type oldDropped struct {
-	Old *int `json:"citations_dropped"`
-}
-
-// or is n, or the old name's count when the document has only that.
-func (o oldDropped) or(n int) int {
-	if o.Old != nil && n == 0 {
-		return *o.Old
+	var old struct {
+		Dropped *int `json:"citations_dropped"`
 	}
-	return n
+	if err := json.Unmarshal(data, &old); err != nil {
+		return err
+	}
+	if old.Dropped != nil && *dropped == 0 {
+		*dropped = *old.Dropped
+	}
+	return nil
 }
 
 // WarningDoc is a warning of a ReportDoc.
@@ -225,17 +220,8 @@ type AgentDoc struct {
 // UnmarshalJSON reads a document of either schema: v1's
 // citations_dropped becomes DroppedCitations.
 func (d *AgentDoc) UnmarshalJSON(data []byte) error {
-	type plain AgentDoc
-	var v struct {
-		plain
-		oldDropped
-	}
-	if err := json.Unmarshal(data, &v); err != nil {
-		return err
-	}
-	*d = AgentDoc(v.plain)
-	d.DroppedCitations = v.or(d.DroppedCitations)
-	return nil
+	type plain AgentDoc // without this method
+	return readDoc(data, (*plain)(d), &d.DroppedCitations)
 }
 
 // AgentResultDoc builds the JSON document of an agent run's result.
