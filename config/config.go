@@ -58,6 +58,9 @@ type Config struct {
 	// AllowPrivateURLs lets the page reader fetch loopback and private
 	// addresses (self-hosted pages). Cloud-metadata addresses stay refused.
 	AllowPrivateURLs bool
+	// ResolveSources resolves Gemini's grounding redirects to the real
+	// pages' URLs and titles (behind the same SSRF guard as page reading).
+	ResolveSources bool
 	// MaxConcurrency bounds the LLM requests in flight per provider.
 	MaxConcurrency int
 	// LLMTimeout bounds one model call (retries included), SearchTimeout one

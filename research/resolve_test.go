@@ -2,7 +2,6 @@ package research_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -278,72 +277,34 @@ func TestGeminiBackendResolvesSources(t *testing.T) {
 	assert.Equal(t, n, w.redirects.Load())
 }
 
-// resolvingGemini is a fake Gemini REST server for a whole run: two
-// queries, each grounded in the same article through its own redirect
-// token and in a page of its own; the answer cites every marker it was
+// resolvingGemini is a fake Gemini REST server for a whole run: three
+// queries; q1 and q2 are each grounded in the same article through a
+// redirect token of their own and in a page of their own, q3 in the
+// same pages through q1's tokens; the answer cites every marker it was
 // shown, and the first redirect URL itself.
 func resolvingGemini(w *redirectWorld) http.HandlerFunc {
-	return func(rw http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Contents []struct {
-				Parts []struct{ Text string } `json:"parts"`
-			} `json:"contents"`
-			Tools []struct {
-				GoogleSearch *struct{} `json:"googleSearch"`
-			} `json:"tools"`
-			GenerationConfig struct {
-				ResponseJSONSchema *struct {
-					Properties map[string]json.RawMessage `json:"properties"`
-				} `json:"responseJsonSchema"`
-			} `json:"generationConfig"`
+	search := func(prompt string) (string, map[string]any) {
+		n := "1"
+		if strings.Contains(prompt, `"q2"`) {
+			n = "2"
 		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			http.Error(rw, err.Error(), http.StatusBadRequest)
-			return
+		s1, s2 := "Spain won the final "+n+".", " Other fact "+n+"."
+		text := s1 + s2
+		return text, map[string]any{
+			"groundingChunks": []any{
+				map[string]any{"web": map[string]any{"uri": w.redirect("tok-a" + n), "title": "uefa.com"}},
+				map[string]any{"web": map[string]any{"uri": w.redirect("tok-o" + n), "title": "pages.test"}},
+			},
+			"groundingSupports": []any{
+				map[string]any{"segment": map[string]any{"endIndex": len(s1)}, "groundingChunkIndices": []int{0}},
+				map[string]any{"segment": map[string]any{"startIndex": len(s1), "endIndex": len(text)}, "groundingChunkIndices": []int{1}},
+			},
 		}
-		prompt := req.Contents[len(req.Contents)-1].Parts[0].Text
-		var text string
-		var grounding map[string]any
-		schema := req.GenerationConfig.ResponseJSONSchema
-		switch {
-		case len(req.Tools) > 0 && req.Tools[0].GoogleSearch != nil:
-			n := "1"
-			if strings.Contains(prompt, `"q2"`) {
-				n = "2"
-			}
-			s1, s2 := "Spain won the final "+n+".", " Other fact "+n+"."
-			text = s1 + s2
-			grounding = map[string]any{
-				"groundingChunks": []any{
-					map[string]any{"web": map[string]any{"uri": w.redirect("tok-a" + n), "title": "uefa.com"}},
-					map[string]any{"web": map[string]any{"uri": w.redirect("tok-o" + n), "title": "pages.test"}},
-				},
-				"groundingSupports": []any{
-					map[string]any{"segment": map[string]any{"endIndex": len(s1)}, "groundingChunkIndices": []int{0}},
-					map[string]any{"segment": map[string]any{"startIndex": len(s1), "endIndex": len(text)}, "groundingChunkIndices": []int{1}},
-				},
-			}
-		case schema != nil && schema.Properties["query"] != nil:
-			text = `{"query": ["q1", "q2"], "rationale": "two"}`
-		case schema != nil:
-			text = `{"is_sufficient": true, "knowledge_gap": "", "follow_up_queries": []}`
-		default:
-			text = "Antwort " + strings.Join(markerRe.FindAllString(prompt, -1), " ") + " [direct](" + w.redirect("tok-a1") + ")"
-		}
-		cand := map[string]any{"content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": text}}}, "finishReason": "STOP"}
-		if grounding != nil {
-			cand["groundingMetadata"] = grounding
-		}
-		body, _ := json.Marshal(map[string]any{"candidates": []any{cand},
-			"usageMetadata": map[string]any{"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}})
-		if strings.HasSuffix(r.URL.Path, ":streamGenerateContent") {
-			rw.Header().Set("Content-Type", "text/event-stream")
-			fmt.Fprintf(rw, "data: %s\n\n", body)
-			return
-		}
-		rw.Header().Set("Content-Type", "application/json")
-		_, _ = rw.Write(body)
 	}
+	answer := func(prompt string) string {
+		return "Antwort " + strings.Join(markerRe.FindAllString(prompt, -1), " ") + " [direct](" + w.redirect("tok-a1") + ")"
+	}
+	return func(rw http.ResponseWriter, r *http.Request) { serveGeminiWire(rw, r, search, answer) }
 }
 
 // TestGeminiRunShowsResolvedSources: through the Gemini wire protocol, the
@@ -366,7 +327,7 @@ func TestGeminiRunShowsResolvedSources(t *testing.T) {
 		"2. [Other page 1]("+w.page("/other/1")+")\n"+
 		"3. [Other page 2]("+w.page("/other/2")+")\n", md)
 	assert.NotContains(t, md, "grounding-api-redirect")
-	assert.Equal(t, "Antwort [1]("+w.page("/article")+") [2]("+w.page("/other/1")+") [1]("+w.page("/article")+") [3]("+w.page("/other/2")+") [1]("+w.page("/article")+")", rep.Answer)
+	assert.Equal(t, "Antwort [1]("+w.page("/article")+") [2]("+w.page("/other/1")+") [1]("+w.page("/article")+") [3]("+w.page("/other/2")+") [1]("+w.page("/article")+") [2]("+w.page("/other/1")+") [1]("+w.page("/article")+")", rep.Answer)
 	assert.Equal(t, 0, rep.Dropped, "the redirect URL counts as gathered")
 	assert.Equal(t, 3, rep.Gathered)
 	assert.Equal(t, int32(3), w.pages.Load(), "the article was read once for both queries")

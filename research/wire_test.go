@@ -31,6 +31,42 @@ type geminiWire struct {
 }
 
 func (f *geminiWire) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	serveGeminiWire(w, r, f.search, func(prompt string) string {
+		return "Antwort " + strings.Join(markerRe.FindAllString(prompt, -1), " ")
+	})
+}
+
+// search answers a Google Search request once `round` of them are in
+// flight.
+func (f *geminiWire) search(prompt string) (string, map[string]any) {
+	f.mu.Lock()
+	f.inFlight++
+	f.peak = max(f.peak, f.inFlight)
+	if f.inFlight == f.round {
+		close(f.all)
+	}
+	f.mu.Unlock()
+	select {
+	case <-f.all:
+	case <-time.After(3 * time.Second):
+	}
+	f.mu.Lock()
+	f.inFlight--
+	f.mu.Unlock()
+	q := prompt[strings.Index(prompt, `"`)+1:]
+	q = q[:strings.Index(q, `"`)]
+	text := "Über " + q + ": Fakten."
+	return text, map[string]any{
+		"groundingChunks":   []any{map[string]any{"web": map[string]any{"uri": "https://redirect.example/" + q, "title": q + ".org"}}},
+		"groundingSupports": []any{map[string]any{"segment": map[string]any{"endIndex": len(text)}, "groundingChunkIndices": []int{0}}},
+	}
+}
+
+// serveGeminiWire answers one Gemini REST request of a research run, unary
+// or streamed: the query writer's three queries (q1, q2, q3), a sufficient
+// reflection, search(prompt) for a Google Search request (the reply's text
+// and grounding metadata) and answer(prompt) for the final answer.
+func serveGeminiWire(w http.ResponseWriter, r *http.Request, search func(prompt string) (string, map[string]any), answer func(prompt string) string) {
 	var req struct {
 		Contents []struct {
 			Parts []struct{ Text string } `json:"parts"`
@@ -53,33 +89,13 @@ func (f *geminiWire) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var grounding map[string]any
 	switch {
 	case len(req.Tools) > 0 && req.Tools[0].GoogleSearch != nil:
-		f.mu.Lock()
-		f.inFlight++
-		f.peak = max(f.peak, f.inFlight)
-		if f.inFlight == f.round {
-			close(f.all)
-		}
-		f.mu.Unlock()
-		select {
-		case <-f.all:
-		case <-time.After(3 * time.Second):
-		}
-		f.mu.Lock()
-		f.inFlight--
-		f.mu.Unlock()
-		q := prompt[strings.Index(prompt, `"`)+1:]
-		q = q[:strings.Index(q, `"`)]
-		text = "Über " + q + ": Fakten."
-		grounding = map[string]any{
-			"groundingChunks":   []any{map[string]any{"web": map[string]any{"uri": "https://redirect.example/" + q, "title": q + ".org"}}},
-			"groundingSupports": []any{map[string]any{"segment": map[string]any{"endIndex": len(text)}, "groundingChunkIndices": []int{0}}},
-		}
+		text, grounding = search(prompt)
 	case req.GenerationConfig.ResponseJSONSchema != nil && req.GenerationConfig.ResponseJSONSchema.Properties["query"] != nil:
 		text = `{"query": ["q1", "q2", "q3"], "rationale": "three aspects"}`
 	case req.GenerationConfig.ResponseJSONSchema != nil:
 		text = `{"is_sufficient": true, "knowledge_gap": "", "follow_up_queries": []}`
 	default:
-		text = "Antwort " + strings.Join(markerRe.FindAllString(prompt, -1), " ")
+		text = answer(prompt)
 	}
 	cand := map[string]any{"content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": text}}}, "finishReason": "STOP"}
 	if grounding != nil {

@@ -104,6 +104,9 @@ func env(t *testing.T, vars map[string]string) []string {
 		"DEEPGRAPH_SEARCH_TIMEOUT":  "10s",
 		"DEEPGRAPH_FETCH_TIMEOUT":   "10s",
 		"DEEPGRAPH_MAX_CONCURRENCY": "8",
+		// The fake Gemini's grounding redirects name the real
+		// vertexaisearch.cloud.google.com, which tests never reach.
+		"DEEPGRAPH_RESOLVE_SOURCES": "false",
 		// A race-enabled binary otherwise sleeps 1 s at exit; a race it
 		// finds still fails the run (exit status 66).
 		"GORACE": "atexit_sleep_ms=0",

@@ -185,7 +185,7 @@ func WebSearcher(cfg *config.Config, names []string, logger *slog.Logger) (*sear
 // refused either way).
 func PageReader(cfg *config.Config, logger *slog.Logger) (*search.Reader, error) {
 	r, err := search.NewReader(search.ReaderConfig{
-		Guard:        netguard.Config{AllowPrivate: cfg.AllowPrivateURLs},
+		Guard:        guardConfig(cfg),
 		Timeout:      cfg.FetchTimeout,
 		MaxRetries:   retries(cfg.Retries),
 		RetryBackoff: cfg.RetryBackoff,
@@ -195,6 +195,12 @@ func PageReader(cfg *config.Config, logger *slog.Logger) (*search.Reader, error)
 		return nil, &setupError{fmt.Errorf("page reader: %w", err)}
 	}
 	return r, nil
+}
+
+// guardConfig is the SSRF policy of everything that fetches a URL a page
+// or a model chose: the page reader and the grounding-redirect resolver.
+func guardConfig(cfg *config.Config) netguard.Config {
+	return netguard.Config{AllowPrivate: cfg.AllowPrivateURLs}
 }
 
 // OpenCorpus opens (indexing what changed) the corpus directory of cfg.
@@ -267,7 +273,16 @@ func OpenBackend(ctx context.Context, cfg *config.Config, plan Plan, logger *slo
 		b.Searcher = chain
 		b.Backend = &research.SearchBackend{Searcher: chain, Reader: reader, Logger: logger}
 	case BackendGemini:
-		b.Backend = research.GeminiBackend{}
+		gb := research.GeminiBackend{KeepRedirects: !cfg.ResolveSources}
+		if cfg.ResolveSources {
+			res, err := research.NewSourceResolver(research.ResolverConfig{Guard: guardConfig(cfg), Logger: logger})
+			if err != nil {
+				return nil, &setupError{fmt.Errorf("source resolver: %w", err)}
+			}
+			b.closers = append(b.closers, res.Close)
+			gb.Resolver = res
+		}
+		b.Backend = gb
 	default:
 		return nil, setupErr("unknown back end %q", plan.Kind)
 	}
