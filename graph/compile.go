@@ -78,13 +78,14 @@ func WithNodeDefaults(opts ...NodeOption) Option {
 // Compiled is a validated graph, ready to run. It is immutable and safe for
 // concurrent runs.
 type Compiled[S any] struct {
-	g      *Graph[S] // the definition, for drawing
-	fields []Field[S]
-	nodes  []*cnode[S]
-	byName map[string]int
-	start  *cnode[S]
-	joins  []cjoin
-	set    settings
+	g       *Graph[S] // the definition, for drawing
+	fields  []Field[S]
+	reduced []Field[S] // the Reduce fields, whose merge a fresh run's input goes through
+	nodes   []*cnode[S]
+	byName  map[string]int
+	start   *cnode[S]
+	joins   []cjoin
+	set     settings
 
 	// Breakpoints, by node index.
 	before, after []bool
@@ -129,6 +130,11 @@ func (g *Graph[S]) Compile(opts ...Option) (*Compiled[S], error) {
 	}
 
 	c := &Compiled[S]{g: g, fields: g.fields, byName: map[string]int{}, set: st}
+	for _, f := range g.fields {
+		if f.reduces() {
+			c.reduced = append(c.reduced, f)
+		}
+	}
 	for i, name := range g.order {
 		n := g.nodes[name]
 		cn := &cnode[S]{node: n, idx: i}

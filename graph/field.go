@@ -55,6 +55,7 @@ type Field[S any] interface {
 	// freshInput turns s, a fresh run's input, into the state that writing
 	// its non-zero field through the reducer onto the zero state gives.
 	freshInput(s *S)
+	reduces() bool // whether freshInput does anything (a Reduce field)
 }
 
 // fieldInfo is the identity shared by all field handles.
@@ -94,6 +95,7 @@ func (f *ValueField[S, T]) decode(op writeOp, data []byte) (Write[S], error) {
 func (f *ValueField[S, T]) afterMerge(*S) {}
 
 func (f *ValueField[S, T]) freshInput(*S) {} // the last value is the value
+func (f *ValueField[S, T]) reduces() bool { return false }
 
 func (f *ValueField[S, T]) mergeInput(dst, src *S) {
 	if v := *f.get(src); !isZero(v) {
@@ -160,6 +162,7 @@ func (f *AppendField[S, E]) afterMerge(s *S) {
 }
 
 func (f *AppendField[S, E]) freshInput(*S) {} // nothing + the list is the list
+func (f *AppendField[S, E]) reduces() bool { return false }
 
 func (f *AppendField[S, E]) mergeInput(dst, src *S) {
 	if v := *f.get(src); len(v) > 0 {
@@ -222,6 +225,8 @@ func (f *ReduceField[S, T]) decode(op writeOp, data []byte) (Write[S], error) {
 }
 
 func (f *ReduceField[S, T]) afterMerge(*S) {}
+
+func (f *ReduceField[S, T]) reduces() bool { return true }
 
 func (f *ReduceField[S, T]) freshInput(s *S) {
 	if p := f.get(s); !isZero(*p) {

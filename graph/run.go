@@ -89,9 +89,6 @@ type run[S any] struct {
 	hitlKey string
 	answers []givenAnswer
 	inputs  []any // InputWrites
-	// raw: the input is the state as it is, not writes through the reducers
-	// (a same-state subgraph starts from its parent's state).
-	raw bool
 
 	// out is where tasks' Emit values go: this run's own sink when it is
 	// streamed, the parent's when it is a subgraph of a streamed run, nil
@@ -104,6 +101,9 @@ type run[S any] struct {
 	emit  func(Event[S]) bool // nil when nobody streams this run
 	kinds EventKind
 	stop  bool // the stream's consumer broke out
+	// raw: the input is the state as it is, not writes through the reducers
+	// (a same-state subgraph starts from its parent's state).
+	raw bool
 
 	tasks, next []task[S]
 	planned     []int    // per node: the planning round that scheduled it
@@ -180,8 +180,15 @@ func (c *taskCtx) Value(key any) any {
 
 func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], error) {
 	rs := runSettings{limit: c.set.limit, concurrency: c.set.concurrency}
-	for _, o := range opts {
-		o(&rs)
+	if len(opts) > 0 {
+		// Options get a copy on the heap, so that a run without options
+		// does not allocate its settings.
+		p := new(runSettings)
+		*p = rs
+		for _, o := range opts {
+			o(p)
+		}
+		rs = *p
 	}
 	if rs.limit <= 0 {
 		return nil, fmt.Errorf("graph: recursion limit %d: it must be at least 1", rs.limit)
@@ -244,7 +251,7 @@ func (r *run[S]) begin(in S) error {
 		// On the zero state, writing the input's non-zero fields through
 		// Value and Append fields gives the input itself; only Reduce fields
 		// need their merge function run.
-		for _, f := range r.c.fields {
+		for _, f := range r.c.reduced {
 			f.freshInput(&r.state)
 		}
 	}
@@ -979,7 +986,7 @@ func (r *run[S]) merge() error {
 			if !r.c.hasField(f) {
 				return &NodeError{Node: r.prefix + t.node.name, Step: r.step, Err: fmt.Errorf("it wrote field %s, which is not declared: pass its handle to graph.New", f.goName())}
 			}
-			if r.overwritten(f, i) {
+			if len(r.setters) > 0 && r.overwritten(f, i) {
 				continue
 			}
 			w.apply(&r.state)
