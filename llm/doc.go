@@ -111,7 +111,7 @@
 // # Providers and model specs
 //
 // Providers live in sub-packages so a program compiles only those it uses:
-// llm/gemini (google.golang.org/genai; Google Search grounding), llm/openai
+// llm/gemini (the Gemini REST API; Google Search grounding), llm/openai
 // (OpenAI and OpenAI-compatible servers: Ollama's /v1, vLLM, llama.cpp, LM
 // Studio, OpenRouter, DeepSeek) and llm/anthropic. Configuration names a
 // model as "provider:model" — "gemini:gemini-2.5-flash",
