@@ -125,7 +125,6 @@ type task[S any] struct {
 	err  error
 	done bool
 	info taskInfo
-	tctx taskCtx
 
 	// hold is what interrupts left of the task; nil for almost every task.
 	hold *taskHold
@@ -164,16 +163,19 @@ func (t *task[S]) waiting() []PendingInterrupt {
 func (t *task[S]) paused() bool { return t.hold != nil && t.hold.paused }
 
 // taskCtx is a task's context: its step's context plus the task's identity,
-// found by Emit and by nested graphs. It lives inside the task, so giving a
-// task its context allocates nothing.
+// found by Emit and by nested graphs. It is made only for tasks that need it
+// (a stream listens, or the run can be interrupted), and on the heap with
+// its own copy of the identity: whatever the node handed the context to — an
+// HTTP dial finishing in the background, a goroutine — may read it after the
+// task, while the run reuses the task's slot for the next steps.
 type taskCtx struct {
 	context.Context
-	info *taskInfo
+	info taskInfo
 }
 
 func (c *taskCtx) Value(key any) any {
 	if _, ok := key.(taskKey); ok {
-		return c.info
+		return &c.info
 	}
 	return c.Context.Value(key)
 }
@@ -854,8 +856,7 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 		t.info.hi = &taskHITL{root: r.hitl, key: r.hitlKey + "/" + t.info.path + "@" + strconv.Itoa(r.step) + "." + strconv.Itoa(t.info.index)}
 	}
 	if t.info.sink != nil || t.info.hi != nil {
-		t.tctx = taskCtx{Context: ctx, info: &t.info}
-		ctx = &t.tctx
+		ctx = &taskCtx{Context: ctx, info: t.info}
 	}
 	attempts := 1
 	if n.retries {

@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -129,4 +130,45 @@ func TestNoGoroutineLeaks(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	assert.LessOrEqual(t, runtime.NumGoroutine(), before)
+}
+
+// A task's context stays valid after the task: something the node handed
+// it to — an HTTP dial finishing in the background, a goroutine — may still
+// read it while the run goes on to reuse the task's slot for later steps.
+func TestATaskContextOutlivesItsTask(t *testing.T) {
+	type key struct{}
+	var wg sync.WaitGroup
+	read := make(chan any, 64)
+	g := newT()
+	g.AddNode("loop", func(ctx context.Context, s tState) (graph.Update[tState], error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				read <- ctx.Value(key{})
+				runtime.Gosched()
+			}
+		}()
+		graph.Emit(ctx, s.N)
+		return graph.Writes(tN.Set(s.N + 1)), nil
+	})
+	g.AddEdge(graph.Start, "loop")
+	g.AddConditional("loop", func(s tState) graph.Route {
+		if s.N < 20 {
+			return graph.Goto("loop")
+		}
+		return graph.Goto(graph.End)
+	}, "loop", graph.End)
+	c := compile(t, g)
+	ctx := context.WithValue(context.Background(), key{}, "run")
+	go func() {
+		for v := range read {
+			assert.Equal(t, "run", v)
+		}
+	}()
+	for _, err := range c.Stream(ctx, tState{}) {
+		require.NoError(t, err)
+	}
+	wg.Wait()
+	close(read)
 }
