@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/llm"
 )
 
 // The coalescer's rules, on a clock the test moves: a piece goes out at
@@ -65,4 +68,26 @@ func TestWarningTextCountsRight(t *testing.T) {
 	} {
 		assert.Contains(t, warningText(c.kind, c.n), c.want)
 	}
+}
+
+// A stream that broke off and is sent again (llm.Token.Restart) reaches
+// observers as a restart activity; the cut text still waiting in the
+// coalescer is dropped rather than shown.
+func TestARestartedStreamReachesObservers(t *testing.T) {
+	a, ok := Describe(graph.Event[State]{Kind: graph.EventCustom, Node: NodeFinalizeAnswer, Step: 4, Value: llm.Token{Restart: true}})
+	if assert.True(t, ok, "a restart is an activity") {
+		assert.Equal(t, Activity{Kind: ActivityToken, Node: NodeFinalizeAnswer, Step: 4, Restart: true}, a)
+	}
+
+	var out []Activity
+	c := &coalescer{out: func(a Activity) { out = append(out, a) }, now: time.Now}
+	tok := Activity{Kind: ActivityToken, Node: "a", Step: 1, Token: "The ans"}
+	c.add(tok)
+	c.add(Activity{Kind: ActivityToken, Node: "a", Step: 1, Restart: true})
+	c.add(Activity{Kind: ActivityToken, Node: "a", Step: 1, Token: "The answer."})
+	c.flush()
+	assert.Equal(t, []Activity{
+		{Kind: ActivityToken, Node: "a", Step: 1, Restart: true},
+		{Kind: ActivityToken, Node: "a", Step: 1, Token: "The answer."},
+	}, out)
 }

@@ -238,8 +238,11 @@ type Activity struct {
 	Cited      int                 `json:"cited,omitempty"`
 	Dropped    int                 `json:"dropped,omitempty"`
 	Token      string              `json:"token,omitempty"`
-	Error      string              `json:"error,omitempty"`
-	Warning    *Warning            `json:"warning,omitempty"`
+	// Restart (with ActivityToken) says the node's streamed text broke off
+	// and is being written again: drop what was shown of it.
+	Restart bool     `json:"restart,omitempty"`
+	Error   string   `json:"error,omitempty"`
+	Warning *Warning `json:"warning,omitempty"`
 	// Usage is what the step's task spent.
 	Usage llm.UsageByRole `json:"usage,omitempty"`
 }
@@ -313,6 +316,10 @@ func Describe(ev graph.Event[State]) (Activity, bool) {
 	case graph.EventCustom:
 		switch v := ev.Value.(type) {
 		case llm.Token:
+			if v.Restart {
+				a.Kind, a.Restart = ActivityToken, true
+				return a, true
+			}
 			if v.Content != "" {
 				a.Kind, a.Token = ActivityToken, v.Content
 				return a, true
@@ -363,6 +370,15 @@ type coalescer struct {
 }
 
 func (c *coalescer) add(a Activity) {
+	if a.Restart {
+		// The text gathered of the stream that broke off is not shown.
+		if c.text.Len() > 0 && a.Node == c.piece.Node && a.Step == c.piece.Step {
+			c.text.Reset()
+		}
+		c.flush()
+		c.out(a)
+		return
+	}
 	if a.Kind != ActivityToken {
 		c.flush()
 		c.out(a)

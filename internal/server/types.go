@@ -248,6 +248,9 @@ type endData struct {
 
 type tokenData struct {
 	Text string `json:"text"`
+	// Restart says the answer's stream broke off and is being written
+	// again: drop the text shown so far.
+	Restart bool `json:"restart,omitempty"`
 }
 
 // errorBody is every error response: {"error":{"code","message"}}.

@@ -164,6 +164,7 @@ export class RunView {
         if (data.error) this.showError(data.error);
         break;
       case 'token':
+        if (data.restart) this.#restartStream(); // the stream broke off and is written again
         this.#appendToken(str(data.text));
         break;
       case 'state':
@@ -241,6 +242,11 @@ export class RunView {
     this.timeline.append(li);
     this.activityCount.textContent = ` (${this.timeline.children.length})`;
     this.#updateAnswerStatus();
+  }
+
+  /** #restartStream drops the streamed text: the model is writing it again. */
+  #restartStream() {
+    if (this.streamNode) this.streamNode.data = '';
   }
 
   #appendToken(text) {
