@@ -170,7 +170,7 @@ var table = []entry{
 		"Bound on the whole run; 0 means none. When it passes, the report gathered so far is printed, marked incomplete.",
 		func(c *Config) *time.Duration { return &c.Timeout })),
 	withEnv(intKey("retries", "--retries", 3, 0, MaxRetries,
-		"Retries after a failed request to a model or search provider (429 honouring Retry-After, 5xx, dropped connections).",
+		"Retries after a failed request to a model or search provider (429 honouring Retry-After, 5xx, dropped connections, a reply stream cut off). 0 also turns off the graph nodes' retries of transient model errors.",
 		func(c *Config) *int { return &c.Retries })),
 	withEnv(durationKey("retry_backoff", "", 500*time.Millisecond, time.Millisecond, time.Minute,
 		"First wait before a retry, doubling (with jitter) after each; a longer Retry-After from the server wins.",

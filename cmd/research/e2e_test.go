@@ -396,6 +396,14 @@ func TestE2ERateLimits(t *testing.T) {
 		assert.Contains(t, res.stderr, "429")
 		assert.Contains(t, res.stderr, "hint: the provider is rate limiting")
 	})
+	t.Run("--retries 0 retries nothing, in the nodes either", func(t *testing.T) {
+		_, _, _, vars := searchSetup(t)
+		oa := newFakeOpenAI(t, func(oaCallCtx) oaReply { return rateLimited })
+		vars["OPENAI_BASE_URL"] = oa.baseURL()
+		res := run(t, env(t, vars), "--model", "openai:gpt-4.1-mini", "--retries", "0", "Raft?")
+		require.Equal(t, 1, res.code, res)
+		assert.Equal(t, 1, oa.count(), "one request, no retry")
+	})
 }
 
 func TestE2EMalformedStructuredReply(t *testing.T) {

@@ -75,7 +75,7 @@ func NewFlow(ctx context.Context, cfg *config.Config, aio AgentIO, fo FlowOption
 			Description: "researches one question in depth on the web (several searches, reading, reflection) and returns a report with cited sources; for questions that need several sources"})
 	}
 	flow, err := nodes.NewFlow(nodes.FlowConfig{Planner: planner, Executors: execs, Approve: fo.Approve, Checkpointer: fo.Checkpointer,
-		MaxPlanSteps: fo.MaxPlanSteps, MaxRevisions: fo.MaxRevisions})
+		MaxPlanSteps: fo.MaxPlanSteps, MaxRevisions: fo.MaxRevisions, ModelRetry: modelRetry(cfg)})
 	if err != nil {
 		return nil, &setupError{fmt.Errorf("flow: %w", err)}
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/deepgraph/deepgraph/config"
+	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/internal/httpx"
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/llm/providers"
@@ -103,6 +104,16 @@ func ClientConfig(cfg *config.Config) llm.ClientConfig {
 
 // retries maps the retries key (0 = none) onto the clients' convention
 // (0 = the default, negative = none).
+// modelRetry is the retry policy of the nodes that call a model: their
+// default (nodes.DefaultModelRetry), or none when the configuration asks
+// for no retries at all (retries: 0).
+func modelRetry(cfg *config.Config) *graph.RetryPolicy {
+	if cfg.Retries <= 0 {
+		return &graph.RetryPolicy{MaxAttempts: 1}
+	}
+	return nil
+}
+
 func retries(n int) int {
 	if n <= 0 {
 		return -1

@@ -69,6 +69,7 @@ func newResearch(cfg *config.Config, models *Models, backend *Backend, cp graph.
 		InitialQueries:  cfg.InitialQueries,
 		MaxLoops:        cfg.MaxLoops,
 		Checkpointer:    cp,
+		ModelRetry:      modelRetry(cfg),
 	})
 	if err != nil {
 		return nil, &setupError{err}
