@@ -171,17 +171,25 @@ func citeAnswer(answer string, gathered []citation.Source) (string, []citation.S
 	return out, res.Sources, res.Dropped + dropped
 }
 
-// labelRef finds the source labels of citations: S3 in [S3], [S1, S3],
-// (S3) or 【S3】.
-var labelRef = regexp.MustCompile(`[\[(【,;]\s*[Ss](\d{1,6})\b`)
+var (
+	// labelGroup finds citations in the syntax the model is told to write
+	// (and citation.FromLabels converts): [S3], [S1, S3], 【S3】. "(S3)" or
+	// "S3" in prose are words.
+	labelGroup = regexp.MustCompile(`[\[【]\s*[Ss]\d{1,6}(?:\s*[,;]\s*[Ss]\d{1,6})*\s*[\]】]`)
+	labelRef   = regexp.MustCompile(`[Ss](\d{1,6})`)
+	// codeText is inline code and fenced blocks, where nothing is a citation.
+	codeText = regexp.MustCompile("(?s)```.*?(?:```|$)|~~~.*?(?:~~~|$)|`[^`\n]*`")
+)
 
 // inventedLabels counts the cited labels that name no source (S9 when
 // there are three).
 func inventedLabels(text string, n int) int {
 	count := 0
-	for _, m := range labelRef.FindAllStringSubmatch(text, -1) {
-		if k, err := strconv.Atoi(m[1]); err == nil && (k < 1 || k > n) {
-			count++
+	for _, g := range labelGroup.FindAllString(codeText.ReplaceAllString(text, ""), -1) {
+		for _, m := range labelRef.FindAllStringSubmatch(g, -1) {
+			if k, err := strconv.Atoi(m[1]); err == nil && (k < 1 || k > n) {
+				count++
+			}
 		}
 	}
 	return count
