@@ -50,7 +50,8 @@ type Config struct {
 	// the first round is the only one.
 	MaxLoops int
 	// MaxConcurrency bounds the web research tasks running at once (default:
-	// all of a round).
+	// graph.DefaultMaxConcurrency, 64 — more than a round's queries, so a
+	// round runs at once; the providers' own limits bound their calls).
 	MaxConcurrency int
 	// Checkpointer stores runs so that Thread can continue a conversation.
 	Checkpointer graph.Checkpointer
