@@ -13,16 +13,19 @@ import (
 
 // Defaults of ClientConfig.
 const (
-	DefaultMaxRetries     = 3
-	DefaultMaxConcurrency = 8
+	DefaultMaxRetries = 3
+	// DefaultMaxConcurrency is no bound: a client does not pace the calls
+	// of the runs that use it. Set MaxConcurrency for a provider's rate
+	// limit on requests in flight.
+	DefaultMaxConcurrency = 0
 	DefaultTimeout        = 3 * time.Minute
 )
 
 // ClientConfig is the transport behaviour every provider shares: retries with
 // exponential backoff and jitter on 429, 5xx, connection resets and timeouts
-// (honouring Retry-After), a bound on requests in flight so wide fan-outs
-// queue instead of storming the provider, and a per-call timeout. The zero
-// value means the defaults.
+// (honouring Retry-After), an optional bound on requests in flight for a
+// provider's rate limit, and a per-call timeout. The zero value means the
+// defaults.
 type ClientConfig struct {
 	// HTTPClient is the base client; its Transport is wrapped. Nil means
 	// http.DefaultTransport.
@@ -30,8 +33,12 @@ type ClientConfig struct {
 	// MaxRetries is the number of retries after the first attempt; 0 means
 	// DefaultMaxRetries, negative means none.
 	MaxRetries int
-	// MaxConcurrency bounds this provider's requests in flight; 0 means
-	// DefaultMaxConcurrency, negative means unbounded.
+	// MaxConcurrency bounds this client's requests in flight (a streamed
+	// reply holds its slot until it ends); more wait their turn. 0 and
+	// negative values mean no bound (DefaultMaxConcurrency). A bound meant
+	// for a provider's quota belongs on the one client every run of the
+	// process shares, and should be at least the fan-out of one research
+	// round (its queries), or a run waits on its own calls.
 	MaxConcurrency int
 	// Timeout bounds one call, retries included; 0 means DefaultTimeout,
 	// negative means none.

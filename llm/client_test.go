@@ -185,6 +185,7 @@ func TestClientConcurrencyBound(t *testing.T) {
 	}{
 		{"bounded", 2, 5, 2, 2},
 		{"negative means unbounded", -1, 5, 5, 5},
+		{"the default is no bound: a wide fan-out is not split into waves", 0, 20, 20, 20},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

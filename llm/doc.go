@@ -73,9 +73,11 @@
 // # Resilience
 //
 // Providers take a ClientConfig: retries with exponential backoff and
-// jitter on 429, 5xx and dropped connections (honouring Retry-After), a
-// bound on requests in flight per provider so a wide fan-out queues instead
-// of tripping rate limits, and a per-call timeout that surfaces as an
+// jitter on 429, 5xx and dropped connections (honouring Retry-After), an
+// optional bound on requests in flight (MaxConcurrency: none by default, so
+// a run's fan-out is never split into waves; set it for a provider's rate
+// limit, on a client every run sharing that quota uses), and a per-call
+// timeout that surfaces as an
 // *APIError matching ErrTimeout. Errors name the provider and, for a
 // rejected key, the environment variable it came from — never the key.
 // Callers branch with errors.Is on ErrRateLimited, ErrAuth, ErrBadRequest,

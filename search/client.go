@@ -18,8 +18,10 @@ import (
 
 // Defaults of HTTPOptions.
 const (
-	DefaultMaxRetries       = 3
-	DefaultMaxConcurrency   = 4
+	DefaultMaxRetries = 3
+	// DefaultMaxConcurrency is no bound: set HTTPOptions.MaxConcurrency
+	// for a provider's rate limit on requests in flight.
+	DefaultMaxConcurrency   = 0
 	DefaultTimeout          = 30 * time.Second
 	DefaultMaxResponseBytes = 16 << 20
 	// maxRetryAfter caps how long a provider's Retry-After may make one
@@ -31,9 +33,9 @@ const (
 // HTTPOptions is the transport behaviour every web provider shares:
 // retries with exponential backoff and jitter on 429, 5xx, connection
 // resets and timeouts (honouring Retry-After up to 20s), a bound on
-// requests in flight so a wide fan-out queues instead of storming the API,
-// a timeout per search and a cap on the response size. The zero value
-// means the defaults.
+// requests in flight for a provider's rate limit (none by default), a
+// timeout per search and a cap on the response size. The zero value means
+// the defaults.
 type HTTPOptions struct {
 	// HTTPClient is the base client; its Transport is wrapped with the
 	// retries and the concurrency bound. Nil means http.DefaultTransport.
@@ -43,8 +45,11 @@ type HTTPOptions struct {
 	// MaxRetries is the number of retries after the first attempt; 0 means
 	// DefaultMaxRetries, negative means none.
 	MaxRetries int
-	// MaxConcurrency bounds this provider's requests in flight; 0 means
-	// DefaultMaxConcurrency, negative means unbounded.
+	// MaxConcurrency bounds this provider's requests in flight; more wait
+	// their turn. 0 and negative values mean no bound
+	// (DefaultMaxConcurrency). Share one provider value among runs that
+	// share its quota, and keep the bound at least one research round's
+	// queries, or a run waits on its own searches.
 	MaxConcurrency int
 	// Timeout bounds one Search, retries included; 0 means DefaultTimeout,
 	// negative means none.

@@ -20,7 +20,8 @@
 // constructor that takes the key or URL from its variable when the config
 // leaves it empty; a missing one is an error naming the variable
 // (ErrNotConfigured). All share HTTPOptions: retries with backoff on 429
-// and 5xx honouring Retry-After, a bound on requests in flight, a timeout
+// and 5xx honouring Retry-After, an optional bound on requests in flight
+// (none by default; set it for a provider's rate limit), a timeout
 // per search and a cap on response size. Failures are *APIError values that
 // match ErrRateLimited, ErrAuth, ErrBadRequest or ErrUnavailable; a
 // rejected key is reported as "TAVILY_API_KEY was rejected (401): …",
@@ -49,8 +50,8 @@
 // address actually dialled and again after every redirect. Self-hosted
 // targets are opened explicitly with ReaderConfig.Guard (AllowPrivate, or an
 // allow-list). Bodies are capped (Page.Truncated), decompression is bounded
-// in size and ratio (ErrCompressionBomb), pages are fetched a few at a
-// time, and concurrent reads of one URL share a single fetch whose result
+// in size and ratio (ErrCompressionBomb), an optional bound limits the pages
+// fetched and converted at once (none by default), and concurrent reads of one URL share a single fetch whose result
 // is cached for the Reader's life. Page content is untrusted input: fence
 // it before it reaches a prompt.
 //

@@ -21,9 +21,10 @@ const (
 	DefaultReaderTimeout       = 20 * time.Second
 	DefaultReaderMaxBytes      = 5 << 20
 	DefaultMaxCompressionRatio = 100
-	DefaultReaderConcurrency   = 4
-	DefaultReaderCacheSize     = 256
-	DefaultUserAgent           = "Mozilla/5.0 (compatible; deepgraph-reader/1.0; +https://github.com/deepgraph/deepgraph)"
+	// DefaultReaderConcurrency is no bound on pages read at once.
+	DefaultReaderConcurrency = 0
+	DefaultReaderCacheSize   = 256
+	DefaultUserAgent         = "Mozilla/5.0 (compatible; deepgraph-reader/1.0; +https://github.com/deepgraph/deepgraph)"
 	// maxElemsToParse bounds the documents handed to readability, whose
 	// cost grows faster than linearly; bigger ones are converted whole.
 	maxElemsToParse = 60000
@@ -51,8 +52,10 @@ type ReaderConfig struct {
 	// this many times (past its first MiB) with ErrCompressionBomb. 0 means
 	// DefaultMaxCompressionRatio.
 	MaxCompressionRatio float64
-	// MaxConcurrency bounds pages fetched and converted at once; 0 means
-	// DefaultReaderConcurrency.
+	// MaxConcurrency bounds pages fetched and converted at once, by every
+	// caller of the Reader together (pages come from many sites: the bound
+	// is for memory and CPU); 0 and negative values mean no bound
+	// (DefaultReaderConcurrency).
 	MaxConcurrency int
 	// CacheSize is how many pages (and permanent failures) are remembered
 	// by URL; 0 means DefaultReaderCacheSize, negative disables the cache.
@@ -104,7 +107,7 @@ type Reader struct {
 	userAgent string
 	logger    *slog.Logger
 	extractor extractor
-	slots     chan struct{}
+	slots     chan struct{} // nil: no bound
 
 	mu       sync.Mutex
 	inflight map[string]*flight
@@ -130,8 +133,10 @@ func NewReader(cfg ReaderConfig) (*Reader, error) {
 		userAgent: cfg.UserAgent,
 		logger:    cfg.Logger,
 		extractor: readabilityExtractor{maxElems: maxElemsToParse},
-		slots:     make(chan struct{}, orDefault(cfg.MaxConcurrency, DefaultReaderConcurrency)),
 		inflight:  map[string]*flight{},
+	}
+	if cfg.MaxConcurrency > 0 {
+		r.slots = make(chan struct{}, cfg.MaxConcurrency)
 	}
 	if r.userAgent == "" {
 		r.userAgent = DefaultUserAgent
@@ -253,12 +258,14 @@ func parsePageURL(raw string) (*url.URL, error) {
 
 // read does one fetch under the concurrency bound and the timeout.
 func (r *Reader) read(ctx context.Context, u *url.URL) (*Page, error) {
-	select {
-	case r.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("search: reading %s: %w", u.Redacted(), ctx.Err())
+	if r.slots != nil {
+		select {
+		case r.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("search: reading %s: %w", u.Redacted(), ctx.Err())
+		}
+		defer func() { <-r.slots }()
 	}
-	defer func() { <-r.slots }()
 	callCtx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	start := time.Now()

@@ -820,3 +820,31 @@ func FuzzHTMLToMarkdown(f *testing.F) {
 		}
 	})
 }
+
+// TestReaderUnboundedByDefault: with no MaxConcurrency, every page of a wide
+// fan-out is fetched at once (a run's reads never wait on each other).
+func TestReaderUnboundedByDefault(t *testing.T) {
+	const total = 12
+	var inFlight atomic.Int32
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight.Add(1)
+		<-release
+		_, _ = io.WriteString(w, "page "+r.URL.Path)
+	}))
+	defer srv.Close()
+	unblock := sync.OnceFunc(func() { close(release) })
+	defer unblock()
+	r := newTestReader(t, ReaderConfig{})
+	var wg sync.WaitGroup
+	for i := range total {
+		wg.Go(func() {
+			_, err := r.Read(context.Background(), fmt.Sprintf("%s/p%d", srv.URL, i))
+			assert.NoError(t, err)
+		})
+	}
+	require.Eventually(t, func() bool { return inFlight.Load() == total }, 5*time.Second, time.Millisecond,
+		"all %d reads reach the server before any is answered", total)
+	unblock()
+	wg.Wait()
+}

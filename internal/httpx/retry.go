@@ -1,8 +1,11 @@
 // Package httpx holds the HTTP plumbing that every provider client shares: a
 // RoundTripper that retries rate limits, server errors and dropped connections
-// with exponential backoff and jitter (honouring Retry-After), and bounds the
-// number of requests in flight so a wide fan-out queues instead of storming
-// the provider.
+// with exponential backoff and jitter (honouring Retry-After), and optionally
+// bounds the number of requests in flight (Policy.Concurrency) so the calls
+// of many runs sharing a provider's quota queue instead of storming it. The
+// bound is the caller's to size: the clients of this project leave it off by
+// default, and one set for a rate limit should be no smaller than one run's
+// fan-out, or a run waits on itself.
 package httpx
 
 import (
