@@ -61,8 +61,15 @@ type Config struct {
 	// ResolveSources resolves Gemini's grounding redirects to the real
 	// pages' URLs and titles (behind the same SSRF guard as page reading).
 	ResolveSources bool
-	// MaxConcurrency bounds the LLM requests in flight per provider.
-	MaxConcurrency int
+	// MaxConcurrency bounds the LLM requests in flight per provider,
+	// SearchConcurrency the searches in flight per search provider, and
+	// PageConcurrency the pages read at once; each is shared by every run
+	// of the process, and 0 means no bound (the default). They are for
+	// rate limits and memory, never for pacing one run: a bound below one
+	// research round's fan-out is raised to it (see internal/app).
+	MaxConcurrency    int
+	SearchConcurrency int
+	PageConcurrency   int
 	// LLMTimeout bounds one model call (retries included), SearchTimeout one
 	// search, FetchTimeout one page read, Timeout the whole run (0: none).
 	LLMTimeout    time.Duration

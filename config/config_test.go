@@ -65,7 +65,9 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, []string{SearchAuto}, c.Search)
 	assert.True(t, c.SearchAuto())
 	assert.Equal(t, FormatMarkdown, c.Format)
-	assert.Equal(t, 8, c.MaxConcurrency)
+	assert.Equal(t, 0, c.MaxConcurrency, "no bound on model calls by default")
+	assert.Equal(t, 0, c.SearchConcurrency, "no bound on searches by default")
+	assert.Equal(t, 0, c.PageConcurrency, "no bound on page reads by default")
 	assert.Equal(t, 3*time.Minute, c.LLMTimeout)
 	assert.Equal(t, 30*time.Second, c.SearchTimeout)
 	assert.Equal(t, 20*time.Second, c.FetchTimeout)
@@ -97,7 +99,7 @@ func TestKeysTable(t *testing.T) {
 	for _, want := range []string{"model", "query_generator_model", "reflection_model", "answer_model", "research_model",
 		"number_of_initial_queries", "max_research_loops", "effort", "search", "corpus", "corpus_cache_dir", "searxng_url",
 		"tavily_api_key", "brave_api_key", "gemini_api_key", "openai_api_key", "openai_base_url", "anthropic_api_key",
-		"ollama_host", "allow_private_urls", "max_concurrency", "llm_timeout", "search_timeout", "fetch_timeout", "retries",
+		"ollama_host", "allow_private_urls", "max_concurrency", "search_concurrency", "page_concurrency", "llm_timeout", "search_timeout", "fetch_timeout", "retries",
 		"format", "agent.workspace", "agent.allow_exec", "agent.max_steps", "agent.tools"} {
 		assert.True(t, names[want], "missing key %s", want)
 	}
@@ -285,6 +287,10 @@ func TestValidationErrors(t *testing.T) {
 			want: []string{"number_of_initial_queries: many is not allowed: use a whole number from 1 to 20 (from env DEEPGRAPH_NUMBER_OF_INITIAL_QUERIES)"}},
 		{name: "fractional in a file", file: "retries: 1.5\n",
 			want: []string{"retries: 1.5 is not allowed: use a whole number from 0 to 10 (from file %s)"}},
+		{name: "negative limit", args: []string{"--page-concurrency", "-1"},
+			want: []string{"page_concurrency: -1 is not allowed: use 0 (no bound) or a whole number from 1 to 100000 (from flag --page-concurrency)"}},
+		{name: "limit not a number", env: map[string]string{"DEEPGRAPH_SEARCH_CONCURRENCY": "few"},
+			want: []string{"search_concurrency: few is not allowed: use 0 (no bound) or a whole number from 1 to 100000 (from env DEEPGRAPH_SEARCH_CONCURRENCY)"}},
 		{name: "effort", args: []string{"--effort", "extreme"},
 			want: []string{"effort: extreme is not allowed: use one of low, medium, high (from flag --effort)"}},
 		{name: "format", env: map[string]string{"DEEPGRAPH_FORMAT": "html"},

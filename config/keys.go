@@ -52,8 +52,11 @@ const (
 	MaxInitialQueries = 20
 	MaxLoops          = 50
 	MaxConcurrency    = 256
-	MaxRetries        = 10
-	MaxAgentSteps     = 1000
+	// MaxLimit bounds max_concurrency, search_concurrency and
+	// page_concurrency.
+	MaxLimit      = 100000
+	MaxRetries    = 10
+	MaxAgentSteps = 1000
 )
 
 // entry is a Key with the code that parses, validates and shows its value.
@@ -157,9 +160,18 @@ var table = []entry{
 	withEnv(boolKey("resolve_sources", "", true,
 		"With Gemini grounding, show each source's real URL and page title instead of the 130-character redirect (each redirect and page title read behind the SSRF guard, a few seconds at most); false keeps the redirects.",
 		func(c *Config) *bool { return &c.ResolveSources })),
-	withEnv(intKey("max_concurrency", "--max-concurrency", llm.DefaultMaxConcurrency, 1, MaxConcurrency,
-		"LLM requests in flight per provider; more wait their turn.",
+	withEnv(limitKey("max_concurrency", "--max-concurrency",
+		"Model calls in flight per model provider, shared by every run of the process; more wait their turn. For a provider's rate limit: "+
+			"0 means no bound, and a bound below one round's queries is raised to them, so a run's own calls never wait on each other.",
 		func(c *Config) *int { return &c.MaxConcurrency })),
+	withEnv(limitKey("search_concurrency", "--search-concurrency",
+		"Searches in flight per web search provider, shared by every run of the process; more wait their turn. For a provider's rate limit: "+
+			"0 means no bound, and a bound below one round's queries is raised to them.",
+		func(c *Config) *int { return &c.SearchConcurrency })),
+	withEnv(limitKey("page_concurrency", "--page-concurrency",
+		"Web pages read at once, by every run of the process together (pages come from many sites: this bounds memory and CPU, not a provider). "+
+			"0 means no bound; a bound below one round's page reads (queries × 3) is raised to them.",
+		func(c *Config) *int { return &c.PageConcurrency })),
 	withEnv(durationKey("llm_timeout", "--llm-timeout", llm.DefaultTimeout, time.Second, 24*time.Hour,
 		"Bound on one model call, retries included.", func(c *Config) *time.Duration { return &c.LLMTimeout })),
 	withEnv(durationKey("search_timeout", "--search-timeout", 30*time.Second, time.Second, time.Hour,
@@ -310,6 +322,20 @@ func intKey(name, flag string, def, lo, hi int, help string, field func(*Config)
 		show: func(c *Config) string { return strconv.Itoa(*field(c)) },
 		kind: "int",
 	}
+}
+
+// limitKey is a concurrency bound: 0 (the default) means none.
+func limitKey(name, flag, help string, field func(*Config) *int) entry {
+	e := intKey(name, flag, 0, 0, MaxLimit, help, field)
+	e.Default = "0 (no bound)"
+	inner := e.set
+	e.set = func(c *Config, v any) error {
+		if err := inner(c, v); err != nil {
+			return allowedError{fmt.Sprintf("0 (no bound) or a whole number from 1 to %d", MaxLimit), nil}
+		}
+		return nil
+	}
+	return e
 }
 
 func boolKey(name, flag string, def bool, help string, field func(*Config) *bool) entry {

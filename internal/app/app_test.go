@@ -170,7 +170,7 @@ func TestOpenModels(t *testing.T) {
 }
 
 // TestConcurrencySharedPerProvider checks that two models of one provider
-// share the max_concurrency bound.
+// share the max_concurrency bound (with one query a round, 1 is not raised).
 func TestConcurrencySharedPerProvider(t *testing.T) {
 	var inFlight, peak atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -188,7 +188,7 @@ func TestConcurrencySharedPerProvider(t *testing.T) {
 	}))
 	defer srv.Close()
 	cfg := load(t, "", map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": srv.URL + "/v1"},
-		"--max-concurrency", "1", "--query-model", "openai:model-a", "--answer-model", "openai:model-b")
+		"--max-concurrency", "1", "--queries", "1", "--query-model", "openai:model-a", "--answer-model", "openai:model-b")
 	m, err := OpenModels(context.Background(), cfg, nil)
 	require.NoError(t, err)
 	var wg sync.WaitGroup

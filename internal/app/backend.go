@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 
@@ -144,9 +145,12 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// SearchHTTP is the search providers' transport policy from a Config.
+// SearchHTTP is the search providers' transport policy from a Config. Each
+// provider built with it has its own bound on searches in flight
+// (search_concurrency, none by default; never below a round's queries).
 func SearchHTTP(cfg *config.Config, logger *slog.Logger) search.HTTPOptions {
-	return search.HTTPOptions{MaxRetries: retries(cfg.Retries), Timeout: cfg.SearchTimeout, RetryBackoff: cfg.RetryBackoff, Logger: logger}
+	return search.HTTPOptions{HTTPClient: &http.Client{Transport: providerTransport()}, MaxRetries: retries(cfg.Retries),
+		MaxConcurrency: searchLimit(cfg), Timeout: cfg.SearchTimeout, RetryBackoff: cfg.RetryBackoff, Logger: logger}
 }
 
 // WebSearcher builds the chain of the named web providers from cfg.
@@ -182,14 +186,16 @@ func WebSearcher(cfg *config.Config, names []string, logger *slog.Logger) (*sear
 
 // PageReader builds the page reader behind the SSRF guard: public addresses
 // only unless allow_private_urls is set (cloud-metadata addresses stay
-// refused either way).
+// refused either way). Its bound on pages read at once is page_concurrency
+// (none by default; never below a round's page reads).
 func PageReader(cfg *config.Config, logger *slog.Logger) (*search.Reader, error) {
 	r, err := search.NewReader(search.ReaderConfig{
-		Guard:        guardConfig(cfg),
-		Timeout:      cfg.FetchTimeout,
-		MaxRetries:   retries(cfg.Retries),
-		RetryBackoff: cfg.RetryBackoff,
-		Logger:       logger,
+		Guard:          guardConfig(cfg),
+		MaxConcurrency: pageLimit(cfg),
+		Timeout:        cfg.FetchTimeout,
+		MaxRetries:     retries(cfg.Retries),
+		RetryBackoff:   cfg.RetryBackoff,
+		Logger:         logger,
 	})
 	if err != nil {
 		return nil, &setupError{fmt.Errorf("page reader: %w", err)}

@@ -92,11 +92,12 @@ func ProviderOptions(cfg *config.Config, logger *slog.Logger) providers.Options 
 }
 
 // ClientConfig is the LLM client policy of a Config: the per-call timeout,
-// the retries and the concurrency bound per provider.
+// the retries and the concurrency bound per provider (none unless
+// max_concurrency is set; never below a round's queries — see limits.go).
 func ClientConfig(cfg *config.Config) llm.ClientConfig {
 	return llm.ClientConfig{
 		MaxRetries:     retries(cfg.Retries),
-		MaxConcurrency: cfg.MaxConcurrency,
+		MaxConcurrency: modelLimit(cfg),
 		Timeout:        cfg.LLMTimeout,
 		RetryBackoff:   cfg.RetryBackoff,
 	}
@@ -148,7 +149,7 @@ func DefaultModel(getenv func(string) string) (spec, why string) {
 // OpenModels opens the model of every role. A role without a model of its
 // own uses cfg.Model; when that is empty too, the error matches ErrNoModel.
 // Models of one provider share one bound on requests in flight
-// (max_concurrency), whatever their names.
+// (max_concurrency, none by default), whatever their names.
 func OpenModels(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Models, error) {
 	return newModelCache().models(ctx, cfg, logger)
 }
@@ -201,7 +202,7 @@ func (c *modelCache) open(ctx context.Context, cfg *config.Config, spec string, 
 	// own client then only retries on top of it.
 	base, ok := c.shared[provider]
 	if !ok {
-		base = httpx.NewTransport(http.DefaultTransport, httpx.Policy{MaxAttempts: 1, Concurrency: cfg.MaxConcurrency}).Client()
+		base = httpx.NewTransport(providerTransport(), httpx.Policy{MaxAttempts: 1, Concurrency: modelLimit(cfg)}).Client()
 		c.shared[provider] = base
 	}
 	opts.Client.HTTPClient = base

@@ -12,9 +12,11 @@ import (
 )
 
 // Pool opens models and research back ends once and shares them among
-// runs — a server's. Sharing them shares their limits: a provider's
-// max_concurrency bounds the model calls in flight of every run together,
-// and a back end's searches and page reads are one back end's. A corpus is
+// runs — a server's. Sharing them shares their limits, as the providers'
+// quotas are shared: a provider's max_concurrency bounds the model calls in
+// flight of every run together, search_concurrency a search provider's
+// searches, page_concurrency the pages read (all off by default; see
+// limits.go). A corpus is
 // indexed once, not per run.
 //
 // The models and back ends are opened with the configuration of the first
