@@ -67,6 +67,29 @@
 // "café". Scripts written without spaces (Chinese, Japanese) are indexed by
 // whole runs of characters and match poorly; that is a known limit.
 //
+// BM25 costs about 2 µs per ranked passage, so an OR of words found in
+// most passages would rank most of the corpus (half a second on 160k
+// passages). A search therefore first counts the passages holding each
+// word (counting is some 30 times cheaper than ranking, and stops at the
+// budget) and ranks at most about 20,000 candidates when it can choose:
+//
+//   - When the words' passages add up to no more than that, the query runs
+//     exactly as described above: a query of content words is ranked as
+//     it always was.
+//   - Otherwise only passages holding one of the rarest words (as many as
+//     fit the budget) are ranked. Every word still counts in the score, the
+//     common ones half as much as before relative to the rare ones, and a
+//     passage holding only common words is not returned: for "how does water affect zinc plating" the
+//     candidates are the passages about zinc or plating.
+//   - A query of common words only ("what is not new") ranks the passages
+//     holding all of its words; when fewer than the wanted results do, the
+//     most common word is dropped from the requirement, and so on, so such
+//     a query still returns passages, those holding the most words first.
+//
+// On 20,000 generated Markdown files (160k passages, Zipf-distributed
+// words) this keeps the 95th percentile of query latency under 100 ms
+// (BenchmarkCorpus20k).
+//
 // # Why SQLite FTS5 rather than bleve
 //
 // The index is SQLite's FTS5 full-text engine through modernc.org/sqlite,

@@ -34,6 +34,7 @@ type Index struct {
 	dir      string // this corpus's index directory
 	db       *sql.DB
 	cfg      config
+	budget   int // passages a search ranks at most when it can choose (planMatch)
 	log      *slog.Logger
 
 	refreshMu sync.Mutex // serialises Refresh
@@ -91,7 +92,7 @@ func Open(ctx context.Context, dir string, opts ...Option) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix := &Index{root: root, cacheDir: cacheDir, dir: idxDir, db: db, cfg: cfg, log: log}
+	ix := &Index{root: root, cacheDir: cacheDir, dir: idxDir, db: db, cfg: cfg, log: log, budget: defaultCandidateBudget}
 	if _, err := ix.Refresh(ctx); err != nil {
 		_ = db.Close()
 		return nil, err

@@ -41,13 +41,34 @@ var stopwords = map[string]bool{
 // are OR-combined so that passages matching only some of them are still
 // found, ranked by BM25. A query of 2 to maxPhraseTerms words also searches
 // the words as one phrase, which ranks verbatim occurrences first.
+//
+// This is the exhaustive expression; Search narrows it with planMatch when
+// its terms match too many passages to rank quickly.
 func buildMatch(query string) (string, error) {
+	q, err := parseQuery(query)
+	if err != nil {
+		return "", err
+	}
+	return q.expr(), nil
+}
+
+// parsedQuery is a query split into what buildMatch combines.
+type parsedQuery struct {
+	// phrase is the query's words as one exact phrase, or "" when the
+	// query is one word or longer than maxPhraseTerms.
+	phrase string
+	// terms are the distinct searched words, in query order: stopwords
+	// dropped unless nothing else remains, at most maxQueryTerms.
+	terms []string
+}
+
+func parseQuery(query string) (parsedQuery, error) {
 	words := queryWords(query)
 	if len(words) == 0 {
 		if strings.TrimSpace(query) == "" {
-			return "", fmt.Errorf("%w: give words to search the corpus for", ErrEmptyQuery)
+			return parsedQuery{}, fmt.Errorf("%w: give words to search the corpus for", ErrEmptyQuery)
 		}
-		return "", fmt.Errorf("%w: %q contains no words to search for", ErrEmptyQuery, truncate(query, 80))
+		return parsedQuery{}, fmt.Errorf("%w: %q contains no words to search for", ErrEmptyQuery, truncate(query, 80))
 	}
 
 	seen := make(map[string]bool, len(words))
@@ -69,22 +90,36 @@ func buildMatch(query string) (string, error) {
 	if len(terms) > maxQueryTerms {
 		terms = terms[:maxQueryTerms]
 	}
+	q := parsedQuery{terms: terms}
+	if len(words) >= 2 && len(words) <= maxPhraseTerms {
+		q.phrase = strings.Join(words, " ")
+	}
+	return q, nil
+}
 
+// expr is the exhaustive expression: the phrase (if any) OR every term.
+func (q parsedQuery) expr() string {
+	if q.phrase == "" {
+		return orTerms(q.terms)
+	}
+	return quote(q.phrase) + " OR " + orTerms(q.terms)
+}
+
+// quote makes t an FTS5 string; t holds no double quote (see queryWords).
+func quote(t string) string { return `"` + t + `"` }
+
+func orTerms(ts []string) string  { return joinTerms(ts, " OR ") }
+func andTerms(ts []string) string { return joinTerms(ts, " AND ") }
+
+func joinTerms(ts []string, op string) string {
 	var b strings.Builder
-	if len(words) >= 2 && len(words) <= maxPhraseTerms && len(terms) >= 1 {
-		b.WriteString(`"`)
-		b.WriteString(strings.Join(words, " "))
-		b.WriteString(`" OR `)
-	}
-	for i, t := range terms {
+	for i, t := range ts {
 		if i > 0 {
-			b.WriteString(" OR ")
+			b.WriteString(op)
 		}
-		b.WriteString(`"`)
-		b.WriteString(t)
-		b.WriteString(`"`)
+		b.WriteString(quote(t))
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 // queryWords splits s into lower-cased words of letters, digits and

@@ -43,13 +43,15 @@ var (
 //
 // The query is free text: it is split into words that are OR-combined (with
 // an exact-phrase boost for short queries), so any text is safe and a
-// passage matching some of the words is still found. A query with no words
-// fails with ErrEmptyQuery. opts.MaxResults (default
+// passage matching some of the words is still found. When the words are
+// common enough that ranking every passage holding one of them would be
+// slow, fewer passages are ranked (see the package doc, Queries). A query
+// with no words fails with ErrEmptyQuery. opts.MaxResults (default
 // search.DefaultMaxResults, at most MaxResultsLimit) bounds the results;
 // opts.TimeRange ("day", "week", "month", "year") keeps files modified
 // within that period; opts.Language is ignored.
 func (ix *Index) Search(ctx context.Context, query string, opts search.Options) ([]search.Result, error) {
-	match, err := buildMatch(query)
+	pq, err := parseQuery(query)
 	if err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
@@ -58,7 +60,7 @@ func (ix *Index) Search(ctx context.Context, query string, opts search.Options) 
 		n = search.DefaultMaxResults
 	}
 	n = min(n, MaxResultsLimit)
-	q, args := searchAll, []any{match, n}
+	q, args := searchAll, []any{nil, n}
 	if opts.TimeRange != "" {
 		d, err := timeRange(opts.TimeRange)
 		if err != nil {
@@ -72,6 +74,44 @@ func (ix *Index) Search(ctx context.Context, query string, opts search.Options) 
 	if ix.closed {
 		return nil, ErrClosed
 	}
+	budget := ix.budget
+	df := make([]int, len(pq.terms))
+	if len(pq.terms) > 1 {
+		for i, t := range pq.terms {
+			if df[i], err = ix.countMatches(ctx, quote(t), budget+1); err != nil {
+				return nil, ix.searchErr(ctx, query, err)
+			}
+		}
+	}
+	steps := planMatch(pq, df, budget)
+	for i, st := range steps {
+		if st.filter != "" && i < len(steps)-1 {
+			c, err := ix.countMatches(ctx, st.filter, n)
+			if err != nil {
+				return nil, ix.searchErr(ctx, query, err)
+			}
+			if c < n {
+				continue
+			}
+		}
+		args[0] = st.match
+		return ix.query(ctx, query, q, args, n)
+	}
+	return nil, nil // unreachable: the last step always runs
+}
+
+// countMatches counts the passages matching the MATCH expression match,
+// stopping at limit.
+func (ix *Index) countMatches(ctx context.Context, match string, limit int) (int, error) {
+	var c int
+	err := ix.db.QueryRowContext(ctx, countSQL, match, limit).Scan(&c)
+	return c, err
+}
+
+const countSQL = `SELECT count(*) FROM (SELECT 1 FROM passages_fts WHERE passages_fts MATCH ?1 LIMIT ?2)`
+
+// query runs a search statement and reads at most n results.
+func (ix *Index) query(ctx context.Context, query, q string, args []any, n int) ([]search.Result, error) {
 	rows, err := ix.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, ix.searchErr(ctx, query, err)
