@@ -50,6 +50,33 @@
 // instruction that its content is data, not instructions; no variant of
 // its closing tag in a summary can end it early.
 //
+// # The context budget
+//
+// Reflection and the answer read the findings within a budget
+// (Config.ContextBudget, in tokens counted as CharsPerToken characters;
+// by default DefaultContextBudgetFor the answer model: 24,000 tokens, 8,000
+// for open-weight models usually served with a small window). The answer
+// gets the whole budget, reflection a third of it: it only decides what to
+// search next, and it runs once a loop, so its prompt is bounded — at the
+// default, under 40,000 characters whatever the loops — instead of growing
+// with every round, and a run's tokens grow linearly with its loops.
+//
+// While the findings in full fit, a prompt has them all. Beyond that, each
+// finding that has no note yet gets one, once per run: the CompactionModel
+// (default: the reflection model) condenses a batch of findings into one
+// note each, about a quarter of its summary, keeping the citation markers
+// of the facts it keeps (RoleCompaction in Report.Usage). The prompt then
+// shows every finding as its note, newest first while they fit, and
+// replaces notes with full summaries, newest first, while the budget
+// allows; what does not fit even as a note is left out, oldest first, and
+// the prompt says how many. The reflection also sees the previous
+// reflection's knowledge gap, and the queries already searched.
+//
+// Notes are a view: Findings keep their summaries and Sources. The final
+// answer is checked against every source gathered in the turn, so a
+// citation copied from a note resolves like one copied from a summary, and
+// a marker a note invented is dropped like any other.
+//
 // A run that degrades says so rather than going on silently: pages the
 // network guard refused or that could not be read, searches that found
 // nothing and corpus files that were not indexed are Warnings — activities

@@ -53,6 +53,15 @@ type Config struct {
 	// graph.DefaultMaxConcurrency, 64 — more than a round's queries, so a
 	// round runs at once; the providers' own limits bound their calls).
 	MaxConcurrency int
+	// ContextBudget bounds, in tokens (CharsPerToken characters each), the
+	// findings the answer prompt holds; the reflection prompt holds a third
+	// of it. Beyond it, findings are condensed into notes by the
+	// CompactionModel and the newest are shown in full first (see the
+	// package doc). Default: DefaultContextBudgetFor(AnswerModel).
+	ContextBudget int
+	// CompactionModel condenses findings to fit the context budget; it
+	// defaults to ReflectionModel.
+	CompactionModel llm.Model
 	// Checkpointer stores runs so that Thread can continue a conversation.
 	Checkpointer graph.Checkpointer
 	// ModelRetry is how the nodes that call a model (generate_query,
@@ -102,6 +111,12 @@ func New(cfg Config) (*Researcher, error) {
 			*m = cfg.QueryModel
 		}
 	}
+	if cfg.CompactionModel == nil {
+		cfg.CompactionModel = cfg.ReflectionModel
+	}
+	if cfg.ContextBudget <= 0 {
+		cfg.ContextBudget = DefaultContextBudgetFor(cfg.AnswerModel)
+	}
 	if cfg.InitialQueries <= 0 {
 		cfg.InitialQueries = DefaultInitialQueries
 	}
@@ -126,6 +141,7 @@ func (r *Researcher) Graph() *graph.Compiled[State] { return r.graph }
 func (r *Researcher) build() (*graph.Compiled[State], error) {
 	g := graph.New[State](stateFields()...)
 	retry := nodes.ModelRetry(r.cfg.ModelRetry) // the nodes that call a model
+	answerBudget, reflectionBudget := r.budgetChars()
 	g.AddNode(NodeGenerateQuery, nodes.Structured[State, schemas.SearchQueryList]{
 		Model:   r.cfg.QueryModel,
 		Role:    llm.RoleQuery,
@@ -135,22 +151,22 @@ func (r *Researcher) build() (*graph.Compiled[State], error) {
 		Usage:   fUsage,
 	}.Node(), retry)
 	graph.AddTask(g, NodeWebResearch, r.webResearch, retry)
-	g.AddNode(NodeReflection, nodes.Structured[State, schemas.Reflection]{
+	g.AddNode(NodeReflection, r.withBudget(nodes.Structured[State, schemas.Reflection]{
 		Model:   r.cfg.ReflectionModel,
 		Role:    llm.RoleReflection,
 		Prompt:  r.reflectionPrompt,
 		Write:   r.reflect,
 		Options: []llm.Option{llm.Temperature(1)},
 		Usage:   fUsage,
-	}.Node(), retry)
-	g.AddNode(NodeFinalizeAnswer, nodes.Generate[State]{
+	}.Node(), reflectionBudget), retry)
+	g.AddNode(NodeFinalizeAnswer, r.withBudget(nodes.Generate[State]{
 		Model:   r.cfg.AnswerModel,
 		Role:    llm.RoleAnswer,
 		Prompt:  r.answerPrompt,
 		Write:   finalize,
 		Options: []llm.Option{llm.Temperature(0)},
 		Usage:   fUsage,
-	}.Node(), retry)
+	}.Node(), answerBudget), retry)
 
 	g.AddNode(NodeReviewQueries, r.reviewQueries)
 
@@ -207,7 +223,7 @@ func (r *Researcher) startTurn(s State, out schemas.SearchQueryList) graph.Updat
 	}
 	return graph.Writes(
 		fQueries.Set(queries), fPending.Set(nil), fFindings.Set(nil), fLoops.Set(0),
-		fReflection.Set(schemas.Reflection{}), fAnswer.Set(""), fCited.Set(nil), fDropped.Set(0), fUsage.Set(nil),
+		fNotes.Set(nil), fReflection.Set(schemas.Reflection{}), fAnswer.Set(""), fCited.Set(nil), fDropped.Set(0), fUsage.Set(nil),
 	)
 }
 
@@ -247,8 +263,13 @@ func (r *Researcher) webResearch(ctx context.Context, t Task) (graph.Update[Stat
 }
 
 func (r *Researcher) reflectionPrompt(s State) []schemas.Message {
+	gap := s.Reflection.KnowledgeGap
+	if gap == "" {
+		gap = "(none yet)"
+	}
+	_, budget := r.budgetChars()
 	return []schemas.Message{schemas.UserMessage(fmt.Sprintf(reflectionPrompt,
-		Topic(s.Messages), r.today(), untrustedNote, bulletList(s.Queries), fencedSummaries(s.Findings, "\n\n---\n\n")))}
+		Topic(s.Messages), r.today(), untrustedNote, bulletList(s.Queries), untrusted.Wrap("", gap), fencedFindings(s, budget, "\n\n---\n\n")))}
 }
 
 // reflect records the reflection and decides the next round: follow-up
@@ -279,7 +300,8 @@ func (r *Researcher) evaluateResearch(s State) graph.Route {
 }
 
 func (r *Researcher) answerPrompt(s State) []schemas.Message {
-	return []schemas.Message{schemas.UserMessage(fmt.Sprintf(answerPrompt, r.today(), untrustedNote, Topic(s.Messages), fencedSummaries(s.Findings, "\n---\n\n")))}
+	budget, _ := r.budgetChars()
+	return []schemas.Message{schemas.UserMessage(fmt.Sprintf(answerPrompt, r.today(), untrustedNote, Topic(s.Messages), fencedFindings(s, budget, "\n---\n\n")))}
 }
 
 // finalize keeps only the citations that point to sources gathered in this

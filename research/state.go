@@ -27,6 +27,10 @@ type State struct {
 	// Findings are the web research results of this turn, in query order
 	// within each round.
 	Findings []Finding `json:"findings"`
+	// Notes are condensed findings, by Finding.ID: a finding gets one when
+	// the findings in full no longer fit the context budget of reflection or
+	// the answer (Config.ContextBudget). Its Sources stay gathered.
+	Notes map[int]string `json:"notes,omitempty"`
 	// Loops counts the reflections of this turn.
 	Loops int `json:"research_loop_count"`
 	// Reflection is the last reflection.
@@ -79,6 +83,7 @@ var (
 	fQueries    = graph.Append(func(s *State) *[]string { return &s.Queries })
 	fPending    = graph.Value(func(s *State) *[]string { return &s.Pending })
 	fFindings   = graph.Append(func(s *State) *[]Finding { return &s.Findings })
+	fNotes      = graph.Value(func(s *State) *map[int]string { return &s.Notes })
 	fLoops      = graph.Value(func(s *State) *int { return &s.Loops })
 	fReflection = graph.Value(func(s *State) *schemas.Reflection { return &s.Reflection })
 	fAnswer     = graph.Value(func(s *State) *string { return &s.Answer })
@@ -88,5 +93,5 @@ var (
 )
 
 func stateFields() []graph.Field[State] {
-	return []graph.Field[State]{fMessages, fQueries, fPending, fFindings, fLoops, fReflection, fAnswer, fCited, fDropped, fUsage}
+	return []graph.Field[State]{fMessages, fQueries, fPending, fFindings, fNotes, fLoops, fReflection, fAnswer, fCited, fDropped, fUsage}
 }
