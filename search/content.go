@@ -69,9 +69,9 @@ func classifyMedia(mt string) mediaKind {
 // nothing or declare it late), and otherwise the declared or default legacy
 // encoding applies.
 func decodeText(body []byte, contentType string) string {
-	enc, _, certain := charset.DetermineEncoding(body, contentType)
-	if !certain && utf8.Valid(trimPartialRune(body)) {
-		enc = encoding.Nop
+	enc, name, certain := charset.DetermineEncoding(body, contentType)
+	if (!certain || name == "utf-8") && utf8.Valid(trimPartialRune(body)) {
+		enc = encoding.Nop // the UTF-8 decoder would copy valid UTF-8 for nothing
 	}
 	body = bytes.TrimPrefix(body, []byte("\xef\xbb\xbf"))
 	if enc == encoding.Nop || enc == nil {
@@ -121,8 +121,9 @@ func looksBinary(text string) bool {
 	return controls*10 > utf8.RuneCountInString(sample)
 }
 
-// toPage turns a fetched body into a Page.
-func (r *Reader) toPage(ctx context.Context, f *fetched) (*Page, error) {
+// toPage turns a fetched body into a Page; maxChars > 0 lets an HTML
+// page's conversion stop after that many characters (see convertHTML).
+func (r *Reader) toPage(ctx context.Context, f *fetched, maxChars int) (*Page, error) {
 	mt := mediaType(f.contentType, f.body)
 	where := f.url.Redacted()
 	switch classifyMedia(mt) {
@@ -131,7 +132,7 @@ func (r *Reader) toPage(ctx context.Context, f *fetched) (*Page, error) {
 	case kindBinary:
 		return nil, fmt.Errorf("search: %s is %s, not a text document: %w", where, mt, ErrUnsupportedContent)
 	case kindHTML:
-		p, err := r.htmlToMarkdown(ctx, decodeText(f.body, f.contentType), f.url)
+		p, err := r.convertHTML(ctx, decodeText(f.body, f.contentType), f.url, maxChars)
 		if err != nil {
 			return nil, fmt.Errorf("search: converting %s: %w", where, err)
 		}

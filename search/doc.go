@@ -45,6 +45,15 @@
 // ErrUnsupportedContent. Pages in legacy charsets (ISO-8859-1,
 // Windows-1252, Shift_JIS, …) are decoded to UTF-8.
 //
+// A caller that uses only the beginning of a page — a summary prompt with
+// a budget per source — reads it with ReadUpTo: scripts, styles, SVG and
+// comments are dropped by a tokenizer before the page is parsed, only the
+// first few budgets' worth of its text is parsed and scored by
+// Readability, and the main content is converted to Markdown only up to
+// the first paragraph, list item or table row past the budget
+// (Page.Partial). The cost of a big page is then bounded by the budget,
+// not by the page: a 500 KB article reads in a few milliseconds.
+//
 // Every fetch goes through the SSRF guard of package search/netguard by
 // default: only http and https, only public addresses, checked on the
 // address actually dialled and again after every redirect. Self-hosted

@@ -25,7 +25,10 @@ type article struct {
 	Excerpt   string
 	Published time.Time
 	HTML      string // the main content, links absolute
-	TextLen   int    // characters of visible text in HTML
+	// Node is the main content as a tree (nil: parse HTML instead). It may
+	// be modified.
+	Node    *html.Node
+	TextLen int // characters of visible text in HTML
 }
 
 // extractor finds a page's main content. It is an interface because the
@@ -51,6 +54,14 @@ func (e readabilityExtractor) extract(doc *html.Node, pageURL *url.URL) (article
 		Title: a.Title, Byline: a.Byline, SiteName: a.SiteName, Language: a.Language,
 		Excerpt: a.Excerpt, HTML: a.Content, TextLen: a.Length,
 	}
+	if a.Node != nil {
+		// Content is the inner HTML of Node's parent: converting that
+		// element saves parsing Content again.
+		out.Node = a.Node
+		if a.Node.Parent != nil {
+			out.Node = a.Node.Parent
+		}
+	}
 	if a.PublishedTime != nil {
 		out.Published = a.PublishedTime.UTC()
 	}
@@ -62,10 +73,35 @@ func (e readabilityExtractor) extract(doc *html.Node, pageURL *url.URL) (article
 // the whole page body is considered instead.
 const minArticleText = 140
 
+// Budgets of convertHTML's scan of a page read for maxChars characters:
+// the text of the document considered (by the extractor, which compares
+// candidate blocks by their text) is scanFactor times the characters
+// wanted, and at least minScanChars.
+const (
+	scanFactor   = 8
+	minScanChars = 32 << 10
+)
+
 // htmlToMarkdown turns an HTML document into the page's title, metadata and
 // main content as Markdown.
 func (r *Reader) htmlToMarkdown(ctx context.Context, text string, pageURL *url.URL) (*Page, error) {
+	return r.convertHTML(ctx, text, pageURL, 0)
+}
+
+// convertHTML is htmlToMarkdown for a reader that needs only the first
+// maxChars characters of the content (0: all of it). It does not convert
+// the whole page and then cut: it strips scripts, styles, SVG and comments
+// with a tokenizer before parsing, parses only the first
+// scanFactor×maxChars characters of text, and converts the main content
+// only up to the first block boundary past maxChars. Page.Partial reports
+// that something was left out.
+func (r *Reader) convertHTML(ctx context.Context, text string, pageURL *url.URL, maxChars int) (*Page, error) {
 	text = strings.ToValidUTF8(text, "\uFFFD")
+	var limit scan
+	if maxChars > 0 {
+		limit = scanFor(max(scanFactor*maxChars, minScanChars))
+	}
+	text, partial := stripHTML(text, limit)
 	doc, err := html.Parse(strings.NewReader(text))
 	if err != nil {
 		return nil, err
@@ -74,9 +110,12 @@ func (r *Reader) htmlToMarkdown(ctx context.Context, text string, pageURL *url.U
 	a, err := r.extractor.extract(doc, pageURL)
 	var content *html.Node
 	if err == nil && strings.TrimSpace(a.HTML) != "" {
-		content, err = html.Parse(strings.NewReader(a.HTML))
-		if err != nil {
-			return nil, err
+		content = a.Node
+		if content == nil {
+			content, err = html.Parse(strings.NewReader(a.HTML))
+			if err != nil {
+				return nil, err
+			}
 		}
 	}
 	if content == nil || a.TextLen < minArticleText {
@@ -94,6 +133,9 @@ func (r *Reader) htmlToMarkdown(ctx context.Context, text string, pageURL *url.U
 		}
 	}
 	prune(content, false)
+	if maxChars > 0 && cutAfter(content, maxChars) {
+		partial = true
+	}
 	md, err := toMarkdown(ctx, content, pageURL)
 	if err != nil {
 		return nil, err
@@ -105,12 +147,57 @@ func (r *Reader) htmlToMarkdown(ctx context.Context, text string, pageURL *url.U
 	return &Page{
 		Title:     strings.Join(strings.Fields(title), " "),
 		Content:   md,
+		Partial:   partial,
 		Byline:    strings.TrimSpace(a.Byline),
 		SiteName:  strings.TrimSpace(a.SiteName),
 		Language:  strings.TrimSpace(a.Language),
 		Excerpt:   strings.TrimSpace(a.Excerpt),
 		Published: a.Published,
 	}, nil
+}
+
+// wholeBlocks are elements cutAfter keeps or drops whole: a cut never
+// falls inside a paragraph, heading, list item or table row.
+var wholeBlocks = map[atom.Atom]bool{
+	atom.P: true, atom.H1: true, atom.H2: true, atom.H3: true, atom.H4: true, atom.H5: true,
+	atom.H6: true, atom.Pre: true, atom.Li: true, atom.Dt: true, atom.Dd: true, atom.Tr: true,
+	atom.Caption: true, atom.Figcaption: true,
+}
+
+// cutAfter removes, in place, everything in n that follows the block in
+// which its text passes budget characters, and reports whether anything
+// was removed. Characters are counted without white space, so the
+// Markdown of what is kept is longer than budget when something was cut.
+func cutAfter(n *html.Node, budget int) bool {
+	used := 0
+	removed := false
+	var walk func(*html.Node) bool // true: the budget is spent
+	walk = func(n *html.Node) bool {
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			switch {
+			case c.Type == html.TextNode:
+				used += visibleChars(c.Data)
+			case c.Type == html.ElementNode && wholeBlocks[c.DataAtom]:
+				used += visibleChars(textOf(c))
+			case c.Type == html.ElementNode:
+				if walk(c) {
+					used = budget + 1
+				}
+			}
+			if used > budget {
+				for s := c.NextSibling; s != nil; {
+					next := s.NextSibling
+					n.RemoveChild(s)
+					removed = true
+					s = next
+				}
+				return true
+			}
+		}
+		return false
+	}
+	walk(n)
+	return removed
 }
 
 var blankLines = regexp.MustCompile(`\n{3,}`)

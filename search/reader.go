@@ -87,7 +87,11 @@ type Page struct {
 	// ContentType is the media type the content was read as, e.g. "text/html".
 	ContentType string `json:"content_type"`
 	// Truncated reports that the body exceeded MaxBytes and was cut.
-	Truncated bool      `json:"truncated,omitempty"`
+	Truncated bool `json:"truncated,omitempty"`
+	// Partial reports that Content holds only the beginning of the main
+	// content: ReadUpTo stopped converting once it had the characters
+	// asked for.
+	Partial   bool      `json:"partial,omitempty"`
 	Byline    string    `json:"byline,omitempty"`
 	SiteName  string    `json:"site_name,omitempty"`
 	Language  string    `json:"language,omitempty"`
@@ -116,9 +120,10 @@ type Reader struct {
 
 // flight is one fetch that concurrent readers of a URL wait on.
 type flight struct {
-	done chan struct{}
-	page *Page
-	err  error
+	done     chan struct{}
+	maxChars int // what the starter asked for (0: everything)
+	page     *Page
+	err      error
 	// abandoned: the fetch was stopped by its starter's context, so the
 	// outcome says nothing about the URL and waiters try again.
 	abandoned bool
@@ -189,6 +194,22 @@ func (r *Reader) Close() {
 // A page without extractable text is returned with empty Content, not an
 // error. The returned Page is the caller's to modify.
 func (r *Reader) Read(ctx context.Context, rawURL string) (*Page, error) {
+	return r.ReadUpTo(ctx, rawURL, 0)
+}
+
+// ReadUpTo is Read for a caller that uses only the first maxChars
+// characters of the content, such as a summary prompt with a fixed budget
+// per source: an HTML page's conversion then stops at the first paragraph,
+// list item or table row past maxChars, and only the beginning of a big
+// page is parsed at all, which makes reading it several times cheaper.
+// Content then holds at least maxChars characters when the page has them
+// (usually a few more, so a caller that clips at maxChars can tell the
+// text goes on), and Page.Partial reports that the main content was longer.
+// Other content types are returned whole. maxChars <= 0 means everything,
+// as Read. A page read partially is cached for readers asking as much or
+// less; one asking more reads the page again.
+func (r *Reader) ReadUpTo(ctx context.Context, rawURL string, maxChars int) (*Page, error) {
+	maxChars = max(maxChars, 0)
 	u, err := parsePageURL(rawURL)
 	if err != nil {
 		return nil, err
@@ -197,7 +218,7 @@ func (r *Reader) Read(ctx context.Context, rawURL string) (*Page, error) {
 	for {
 		r.mu.Lock()
 		if r.cache != nil {
-			if e, ok := r.cache.get(key); ok {
+			if e, ok := r.cache.get(key); ok && e.serves(maxChars) {
 				r.mu.Unlock()
 				return e.result(rawURL)
 			}
@@ -212,13 +233,17 @@ func (r *Reader) Read(ctx context.Context, rawURL string) (*Page, error) {
 			if f.abandoned && ctx.Err() == nil {
 				continue // its starter gave up; this caller has not
 			}
-			return cacheEntry{page: f.page, err: f.err}.result(rawURL)
+			e := cacheEntry{page: f.page, err: f.err, maxChars: f.maxChars}
+			if !e.serves(maxChars) {
+				continue // it read less of the page than this caller needs
+			}
+			return e.result(rawURL)
 		}
-		f := &flight{done: make(chan struct{})}
+		f := &flight{done: make(chan struct{}), maxChars: maxChars}
 		r.inflight[key] = f
 		r.mu.Unlock()
 		r.lead(ctx, key, u, f)
-		return cacheEntry{page: f.page, err: f.err}.result(rawURL)
+		return cacheEntry{page: f.page, err: f.err, maxChars: maxChars}.result(rawURL)
 	}
 }
 
@@ -228,13 +253,16 @@ func (r *Reader) lead(ctx context.Context, key string, u *url.URL, f *flight) {
 		r.mu.Lock()
 		delete(r.inflight, key)
 		if r.cache != nil && !f.abandoned && cacheable(f.err) {
-			r.cache.add(key, cacheEntry{page: f.page, err: f.err})
+			// Only a read that the cached entry did not serve leads, and
+			// no other read of key leads meanwhile: this outcome is newer
+			// and at least as complete.
+			r.cache.add(key, cacheEntry{page: f.page, err: f.err, maxChars: f.maxChars})
 		}
 		r.mu.Unlock()
 		close(f.done)
 	}()
 	f.abandoned = true // until read returns: a panic must not leave a result behind
-	f.page, f.err = r.read(ctx, u)
+	f.page, f.err = r.read(ctx, u, f.maxChars)
 	f.abandoned = f.err != nil && ctx.Err() != nil
 }
 
@@ -257,7 +285,7 @@ func parsePageURL(raw string) (*url.URL, error) {
 }
 
 // read does one fetch under the concurrency bound and the timeout.
-func (r *Reader) read(ctx context.Context, u *url.URL) (*Page, error) {
+func (r *Reader) read(ctx context.Context, u *url.URL, maxChars int) (*Page, error) {
 	if r.slots != nil {
 		select {
 		case r.slots <- struct{}{}:
@@ -272,12 +300,12 @@ func (r *Reader) read(ctx context.Context, u *url.URL) (*Page, error) {
 	f, err := r.fetch(callCtx, u)
 	if err == nil {
 		var p *Page
-		p, err = r.toPage(callCtx, f)
+		p, err = r.toPage(callCtx, f, maxChars)
 		if err == nil {
 			p.URL = f.url.String()
 			p.Truncated = f.truncated
 			r.logger.Debug("search: read page", "url", p.URL, "type", p.ContentType,
-				"bytes", len(f.body), "truncated", f.truncated, "took", time.Since(start))
+				"bytes", len(f.body), "truncated", f.truncated, "partial", p.Partial, "took", time.Since(start))
 			return p, nil
 		}
 	}
@@ -306,8 +334,19 @@ func cacheable(err error) bool {
 
 // cacheEntry is a remembered outcome.
 type cacheEntry struct {
-	page *Page
-	err  error
+	page     *Page
+	err      error
+	maxChars int // what the read asked for (0: everything)
+}
+
+// serves reports whether the entry answers a read of maxChars characters
+// (0: everything): failures and whole pages answer every read, a partial
+// page those asking no more than it was read for.
+func (e cacheEntry) serves(maxChars int) bool {
+	if e.err != nil || e.page == nil || !e.page.Partial {
+		return true
+	}
+	return maxChars > 0 && e.maxChars > 0 && maxChars <= e.maxChars
 }
 
 // result hands out a copy, so callers may modify their Page.
