@@ -54,9 +54,17 @@ func (b GeminiBackend) Research(ctx context.Context, model llm.Model, q Query) (
 	return f, nil
 }
 
-// PageReader reads a web page; *search.Reader is one.
+// PageReader reads a web page; *search.Reader is one. A PageReader that
+// also has ReadUpTo(ctx, url, maxChars) (*search.Reader does) is asked
+// for only the MaxSourceChars the prompt uses, which spares converting
+// the rest of a big page.
 type PageReader interface {
 	Read(ctx context.Context, url string) (*search.Page, error)
+}
+
+// prefixReader is a PageReader that can stop after maxChars characters.
+type prefixReader interface {
+	ReadUpTo(ctx context.Context, url string, maxChars int) (*search.Page, error)
 }
 
 // Defaults of SearchBackend.
@@ -108,12 +116,12 @@ func (b *SearchBackend) Research(ctx context.Context, model llm.Model, q Query) 
 		return Finding{Summary: fmt.Sprintf("The search for %q found no results.", q.Text),
 			Warnings: []Warning{newWarning(WarningNoResults, 1, q.Text, nil)}}, nil
 	}
-	warnings := b.readPages(ctx, q.Text, results)
+	limit := orDefault(b.MaxSourceChars, DefaultMaxSourceChars)
+	warnings := b.readPages(ctx, q.Text, results, limit)
 	snippetsOnly := !slices.ContainsFunc(results, func(r search.Result) bool { return r.Content != "" })
 
 	sources := make([]citation.Source, len(results))
 	var listing strings.Builder
-	limit := orDefault(b.MaxSourceChars, DefaultMaxSourceChars)
 	for i, res := range results {
 		sources[i] = citation.ForResult(res.Title, res.URL, q.ID, i)
 		text := res.Content
@@ -147,8 +155,9 @@ func (b *SearchBackend) Warnings() []Warning {
 // readPages fills in the Content of the top results that have only a
 // snippet, a few at a time. A page that cannot be read keeps its snippet,
 // and the warnings returned say so: pages the network guard refused, and
-// pages that failed otherwise.
-func (b *SearchBackend) readPages(ctx context.Context, query string, results []search.Result) []Warning {
+// pages that failed otherwise. Only the first maxChars characters of each
+// page are needed.
+func (b *SearchBackend) readPages(ctx context.Context, query string, results []search.Result, maxChars int) []Warning {
 	n := b.ReadPages
 	if n == 0 {
 		n = DefaultReadPages
@@ -172,7 +181,13 @@ func (b *SearchBackend) readPages(ctx context.Context, query string, results []s
 		wg.Add(1)
 		go func(r *search.Result) {
 			defer wg.Done()
-			page, err := b.Reader.Read(ctx, r.URL)
+			var page *search.Page
+			var err error
+			if pr, ok := b.Reader.(prefixReader); ok {
+				page, err = pr.ReadUpTo(ctx, r.URL, maxChars)
+			} else {
+				page, err = b.Reader.Read(ctx, r.URL)
+			}
 			if err != nil {
 				if b.Logger != nil {
 					b.Logger.Debug("reading a search result failed; using its snippet", "url", r.URL, "err", err)
