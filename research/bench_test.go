@@ -2,13 +2,24 @@ package research_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/config"
 	"github.com/deepgraph/deepgraph/graph/checkpoint/sqlite"
+	"github.com/deepgraph/deepgraph/internal/app"
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/llm/fake"
 	"github.com/deepgraph/deepgraph/research"
@@ -147,3 +158,279 @@ func effortModel(e research.Effort, delay time.Duration) *fake.Model {
 }
 
 var _ llm.Model = (*fake.Model)(nil)
+
+// Benchmarks of issue 13's run-level goals: a run's wall time against its
+// critical path, and many runs at once. They go through the wiring a user
+// gets (internal/app from a configuration with default settings), so the
+// providers' concurrency limits are the ones measured, against fake
+// services on loopback: an OpenAI-compatible model server, a SearXNG
+// server and a page server, each answering after a fixed latency.
+
+// latencies are the fake services' answer times.
+type latencies struct{ model, search, page time.Duration }
+
+// fullScale is the issue's measurement: model 500 ms, search 200 ms, page
+// 100 ms. Shorter scales keep the ratios but make the HTTP and engine
+// overhead weigh more.
+var fullScale = latencies{500 * time.Millisecond, 200 * time.Millisecond, 100 * time.Millisecond}
+
+func (l latencies) scaled(f float64) latencies {
+	s := func(d time.Duration) time.Duration { return time.Duration(float64(d) * f) }
+	return latencies{s(l.model), s(l.search), s(l.page)}
+}
+
+// criticalPath is the longest chain of dependent calls of a search-backend
+// run with every loop used: the queries, then per loop a search, a page, a
+// summary and a reflection, then the answer.
+func (l latencies) criticalPath(loops int) time.Duration {
+	return l.model + time.Duration(loops)*(l.search+l.page+2*l.model) + l.model
+}
+
+// fakeServices are the model, search and page servers of the run-level
+// benchmarks. Each query and follow-up is unique, and so is each page URL,
+// so no cache shortens a run.
+type fakeServices struct {
+	model, search, pages *httptest.Server
+	seq                  atomic.Int64
+}
+
+func newFakeServices(b *testing.B, lat latencies) *fakeServices {
+	f := &fakeServices{}
+	f.model = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ResponseFormat *struct {
+				JSONSchema struct {
+					Name   string          `json:"name"`
+					Schema json.RawMessage `json:"schema"`
+				} `json:"json_schema"`
+			} `json:"response_format"`
+			Messages []struct {
+				Content string `json:"content"`
+			} `json:"messages"`
+			Stream bool `json:"stream"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		prompt := ""
+		if len(req.Messages) > 0 {
+			prompt = req.Messages[len(req.Messages)-1].Content
+		}
+		var content string
+		switch {
+		case req.ResponseFormat != nil && strings.Contains(strings.ToLower(req.ResponseFormat.JSONSchema.Name), "reflection"):
+			content = benchJSON(schemas.Reflection{KnowledgeGap: "more", FollowUpQueries: f.queries(20)})
+		case req.ResponseFormat != nil:
+			content = benchJSON(schemas.SearchQueryList{Query: f.queries(20), Rationale: "r"})
+		case strings.Contains(prompt, "well-researched answer"):
+			content = "The answer."
+		default:
+			content = "A summary of the results."
+		}
+		time.Sleep(lat.model)
+		if req.Stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"fake\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":%s},\"finish_reason\":\"stop\"}]}\n\n", benchJSON(content))
+			_, _ = fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"fake\",\"choices\":[],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":10,\"total_tokens\":110}}\n\ndata: [DONE]\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"id":"c","object":"chat.completion","model":"fake","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110}}`,
+			benchJSON(content))
+	}))
+	f.pages = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(lat.page)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = fmt.Fprintf(w, "The page at %s says something worth citing.\n", r.URL.Path)
+	}))
+	f.search = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(lat.search)
+		n := f.seq.Add(1)
+		type result struct {
+			URL     string `json:"url"`
+			Title   string `json:"title"`
+			Content string `json:"content"`
+		}
+		var out struct {
+			Query   string   `json:"query"`
+			Results []result `json:"results"`
+		}
+		out.Query = r.URL.Query().Get("q")
+		for i := range 5 {
+			out.Results = append(out.Results, result{URL: fmt.Sprintf("%s/s%d/p%d", f.pages.URL, n, i), Title: "t", Content: "a snippet"})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	}))
+	b.Cleanup(func() {
+		f.model.Close()
+		f.search.Close()
+		f.pages.Close()
+	})
+	return f
+}
+
+// queries returns n fresh queries (the run caps them at its own number).
+func (f *fakeServices) queries(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("query %d", f.seq.Add(1))
+	}
+	return out
+}
+
+func benchJSON(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
+}
+
+// openResearch builds a researcher the way the CLI does, from the
+// configuration the variables vars set on top of the defaults.
+func openResearch(b *testing.B, f *fakeServices, vars map[string]string) *app.Research {
+	b.Helper()
+	for _, k := range config.Keys() {
+		for _, v := range k.Env {
+			b.Setenv(v, "")
+		}
+	}
+	b.Setenv(config.EnvConfigFile, "")
+	env := map[string]string{
+		"OPENAI_API_KEY":               "k",
+		"OPENAI_BASE_URL":              f.model.URL + "/v1",
+		"DEEPGRAPH_MODEL":              "openai:fake",
+		"SEARXNG_URL":                  f.search.URL,
+		"DEEPGRAPH_ALLOW_PRIVATE_URLS": "true",
+	}
+	for k, v := range vars {
+		env[k] = v
+	}
+	for k, v := range env {
+		b.Setenv(k, v)
+	}
+	dir := b.TempDir()
+	cfg, err := config.Loader{UserConfigDir: func() (string, error) { return dir, nil }}.Load()
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := app.NewResearch(context.Background(), cfg, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(r.Close)
+	return r
+}
+
+// benchScale is the latency scale of the wall ÷ critical path benchmark
+// (DEEPGRAPH_BENCH_SCALE overrides it; 1 is the issue's full scale).
+func benchScale(def float64) float64 {
+	if s := os.Getenv("DEEPGRAPH_BENCH_SCALE"); s != "" {
+		if f, err := strconv.ParseFloat(s, 64); err == nil && f > 0 {
+			return f
+		}
+	}
+	return def
+}
+
+// BenchmarkCriticalPath reports a run's wall time ÷ its critical path (the
+// longest chain of dependent calls) at every effort and with 10 queries in
+// one loop, every loop used, with default limits. 1.00 means nothing waited
+// behind a limit; each wave a limit splits a step into adds a call's time.
+func BenchmarkCriticalPath(b *testing.B) {
+	lat := fullScale.scaled(benchScale(0.2))
+	cases := []struct {
+		name           string
+		queries, loops int
+		vars           map[string]string
+	}{
+		{"effort=low", 1, 1, map[string]string{"DEEPGRAPH_EFFORT": "low"}},
+		{"effort=medium", 3, 3, map[string]string{"DEEPGRAPH_EFFORT": "medium"}},
+		{"effort=high", 5, 10, map[string]string{"DEEPGRAPH_EFFORT": "high"}},
+		{"queries=10,loops=1", 10, 1, map[string]string{"DEEPGRAPH_NUMBER_OF_INITIAL_QUERIES": "10", "DEEPGRAPH_MAX_RESEARCH_LOOPS": "1"}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			f := newFakeServices(b, lat)
+			r := openResearch(b, f, c.vars)
+			for b.Loop() {
+				rep, err := r.Run(context.Background(), "question")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got := len(rep.Queries); got != c.queries*c.loops {
+					b.Fatalf("the run searched %d queries, want %d (%d per loop): the fake services no longer drive every loop", got, c.queries*c.loops, c.queries)
+				}
+			}
+			perRun := b.Elapsed() / time.Duration(b.N)
+			b.ReportMetric(float64(perRun)/float64(lat.criticalPath(c.loops)), "wall/critical")
+		})
+	}
+}
+
+// BenchmarkConcurrentRuns starts N runs of one researcher at once (default
+// settings: 3 queries, 2 loops, every loop used; the issue's full-scale
+// latencies) and reports runs/s, the slowdown against one run's critical
+// path, the peak RSS (VmHWM, reset before each case where the kernel
+// allows; it is the whole process's) and the goroutines left after.
+func BenchmarkConcurrentRuns(b *testing.B) {
+	lat := fullScale.scaled(benchScale(1))
+	for _, n := range []int{1, 10, 100, 1000} {
+		b.Run(fmt.Sprintf("runs=%d", n), func(b *testing.B) {
+			f := newFakeServices(b, lat)
+			r := openResearch(b, f, nil)
+			resetPeakRSS()
+			for b.Loop() {
+				var wg sync.WaitGroup
+				errs := make(chan error, n)
+				for range n {
+					wg.Go(func() {
+						if _, err := r.Run(context.Background(), "question"); err != nil {
+							errs <- err
+						}
+					})
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					b.Fatal(err)
+				}
+			}
+			perBatch := b.Elapsed() / time.Duration(b.N)
+			b.ReportMetric(float64(n)/perBatch.Seconds(), "runs/s")
+			b.ReportMetric(float64(perBatch)/float64(lat.criticalPath(research.DefaultMaxLoops)), "wall/critical")
+			if kb, ok := peakRSS(); ok {
+				b.ReportMetric(float64(kb)/1024, "peak-RSS-MiB")
+			}
+			// Idle keep-alive connections are not leaks: drop them before
+			// counting what is left.
+			r.Backend.Close()
+			f.model.CloseClientConnections()
+			f.search.CloseClientConnections()
+			f.pages.CloseClientConnections()
+			time.Sleep(100 * time.Millisecond)
+			b.ReportMetric(float64(runtime.NumGoroutine()), "goroutines-after")
+		})
+	}
+}
+
+// resetPeakRSS resets the process's VmHWM (Linux: clear_refs 5); it is a
+// no-op where that is not allowed.
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// peakRSS reads VmHWM, in KiB, from /proc/self/status.
+func peakRSS() (int64, bool) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb, err == nil
+		}
+	}
+	return 0, false
+}
