@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/config"
+	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/graph/checkpoint/sqlite"
 	"github.com/deepgraph/deepgraph/internal/app"
 	"github.com/deepgraph/deepgraph/llm"
