@@ -67,7 +67,11 @@ type Config struct {
 	// of the process, and 0 means no bound (the default). They are for
 	// rate limits and memory, never for pacing one run: a bound below one
 	// research round's fan-out is raised to it (see internal/app).
-	MaxConcurrency    int
+	MaxConcurrency int
+	// ContextBudget bounds, in tokens, what reflection and the answer read
+	// of the findings (research.Config.ContextBudget); 0 means the answer
+	// model's default.
+	ContextBudget     int
 	SearchConcurrency int
 	PageConcurrency   int
 	// LLMTimeout bounds one model call (retries included), SearchTimeout one

@@ -307,6 +307,8 @@ func TestValidationErrors(t *testing.T) {
 			want: []string{"searxng_url: localhost:8888 is not allowed: use an http or https URL such as http://localhost:8888 (from env SEARXNG_URL)"}},
 		{name: "a URL's password is not repeated", env: map[string]string{"OPENAI_BASE_URL": "http://bob:hunter2@127.0.0.1:1/v1"},
 			want: []string{"openai_base_url: http://bob:xxxxx@127.0.0.1:1/v1 is not allowed: use an http or https URL without user:password in it (from env OPENAI_BASE_URL)"}},
+		{name: "context budget too small", args: []string{"--context-budget", "300"},
+			want: []string{"context_budget: 300 is not allowed: use 0 (the answer model's default) or a whole number of tokens from 1000 to 2000000 (from flag --context-budget)"}},
 		{name: "model spec", args: []string{"--model", "gpt-4o"},
 			want: []string{"model: gpt-4o is not allowed: use a model spec provider:model"}},
 		{name: "several at once", file: "max_research_loops: 0\nformat: pdf\n",

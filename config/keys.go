@@ -118,6 +118,7 @@ var table = []entry{
 	withEnv(intKey("number_of_initial_queries", "--queries", 3, 1, MaxInitialQueries,
 		"Most search queries of the first round, and of each follow-up round. Set explicitly, it wins over effort.",
 		func(c *Config) *int { return &c.InitialQueries })),
+	withEnv(contextBudgetKey()),
 	withEnv(intKey("max_research_loops", "--loops", 2, 1, MaxLoops,
 		"Most reflections per question; 1 means a single round of research. Set explicitly, it wins over effort.",
 		func(c *Config) *int { return &c.MaxLoops })),
@@ -325,6 +326,26 @@ func intKey(name, flag string, def, lo, hi int, help string, field func(*Config)
 }
 
 // limitKey is a concurrency bound: 0 (the default) means none.
+// MaxContextBudget bounds context_budget, in tokens.
+const MaxContextBudget = 2_000_000
+
+func contextBudgetKey() entry {
+	const allowed = "0 (the answer model's default) or a whole number of tokens from 1000 to 2000000"
+	e := intKey("context_budget", "--context-budget", 0, 0, MaxContextBudget,
+		"Tokens of findings that reflection (a third of it) and the answer read; beyond it older findings are condensed into notes that keep their citations. "+
+			"0 means the answer model's default: 24000, or 8000 for open-weight models (llama, qwen, mistral, …) usually served with a small window.",
+		func(c *Config) *int { return &c.ContextBudget })
+	e.Default = "0 (per model)"
+	inner := e.set
+	e.set = func(c *Config, v any) error {
+		if err := inner(c, v); err != nil || c.ContextBudget != 0 && c.ContextBudget < 1000 {
+			return allowedError{allowed, nil}
+		}
+		return nil
+	}
+	return e
+}
+
 func limitKey(name, flag, help string, field func(*Config) *int) entry {
 	e := intKey(name, flag, 0, 0, MaxLimit, help, field)
 	e.Default = "0 (no bound)"

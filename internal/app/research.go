@@ -70,6 +70,7 @@ func newResearch(cfg *config.Config, models *Models, backend *Backend, cp graph.
 		MaxLoops:        cfg.MaxLoops,
 		Checkpointer:    cp,
 		ModelRetry:      modelRetry(cfg),
+		ContextBudget:   cfg.ContextBudget,
 	})
 	if err != nil {
 		return nil, &setupError{err}
