@@ -57,6 +57,19 @@
 // (graph.Reduce(get, llm.UsageByRole.Merge)) and the CLI can print totals
 // per role and per run.
 //
+// # Cost
+//
+// Price is a model's price in US dollars per million tokens: input,
+// output, and cached input (prompt tokens read from the provider's cache,
+// priced apart). PriceFor knows the list prices of the providers' default
+// models and a few siblings as of PricesAsOf; ollama: models are free
+// (local); any other model, compatible: ones included, is unknown — never
+// priced at zero. Prices overrides the table per spec (the config file's
+// prices key), and Prices.CostOf prices a UsageByRole given each role's
+// model. CostLimited and Spend stop a run's calls once it has spent a
+// limit (ErrCostLimit). A failed call's tokens (APIError.Usage) are counted
+// by Metered and CostLimited like a successful one's.
+//
 // # Streaming
 //
 // OnDelta makes a call stream: the callback receives each Delta (content

@@ -103,7 +103,9 @@ func (m *Meter) Snapshot() UsageByRole {
 func (m *Meter) Total() Tally { return m.Snapshot().Total() }
 
 // Metered wraps m so that every call is recorded in meter under role: one
-// call, whether it failed, and the Usage of its Response. A nil meter
+// call, whether it failed, and the Usage of its Response — or, when it
+// failed, the tokens its APIError reported (a stream cut off after its
+// first events is billed too). A nil meter
 // returns m unchanged.
 func Metered(m Model, meter *Meter, role string) Model {
 	if meter == nil || m == nil {
@@ -124,9 +126,7 @@ func (mm *metered) Generate(ctx context.Context, msgs []schemas.Message, opts ..
 	if err != nil {
 		t.Failed = 1
 	}
-	if resp != nil {
-		t.Usage = resp.Usage
-	}
+	t.Usage = callUsage(resp, err)
 	mm.meter.Add(mm.role, t)
 	return resp, err
 }
