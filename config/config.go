@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/deepgraph/deepgraph/llm"
 )
 
 // Config is the resolved configuration of the research CLI: every key of the
@@ -80,6 +82,11 @@ type Config struct {
 	SearchTimeout time.Duration
 	FetchTimeout  time.Duration
 	Timeout       time.Duration
+	// MaxCost is the most a run may spend on model calls, in US dollars
+	// (0: no limit); Prices override the built-in model prices (see
+	// llm.PriceFor) per model spec.
+	MaxCost float64
+	Prices  llm.Prices
 	// Retries is the retries after a failed request (429, 5xx, dropped
 	// connections) to models and search providers.
 	Retries int

@@ -182,6 +182,8 @@ var table = []entry{
 	withEnv(durationKey("timeout", "--timeout", 0, 0, 7*24*time.Hour,
 		"Bound on the whole run; 0 means none. When it passes, the report gathered so far is printed, marked incomplete.",
 		func(c *Config) *time.Duration { return &c.Timeout })),
+	withEnv(maxCostKey()),
+	withEnv(pricesKey()),
 	withEnv(intKey("retries", "--retries", 3, 0, MaxRetries,
 		"Retries after a failed request to a model or search provider (429 honouring Retry-After, 5xx, dropped connections, a reply stream cut off). 0 also turns off the graph nodes' retries of transient model errors.",
 		func(c *Config) *int { return &c.Retries })),

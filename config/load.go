@@ -327,6 +327,9 @@ func unknownKeys(fv *viper.Viper, path string) []error {
 		if _, ok := lookup(k); ok {
 			continue
 		}
+		if name, _, ok := strings.Cut(k, "."); ok && name == "prices" {
+			continue // a map of model specs, read raw (see pricesKey)
+		}
 		if slices.Contains(sections, k) {
 			errs = append(errs, &Error{Key: k, Value: fmt.Sprint(fv.Get(k)), Allowed: "a section of keys (" + strings.Join(sectionKeys(k), ", ") + ")",
 				Source: Source{Kind: FromFile, Name: path}})
