@@ -14,6 +14,7 @@ import (
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/internal/app"
 	"github.com/deepgraph/deepgraph/internal/runstore"
+	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/nodes"
 	"github.com/deepgraph/deepgraph/tools"
 )
@@ -173,7 +174,7 @@ func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.Age
 	var doc []byte
 	if res != nil {
 		recordUsage(tr, res.Usage)
-		doc, _ = json.MarshalIndent(app.AgentResultDoc(res, setup.Spec, o.docErr(c, runErr)), "", "  ")
+		doc, _ = json.MarshalIndent(app.PricedAgentResultDoc(res, setup.Spec, cfg.Prices, o.docErr(c, runErr)), "", "  ")
 	}
 	if err := tr.Finish(ctx, o.status, o.why(c, runErr), doc); err != nil {
 		c.console.errorLine("warning: " + err.Error())
@@ -205,8 +206,9 @@ func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.Age
 		return runErr
 	}
 	tot := res.Usage.Total()
-	c.console.line(fmt.Sprintf("Finished: %s in %.1fs · %s · %s tokens · %s", res.Status, time.Since(began).Seconds(),
-		plural(res.Steps, "step", "steps"), thousands(tokens(tot.Usage)), plural(tot.Calls, "LLM call", "LLM calls")))
+	c.console.line(fmt.Sprintf("Finished: %s in %.1fs · %s · %s tokens · %s · %s", res.Status, time.Since(began).Seconds(),
+		plural(res.Steps, "step", "steps"), thousands(tokens(tot.Usage)), plural(tot.Calls, "LLM call", "LLM calls"),
+		app.CostText(res.Usage, map[string]string{llm.RoleAgent: setup.Spec}, cfg.Prices)))
 	if err := c.writeAgentAnswer(cfg, res, doc); err != nil {
 		return err
 	}

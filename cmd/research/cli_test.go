@@ -85,8 +85,8 @@ func TestTimelineLines(t *testing.T) {
 
 	buf.Reset()
 	tl.summary(&research.Report{Sources: make([]citation.Source, 2), Dropped: 1, Timings: research.Timings{Total: 3 * time.Second},
-		Usage: llm.UsageByRole{"query": {Calls: 2, Usage: llm.Usage{TotalTokens: 1500}}}}, nil)
-	assert.Equal(t, "Done in 3.0s · 1,500 tokens · 2 LLM calls · 2 sources cited · 1 citation dropped\n", buf.String())
+		Usage: llm.UsageByRole{"query": {Calls: 2, Usage: llm.Usage{TotalTokens: 1500}}}}, nil, "$0.0123")
+	assert.Equal(t, "Done in 3.0s · 1,500 tokens · 2 LLM calls · 2 sources cited · 1 citation dropped · $0.0123\n", buf.String())
 }
 
 func TestConsoleSpinnerAndRedaction(t *testing.T) {

@@ -172,9 +172,9 @@ func (c *cli) driveResearch(ctx context.Context, cfg *config.Config, r *app.Rese
 	var doc []byte
 	if rep != nil {
 		recordUsage(tr, rep.Usage)
-		tl.summary(rep, runErr)
+		tl.summary(rep, runErr, app.CostText(rep.Usage, r.Models.Specs(), cfg.Prices))
 		var err error
-		if doc, err = jsonDocument(rep, r.Models.Specs(), o.docErr(c, runErr)); err != nil {
+		if doc, err = app.PricedResearchDocument(rep, r.Models.Specs(), cfg.Prices, o.docErr(c, runErr)); err != nil {
 			return err
 		}
 	}

@@ -82,9 +82,9 @@ func (t *timeline) observe(a research.Activity) {
 }
 
 // summary prints the final line: elapsed, tokens, calls, sources cited,
-// citations dropped, warnings; and, also when quiet, a warning when no
+// citations dropped, warnings, the cost (app.CostText; "" leaves it out); and, also when quiet, a warning when no
 // page could be read.
-func (t *timeline) summary(rep *research.Report, runErr error) {
+func (t *timeline) summary(rep *research.Report, runErr error, cost string) {
 	tot := rep.Usage.Total()
 	state := "Done"
 	switch {
@@ -98,6 +98,9 @@ func (t *timeline) summary(rep *research.Report, runErr error) {
 		plural(len(rep.Sources), "source", "sources"), plural(rep.Dropped, "citation", "citations"))
 	if n := len(rep.Warnings); n > 0 {
 		msg += " · " + plural(n, "warning", "warnings")
+	}
+	if cost != "" {
+		msg += " · " + cost
 	}
 	t.c.line(msg)
 	// An answer that rests on no page at all is said even with --quiet.

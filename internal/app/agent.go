@@ -102,6 +102,11 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 	if err != nil {
 		return nil, err
 	}
+	limited := map[string]llm.Model{llm.RoleAgent: model}
+	if err := costLimit(cfg, map[string]string{llm.RoleAgent: spec}, limited); err != nil {
+		return nil, err
+	}
+	model = limited[llm.RoleAgent]
 	setup := &AgentSetup{Spec: spec, Model: model}
 	defer func() {
 		if err != nil {

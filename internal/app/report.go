@@ -45,7 +45,9 @@ type ReportDoc struct {
 	// Usage is per role; UsageTotal the sum.
 	Usage      map[string]UsageDoc `json:"usage"`
 	UsageTotal UsageDoc            `json:"usage_total"`
-	Timings    TimingsDoc          `json:"timings"`
+	// Cost is what the model calls cost, per role and in total.
+	Cost    CostDoc    `json:"cost"`
+	Timings TimingsDoc `json:"timings"`
 	// Incomplete is true when the run stopped before its answer
 	// (interrupted, timed out, failed): Answer then holds what was gathered.
 	Incomplete bool `json:"incomplete"`
@@ -145,13 +147,20 @@ func Tokens(u llm.Usage) int {
 // MS is a duration in milliseconds, to the microsecond.
 func MS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// ResearchDoc builds the JSON document of rep; runErr, when not nil, is
-// why the run stopped.
+// ResearchDoc builds the JSON document of rep, its cost at the built-in
+// prices; runErr, when not nil, is why the run stopped.
 func ResearchDoc(rep *research.Report, models map[string]string, runErr error) ReportDoc {
+	return PricedResearchDoc(rep, models, nil, runErr)
+}
+
+// PricedResearchDoc is ResearchDoc with prices overriding the built-in
+// ones (config's prices key).
+func PricedResearchDoc(rep *research.Report, models map[string]string, prices llm.Prices, runErr error) ReportDoc {
 	doc := ReportDoc{
 		Schema: ReportSchema, Question: rep.Question, Answer: CleanText(rep.Answer), Markdown: CleanText(rep.Markdown()),
 		Sources: []SourceDoc{}, SourcesGathered: rep.Gathered, DroppedCitations: rep.Dropped, Queries: rep.Queries, Loops: rep.Loops,
 		Backend: rep.Backend, Models: models, Usage: usageDocs(rep.Usage), UsageTotal: UsageOf(rep.Usage.Total()),
+		Cost:       CostOf(rep.Usage, models, prices),
 		Timings:    TimingsDoc{TotalMS: MS(rep.Timings.Total), Steps: []StepDoc{}},
 		Incomplete: rep.Incomplete || runErr != nil,
 	}
@@ -182,7 +191,13 @@ func ResearchDoc(rep *research.Report, models map[string]string, runErr error) R
 
 // ResearchDocument renders rep as the indented JSON report.
 func ResearchDocument(rep *research.Report, models map[string]string, runErr error) ([]byte, error) {
-	return json.MarshalIndent(ResearchDoc(rep, models, runErr), "", "  ")
+	return PricedResearchDocument(rep, models, nil, runErr)
+}
+
+// PricedResearchDocument is ResearchDocument with prices overriding the
+// built-in ones.
+func PricedResearchDocument(rep *research.Report, models map[string]string, prices llm.Prices, runErr error) ([]byte, error) {
+	return json.MarshalIndent(PricedResearchDoc(rep, models, prices, runErr), "", "  ")
 }
 
 // AgentResultSchema names the JSON document of an agent run; v2 renamed
@@ -207,6 +222,8 @@ type AgentDoc struct {
 	Model            string              `json:"model"`
 	Usage            map[string]UsageDoc `json:"usage"`
 	UsageTotal       UsageDoc            `json:"usage_total"`
+	// Cost is what the model calls cost (role agent).
+	Cost CostDoc `json:"cost"`
 	// Waiting is the question a paused run waits on.
 	Waiting string `json:"waiting_for_answer,omitempty"`
 	// Incomplete says the run stopped before it finished (it failed, timed
@@ -224,11 +241,19 @@ func (d *AgentDoc) UnmarshalJSON(data []byte) error {
 	return readDoc(data, (*plain)(d), &d.DroppedCitations)
 }
 
-// AgentResultDoc builds the JSON document of an agent run's result.
+// AgentResultDoc builds the JSON document of an agent run's result, its
+// cost at the built-in prices.
 func AgentResultDoc(res *nodes.AgentResult, spec string, runErr error) AgentDoc {
+	return PricedAgentResultDoc(res, spec, nil, runErr)
+}
+
+// PricedAgentResultDoc is AgentResultDoc with prices overriding the
+// built-in ones.
+func PricedAgentResultDoc(res *nodes.AgentResult, spec string, prices llm.Prices, runErr error) AgentDoc {
 	doc := AgentDoc{Schema: AgentResultSchema, Task: res.Task, Status: res.Status, Answer: CleanText(res.Answer), BestEffort: res.BestEffort,
 		Steps: res.Steps, Model: spec, Usage: usageDocs(res.Usage), UsageTotal: UsageOf(res.Usage.Total()),
-		Sources: []SourceDoc{}, SourcesGathered: res.Gathered, DroppedCitations: res.Dropped, Partial: CleanText(res.Partial)}
+		Sources: []SourceDoc{}, SourcesGathered: res.Gathered, DroppedCitations: res.Dropped, Partial: CleanText(res.Partial),
+		Cost: CostOf(res.Usage, map[string]string{llm.RoleAgent: spec}, prices)}
 	for i, s := range res.Sources {
 		doc.Sources = append(doc.Sources, SourceDoc{Number: i + 1, Title: s.Title, URL: s.URL, Label: s.Label})
 	}

@@ -60,11 +60,18 @@ func NewResearch(ctx context.Context, cfg *config.Config, logger *slog.Logger, c
 }
 
 func newResearch(cfg *config.Config, models *Models, backend *Backend, cp graph.Checkpointer, owns bool) (*Research, error) {
+	byRole := map[string]llm.Model{}
+	for _, role := range Roles {
+		byRole[role] = models.Model(role)
+	}
+	if err := costLimit(cfg, models.Specs(), byRole); err != nil {
+		return nil, err
+	}
 	r, err := research.New(research.Config{
-		QueryModel:      models.Model(llm.RoleQuery),
-		ResearchModel:   models.Model(llm.RoleResearch),
-		ReflectionModel: models.Model(llm.RoleReflection),
-		AnswerModel:     models.Model(llm.RoleAnswer),
+		QueryModel:      byRole[llm.RoleQuery],
+		ResearchModel:   byRole[llm.RoleResearch],
+		ReflectionModel: byRole[llm.RoleReflection],
+		AnswerModel:     byRole[llm.RoleAnswer],
 		Backend:         backend,
 		InitialQueries:  cfg.InitialQueries,
 		MaxLoops:        cfg.MaxLoops,
