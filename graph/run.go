@@ -93,17 +93,17 @@ type run[S any] struct {
 	// out is where tasks' Emit values go: this run's own sink when it is
 	// streamed, the parent's when it is a subgraph of a streamed run, nil
 	// otherwise.
-	out     chan<- custom
-	sink    chan custom // own sink, drained by this run
-	ownSink bool
-	prefix  string // path prefix of this run's nodes inside a parent graph
+	out    chan<- custom
+	sink   chan custom // own sink, drained by this run
+	prefix string      // path prefix of this run's nodes inside a parent graph
 
 	emit  func(Event[S]) bool // nil when nobody streams this run
 	kinds EventKind
 	stop  bool // the stream's consumer broke out
 	// raw: the input is the state as it is, not writes through the reducers
 	// (a same-state subgraph starts from its parent's state).
-	raw bool
+	raw     bool
+	ownSink bool // the run drains its own sink (it is streamed)
 
 	tasks, next []task[S]
 	planned     []int    // per node: the planning round that scheduled it
@@ -111,6 +111,15 @@ type run[S any] struct {
 	joinSeen    [][]bool // per join, per source
 	setters     []setter[S]
 	collect     *[]Write[S] // same-state subgraph: every write, in merge order
+
+	tr *runTrace // nil: no tracer in the run's context
+}
+
+// runTrace is a traced run's tracer, and the end of its run's trace. It is
+// apart from run so that untraced runs stay as small as they were.
+type runTrace struct {
+	Tracer
+	end func(error)
 }
 
 type setter[S any] struct {
@@ -202,7 +211,11 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 		rs.concurrency = 0 // no bound
 	}
 	r := &run[S]{c: c, ctx: ctx, limit: rs.limit, conc: rs.concurrency, thread: rs.thread, kinds: rs.kinds,
-		from: rs.from, runID: rs.runID, answers: rs.answers, inputs: rs.inputs, source: SourceInput}
+		from: rs.from, runID: rs.runID, answers: rs.answers, inputs: rs.inputs, source: SourceInput,
+	}
+	if t := TracerFrom(ctx); t != nil {
+		r.tr = &runTrace{Tracer: t}
+	}
 	if rs.thread != "" {
 		if c.set.checkpointer == nil {
 			return nil, fmt.Errorf("%w: graph.Thread(%q) needs a checkpointer; compile the graph with graph.WithCheckpointer", ErrNoCheckpointer, rs.thread)
@@ -612,40 +625,76 @@ func (r *run[S]) loop() error {
 			return r.pauseAt(r.breakpoints(gated))
 		}
 		r.step++
-		if err := r.execute(); err != nil || r.stop {
+		var err error
+		if r.tr == nil {
+			err = r.superstep(r.ctx)
+		} else {
+			ctx, end := r.tr.StartStep(r.ctx, StepInfo{Step: r.step, Tasks: len(r.tasks)})
+			err = r.superstep(ctx)
+			end(err)
+		}
+		if err != nil || r.stop {
 			return err
 		}
-		if err := r.interrupted(); err != nil {
-			r.step--
-			return err
-		}
-		if err := r.merge(); err != nil {
-			return err
-		}
-		tasks := r.tasks
-		if r.cp != nil {
-			r.ran = r.ran[:0:0]
-			for i := range tasks {
-				if name := tasks[i].node.name; !slices.Contains(r.ran, name) {
-					r.ran = append(r.ran, name)
-				}
-			}
-		}
-		r.next = r.next[:0]
+	}
+	return nil
+}
+
+// traceRun starts the run's trace when a Tracer is attached: the run goes
+// on under the context the tracer returns.
+func (r *run[S]) traceRun(info RunInfo) {
+	if r.tr == nil {
+		return
+	}
+	info.Thread, info.RunID = r.thread, r.runID
+	r.ctx, r.tr.end = r.tr.StartRun(r.ctx, info)
+}
+
+// endTrace ends the run's trace with its outcome.
+func (r *run[S]) endTrace(err error) {
+	if r.tr != nil && r.tr.end != nil {
+		r.tr.end(err)
+		r.tr.end = nil
+	}
+}
+
+// superstep runs one step under ctx: its tasks, the merge of their updates,
+// the planning of the next step and its checkpoint. The run stops when it
+// returns an error or sets r.stop.
+func (r *run[S]) superstep(ctx context.Context) error {
+	if err := r.execute(ctx); err != nil || r.stop {
+		return err
+	}
+	if err := r.interrupted(); err != nil {
+		r.step--
+		return err
+	}
+	if err := r.merge(); err != nil {
+		return err
+	}
+	tasks := r.tasks
+	if r.cp != nil {
+		r.ran = r.ran[:0:0]
 		for i := range tasks {
-			if err := r.plan(tasks[i].node, &tasks[i]); err != nil {
-				return err
+			if name := tasks[i].node.name; !slices.Contains(r.ran, name) {
+				r.ran = append(r.ran, name)
 			}
 		}
-		r.planJoins()
-		r.tasks, r.next = r.next, tasks
-		if err := r.checkpoint(r.cpID); err != nil {
+	}
+	r.next = r.next[:0]
+	for i := range tasks {
+		if err := r.plan(tasks[i].node, &tasks[i]); err != nil {
 			return err
 		}
-		if r.emit != nil && r.wants(EventStep) && !r.emit(Event[S]{Kind: EventStep, Step: r.step, State: r.state}) {
-			r.stop = true
-			return nil
-		}
+	}
+	r.planJoins()
+	r.tasks, r.next = r.next, tasks
+	if err := r.checkpoint(r.cpID); err != nil {
+		return err
+	}
+	if r.emit != nil && r.wants(EventStep) && !r.emit(Event[S]{Kind: EventStep, Step: r.step, State: r.state}) {
+		r.stop = true
+		return nil
 	}
 	return nil
 }
@@ -679,7 +728,7 @@ func (r *run[S]) pauseAt(intr []PendingInterrupt) error {
 
 // execute runs the step's unfinished tasks: inline when there is one and
 // nobody streams this run, otherwise on goroutines, at most conc at a time.
-func (r *run[S]) execute() error {
+func (r *run[S]) execute(ctx context.Context) error {
 	pending := 0
 	for i := range r.tasks {
 		t := &r.tasks[i]
@@ -698,7 +747,7 @@ func (r *run[S]) execute() error {
 	if pending == 1 && !r.ownSink {
 		for i := range r.tasks {
 			if t := &r.tasks[i]; t.runnable() {
-				r.runTask(r.ctx, t)
+				r.runTask(ctx, t)
 				t.done = true
 				if !t.paused() && r.emit != nil && r.wants(EventTaskEnd) && !r.emit(Event[S]{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, Task: i, Update: t.upd, Err: t.err}) {
 					r.stop = true
@@ -707,11 +756,11 @@ func (r *run[S]) execute() error {
 			}
 		}
 	}
-	return r.parallel(pending)
+	return r.parallel(ctx, pending)
 }
 
-func (r *run[S]) parallel(pending int) error {
-	ctx, cancel := context.WithCancelCause(r.ctx)
+func (r *run[S]) parallel(ctx context.Context, pending int) error {
+	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	queued := make([]int, 0, pending)
 	for i := range r.tasks {
@@ -862,11 +911,22 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 	if n.retries {
 		attempts = n.policy.MaxAttempts
 	}
+	var retryReason error
 	for a := 1; ; a++ {
 		if hi := t.info.hi; hi != nil {
 			hi.calls, hi.subruns, hi.stopped = 0, 0, false
 		}
-		upd, err := r.attempt(ctx, t)
+		var upd Update[S]
+		var err error
+		if r.tr == nil {
+			upd, err = r.attempt(ctx, t)
+		} else {
+			actx, end := r.tr.StartTask(ctx, TaskInfo{Node: t.info.path, Step: r.step, Index: t.info.index,
+				Send: n.payload != nil, Attempt: a, RetryReason: retryReason})
+			upd, err = r.attempt(actx, t)
+			end(err)
+			retryReason = err
+		}
 		if h != nil && len(h.rejected) > 0 {
 			// An answer of the wrong type: set it aside, keep the interrupt
 			// waiting, and fail the run saying so.

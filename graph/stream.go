@@ -95,10 +95,11 @@ func (c *Compiled[S]) Invoke(ctx context.Context, in S, opts ...RunOption) (S, e
 		var zero S
 		return zero, err
 	}
-	if err := r.begin(in); err != nil {
-		return r.state, err
+	r.traceRun(RunInfo{})
+	if err = r.begin(in); err == nil {
+		err = r.loop()
 	}
-	err = r.loop()
+	r.endTrace(err)
 	return r.state, err
 }
 
@@ -116,10 +117,12 @@ func (c *Compiled[S]) Resume(ctx context.Context, opts ...RunOption) (S, error) 
 		var zero S
 		return zero, err
 	}
-	if done, err := r.resume(); err != nil || done {
-		return r.state, err
+	r.traceRun(RunInfo{Resume: true})
+	done, err := r.resume()
+	if err == nil && !done {
+		err = r.loop()
 	}
-	err = r.loop()
+	r.endTrace(err)
 	return r.state, err
 }
 
@@ -127,15 +130,15 @@ func (c *Compiled[S]) Resume(ctx context.Context, opts ...RunOption) (S, error) 
 // last event is EventEnd, or the error that stopped the run. Breaking out of
 // the loop cancels the run; Stream returns after every task has stopped.
 func (c *Compiled[S]) Stream(ctx context.Context, in S, opts ...RunOption) iter.Seq2[Event[S], error] {
-	return c.stream(ctx, opts, func(r *run[S]) (bool, error) { return false, r.begin(in) })
+	return c.stream(ctx, opts, false, func(r *run[S]) (bool, error) { return false, r.begin(in) })
 }
 
 // ResumeStream is Resume, streamed.
 func (c *Compiled[S]) ResumeStream(ctx context.Context, opts ...RunOption) iter.Seq2[Event[S], error] {
-	return c.stream(ctx, opts, (*run[S]).resume)
+	return c.stream(ctx, opts, true, (*run[S]).resume)
 }
 
-func (c *Compiled[S]) stream(ctx context.Context, opts []RunOption, start func(*run[S]) (bool, error)) iter.Seq2[Event[S], error] {
+func (c *Compiled[S]) stream(ctx context.Context, opts []RunOption, resume bool, start func(*run[S]) (bool, error)) iter.Seq2[Event[S], error] {
 	return func(yield func(Event[S], error) bool) {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -147,13 +150,16 @@ func (c *Compiled[S]) stream(ctx context.Context, opts []RunOption, start func(*
 		r.sink, r.ownSink, r.prefix = make(chan custom, 64), true, ""
 		r.out = r.sink
 		r.emit = func(ev Event[S]) bool { return yield(ev, nil) }
+		r.traceRun(RunInfo{Resume: resume})
 		done, err := start(r)
 		if err == nil && r.wants(EventStep) && !yield(Event[S]{Kind: EventStep, Step: r.step, State: r.state}, nil) {
+			r.endTrace(nil)
 			return // the state the run starts from, as LangGraph's values stream
 		}
 		if err == nil && !done {
 			err = r.loop()
 		}
+		r.endTrace(err)
 		switch {
 		case r.stop:
 		case err != nil && err == error(r.paused):

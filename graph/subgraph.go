@@ -53,10 +53,12 @@ func (c *Compiled[S]) runCollect(ctx context.Context, in S) ([]Write[S], error) 
 	}
 	var writes []Write[S]
 	r.collect, r.raw = &writes, true
-	if err := r.begin(in); err != nil {
-		return nil, err
+	r.traceRun(RunInfo{Subgraph: true})
+	if err = r.begin(in); err == nil {
+		err = r.loop()
 	}
-	if err := r.loop(); err != nil {
+	r.endTrace(err)
+	if err != nil {
 		return nil, err
 	}
 	return writes, nil
