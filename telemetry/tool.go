@@ -1,0 +1,70 @@
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/deepgraph/deepgraph/tools"
+)
+
+// Attribute keys of tool-call spans (GenAI semantic conventions).
+const (
+	AttrToolName      = attribute.Key("gen_ai.tool.name")
+	AttrToolArguments = attribute.Key("gen_ai.tool.call.arguments")
+	AttrToolResult    = attribute.Key("gen_ai.tool.call.result")
+	AttrToolFailed    = attribute.Key("deepgraph.tool.failed")
+)
+
+// Tool wraps tool so that each call is a span "execute_tool NAME"
+// (gen_ai.operation.name execute_tool, gen_ai.tool.name). A Result with
+// Error set marks deepgraph.tool.failed (the model sees the failure; the
+// span is not an error); a returned error fails the span. Arguments and
+// output are recorded only with Options.RecordContent. A nil Telemetry
+// returns tool.
+func (t *Telemetry) Tool(tool tools.Tool) tools.Tool {
+	if t == nil || tool == nil {
+		return tool
+	}
+	return &tracedTool{Tool: tool, t: t, name: "execute_tool " + tool.Name()}
+}
+
+// Tools wraps every tool of ts with Tool.
+func (t *Telemetry) Tools(ts []tools.Tool) []tools.Tool {
+	if t == nil {
+		return ts
+	}
+	out := make([]tools.Tool, len(ts))
+	for i, tool := range ts {
+		out[i] = t.Tool(tool)
+	}
+	return out
+}
+
+type tracedTool struct {
+	tools.Tool
+	t    *Telemetry
+	name string
+}
+
+func (w *tracedTool) Run(ctx context.Context, args json.RawMessage) (tools.Result, error) {
+	ctx, span := w.t.tracer.Start(ctx, w.name, trace.WithAttributes(
+		AttrGenAIOperation.String("execute_tool"), AttrToolName.String(w.Tool.Name())))
+	defer span.End()
+	if w.t.opts.RecordContent {
+		span.SetAttributes(AttrToolArguments.String(string(args)))
+	}
+	res, err := w.Tool.Run(ctx, args)
+	if res.Error != "" {
+		span.SetAttributes(AttrToolFailed.Bool(true))
+	}
+	if w.t.opts.RecordContent {
+		span.SetAttributes(AttrToolResult.String(jsonString(res)))
+	}
+	if err != nil {
+		fail(span, err)
+	}
+	return res, err
+}
