@@ -325,7 +325,7 @@ func TestJSONExporterWritesOTLPJSON(t *testing.T) {
 				} `json:"resource"`
 				ScopeSpans []struct {
 					Scope struct{ Name string } `json:"scope"`
-					Spans []map[string]any `json:"spans"`
+					Spans []map[string]any      `json:"spans"`
 				} `json:"scopeSpans"`
 			} `json:"resourceSpans"`
 		}
