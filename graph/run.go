@@ -911,7 +911,7 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 	if n.retries {
 		attempts = n.policy.MaxAttempts
 	}
-	var retryReason error
+	var prev error // the last attempt's error, for the tracer
 	for a := 1; ; a++ {
 		if hi := t.info.hi; hi != nil {
 			hi.calls, hi.subruns, hi.stopped = 0, 0, false
@@ -921,11 +921,8 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 		if r.tr == nil {
 			upd, err = r.attempt(ctx, t)
 		} else {
-			actx, end := r.tr.StartTask(ctx, TaskInfo{Node: t.info.path, Step: r.step, Index: t.info.index,
-				Send: n.payload != nil, Attempt: a, RetryReason: retryReason})
-			upd, err = r.attempt(actx, t)
-			end(err)
-			retryReason = err
+			upd, err = r.tracedAttempt(ctx, t, a, prev)
+			prev = err
 		}
 		if h != nil && len(h.rejected) > 0 {
 			// An answer of the wrong type: set it aside, keep the interrupt
@@ -993,6 +990,16 @@ func (r *run[S]) record(t *task[S], w TaskWrite) {
 		}
 		t.err = &NodeError{Node: r.prefix + t.node.name, Step: r.step, Err: fmt.Errorf("saving its outcome to the checkpointer: %w", err)}
 	}
+}
+
+// tracedAttempt is attempt observed by the run's Tracer as attempt a of
+// the task, prev being the previous attempt's error.
+func (r *run[S]) tracedAttempt(ctx context.Context, t *task[S], a int, prev error) (Update[S], error) {
+	ctx, end := r.tr.StartTask(ctx, TaskInfo{Node: t.info.path, Step: r.step, Index: t.info.index,
+		Send: t.node.payload != nil, Attempt: a, RetryReason: prev})
+	upd, err := r.attempt(ctx, t)
+	end(err)
+	return upd, err
 }
 
 // attempt calls the node once, under its timeout, turning a panic into a
