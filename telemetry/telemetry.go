@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/llm"
@@ -33,8 +34,13 @@ type Telemetry struct {
 	opts   Options
 }
 
-// New returns a Telemetry making spans with tp.
+// New returns a Telemetry making spans with tp. For OpenTelemetry's no-op
+// provider (go.opentelemetry.io/otel/trace/noop) it returns nil: no span
+// would ever be recorded, so nothing is wrapped and nothing is paid.
 func New(tp trace.TracerProvider, opts Options) *Telemetry {
+	if _, ok := tp.(noop.TracerProvider); ok || tp == nil {
+		return nil
+	}
 	return &Telemetry{tracer: tp.Tracer(ScopeName), opts: opts}
 }
 

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/llm/fake"
@@ -350,4 +351,8 @@ func TestJSONExporterWritesOTLPJSON(t *testing.T) {
 	}
 	assert.ElementsMatch(t, wantAttrs, c["attributes"])
 	assert.True(t, slices.ContainsFunc(c["attributes"].([]any), func(a any) bool { return a.(map[string]any)["key"] == "n" }))
+}
+
+func TestNoopProviderIsNoTelemetry(t *testing.T) {
+	assert.Nil(t, telemetry.New(noop.NewTracerProvider(), telemetry.Options{}))
 }
