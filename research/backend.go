@@ -190,7 +190,7 @@ func (b *SearchBackend) readPages(ctx context.Context, query string, results []s
 			}
 			if err != nil {
 				if b.Logger != nil {
-					b.Logger.Debug("reading a search result failed; using its snippet", "url", r.URL, "err", err)
+					b.Logger.DebugContext(ctx, "reading a search result failed; using its snippet", "url", r.URL, "err", err)
 				}
 				if ctx.Err() != nil {
 					return // the run stops: no page failed

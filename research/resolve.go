@@ -296,7 +296,7 @@ func (r *SourceResolver) target(ctx context.Context, redirect string) string {
 	t, err := r.hopOnce(ctx, redirect)
 	if err != nil {
 		permanent := errors.Is(err, netguard.ErrBlocked) || errors.Is(err, errNotRedirect)
-		r.logger.Debug("a grounding redirect was not resolved; the source keeps its redirect URL", "url", redirect, "err", err)
+		r.logger.DebugContext(ctx, "a grounding redirect was not resolved; the source keeps its redirect URL", "url", redirect, "err", err)
 		if permanent {
 			r.targets.add(redirect, hopResult{refused: true})
 		}
@@ -366,7 +366,7 @@ func (r *SourceResolver) fetchTitle(ctx context.Context, target string) Resolved
 	}
 	resp, err := r.get(ctx, r.page, target)
 	if err != nil {
-		r.logger.Debug("reading a source's title failed; it keeps the search engine's", "url", target, "err", err)
+		r.logger.DebugContext(ctx, "reading a source's title failed; it keeps the search engine's", "url", target, "err", err)
 		return res
 	}
 	defer resp.Body.Close()

@@ -82,7 +82,7 @@ func (c *Chain) Search(ctx context.Context, query string, opts Options) ([]Resul
 		}
 		errs = append(errs, err)
 		if i+1 < len(c.providers) {
-			c.logger.Warn("search: provider failed, trying the next", "provider", p.Name(),
+			c.logger.WarnContext(ctx, "search: provider failed, trying the next", "provider", p.Name(),
 				"next", c.providers[i+1].Name(), "err", err)
 		}
 	}

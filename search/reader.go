@@ -304,7 +304,7 @@ func (r *Reader) read(ctx context.Context, u *url.URL, maxChars int) (*Page, err
 		if err == nil {
 			p.URL = f.url.String()
 			p.Truncated = f.truncated
-			r.logger.Debug("search: read page", "url", p.URL, "type", p.ContentType,
+			r.logger.DebugContext(ctx, "search: read page", "url", p.URL, "type", p.ContentType,
 				"bytes", len(f.body), "truncated", f.truncated, "partial", p.Partial, "took", time.Since(start))
 			return p, nil
 		}

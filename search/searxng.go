@@ -126,7 +126,7 @@ func (s *SearXNG) Search(ctx context.Context, query string, opts Options) ([]Res
 		if err != nil {
 			if page > 1 && ctx.Err() == nil {
 				// Later pages are a bonus; keep what the first gave.
-				s.api.logger.Warn("searxng: reading a further result page failed", "page", page, "err", err)
+				s.api.logger.WarnContext(ctx, "searxng: reading a further result page failed", "page", page, "err", err)
 				break
 			}
 			return nil, err
@@ -151,7 +151,7 @@ func (s *SearXNG) Search(ctx context.Context, query string, opts Options) ([]Res
 			Message: "no results, and these engines failed: " + strings.Join(failed, "; ")}
 	}
 	if len(failed) > 0 {
-		s.api.logger.Debug("searxng: some engines did not answer", "query", q, "engines", failed)
+		s.api.logger.DebugContext(ctx, "searxng: some engines did not answer", "query", q, "engines", failed)
 	}
 	return out, nil
 }

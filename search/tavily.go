@@ -163,7 +163,7 @@ func (t *Tavily) Search(ctx context.Context, query string, opts Options) ([]Resu
 		}
 		results = append(results, res)
 	}
-	t.api.logger.Debug("tavily: searched", "query", q, "results", len(results),
+	t.api.logger.DebugContext(ctx, "tavily: searched", "query", q, "results", len(results),
 		"response_time", float64(resp.ResponseTime), "request_id", resp.RequestID)
 	return finish(results, t.Name(), opts.MaxResults), nil
 }
