@@ -14,6 +14,7 @@ import (
 
 	"github.com/deepgraph/deepgraph/config"
 	"github.com/deepgraph/deepgraph/internal/app"
+	"github.com/deepgraph/deepgraph/telemetry/export"
 	"github.com/deepgraph/deepgraph/tools"
 )
 
@@ -68,6 +69,9 @@ type cli struct {
 	noInput    bool   // never ask on the terminal: a paused run stops as needs-input
 	review     bool   // research: pause for a review of the queries
 	thread     string // research: ask a follow-up on this run's thread
+	traceFile  string // --trace: the run's spans as OTLP/JSON
+
+	tel *export.Provider // tracing, when OTEL_* or --trace asks for it
 
 	console *console
 	asker   *tools.TerminalAsker // the terminal's one reader, made on first use
@@ -128,6 +132,9 @@ interrupted (the report gathered so far is printed, marked incomplete).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE:          c.runResearch,
+		// Subcommands do not set their own PersistentPreRunE: this one
+		// runs for all of them.
+		PersistentPreRunE: c.startTelemetry,
 	}
 	root.CompletionOptions.HiddenDefaultCmd = true
 	root.SetOut(c.stdout)
@@ -140,6 +147,7 @@ interrupted (the report gathered so far is printed, marked incomplete).`,
 	pf.BoolVarP(&c.quiet, "quiet", "q", false, "print nothing on stderr but errors")
 	pf.BoolVarP(&c.verbose, "verbose", "v", false, "debug logging on stderr")
 	pf.BoolVar(&c.noSave, "no-save", false, "keep nothing of this run (the same as --store off)")
+	pf.StringVar(&c.traceFile, "trace", "", "write the run's spans to FILE as OTLP/JSON lines (OTEL_EXPORTER_OTLP_ENDPOINT sends them to a collector)")
 	pf.BoolVar(&c.noInput, "no-input", false, "never ask on the terminal: a run that needs an answer stops (exit 6) and waits for research resume --answer")
 	if err := config.AddFlags(pf, researchKeys()...); err != nil {
 		panic(err) // the key table and this list disagree: a programming error
@@ -165,6 +173,7 @@ func (c *cli) execute(ctx context.Context, args []string) (code int) {
 	root := c.root()
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	c.stopTelemetry()
 	if err == nil {
 		return exitOK
 	}
@@ -226,7 +235,7 @@ func (c *cli) logger() *slog.Logger {
 	case c.quiet:
 		return slog.New(slog.DiscardHandler)
 	}
-	return slog.New(slog.NewTextHandler(c.console, &slog.HandlerOptions{Level: level}))
+	return slog.New(c.traced(slog.NewTextHandler(c.console, &slog.HandlerOptions{Level: level})))
 }
 
 // output opens where the report goes: --out FILE or stdout.

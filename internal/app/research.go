@@ -13,6 +13,7 @@ import (
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/schemas"
+	"github.com/deepgraph/deepgraph/telemetry"
 )
 
 // Research is a researcher built from a configuration, with its models and
@@ -40,6 +41,8 @@ func NewResearch(ctx context.Context, cfg *config.Config, logger *slog.Logger, c
 	if err != nil {
 		return nil, err
 	}
+	tel := telemetry.From(ctx)
+	traceModels(tel, models)
 	plan, err := ChooseBackend(cfg, models.Spec(llm.RoleResearch))
 	if err != nil {
 		return nil, err
@@ -51,6 +54,7 @@ func NewResearch(ctx context.Context, cfg *config.Config, logger *slog.Logger, c
 	if err != nil {
 		return nil, err
 	}
+	traceBackend(tel, backend)
 	r, err := newResearch(cfg, models, backend, cp, true)
 	if err != nil {
 		backend.Close()
