@@ -114,4 +114,15 @@
 // with the writes of the tasks that finished before the run stopped already
 // applied, as LangGraph's get_state does. MemorySaver is the in-memory store; the
 // interface is what durable stores implement.
+//
+// # Tracing
+//
+// A Tracer attached to a context with ContextWithTracer observes every run
+// under it: the run, each superstep and each task attempt (node, step,
+// Send, attempt number, the previous attempt's error). Each observation
+// hands the work a context of its own, so nested runs — subgraphs, graphs
+// a node invokes, Send fan-outs — nest in one trace. deepgraph's telemetry
+// package implements it with OpenTelemetry spans; the engine itself imports
+// no tracing library, and without a Tracer it does one context lookup per
+// run and nothing per task.
 package graph
