@@ -97,6 +97,10 @@ type Page struct {
 	Language  string    `json:"language,omitempty"`
 	Excerpt   string    `json:"excerpt,omitempty"`
 	Published time.Time `json:"published,omitzero"`
+	// Cached reports that this read fetched nothing itself: the page came
+	// from the Reader's cache, or from a read of the same URL already in
+	// flight. It is about this read, so it is not serialised.
+	Cached bool `json:"-"`
 }
 
 // Reader fetches pages and extracts their main content as Markdown. It is
@@ -220,7 +224,7 @@ func (r *Reader) ReadUpTo(ctx context.Context, rawURL string, maxChars int) (*Pa
 		if r.cache != nil {
 			if e, ok := r.cache.get(key); ok && e.serves(maxChars) {
 				r.mu.Unlock()
-				return e.result(rawURL)
+				return e.cached(rawURL)
 			}
 		}
 		if f, ok := r.inflight[key]; ok {
@@ -237,7 +241,7 @@ func (r *Reader) ReadUpTo(ctx context.Context, rawURL string, maxChars int) (*Pa
 			if !e.serves(maxChars) {
 				continue // it read less of the page than this caller needs
 			}
-			return e.result(rawURL)
+			return e.cached(rawURL)
 		}
 		f := &flight{done: make(chan struct{}), maxChars: maxChars}
 		r.inflight[key] = f
@@ -357,6 +361,15 @@ func (e cacheEntry) result(requested string) (*Page, error) {
 	p := *e.page
 	p.RequestedURL = requested
 	return &p, nil
+}
+
+// cached is result for a read that fetched nothing itself (Page.Cached).
+func (e cacheEntry) cached(requested string) (*Page, error) {
+	p, err := e.result(requested)
+	if p != nil {
+		p.Cached = true
+	}
+	return p, err
 }
 
 // lru is a small least-recently-used map; the Reader's mutex guards it.

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"compress/zlib"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -847,4 +848,24 @@ func TestReaderUnboundedByDefault(t *testing.T) {
 		"all %d reads reach the server before any is answered", total)
 	unblock()
 	wg.Wait()
+}
+
+func TestReaderMarksCachedPages(t *testing.T) {
+	s := newSite(t, map[string]page{"/a": {body: []byte("a")}})
+	r := newTestReader(t, ReaderConfig{})
+	first, err := r.Read(context.Background(), s.URL+"/a")
+	require.NoError(t, err)
+	assert.False(t, first.Cached, "the first read fetches the page")
+	second, err := r.Read(context.Background(), s.URL+"/a#part")
+	require.NoError(t, err)
+	assert.True(t, second.Cached, "the second read comes from the cache")
+	assert.Equal(t, 1, s.count("/a"))
+	data, err := json.Marshal(second)
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), "cached", "Cached is about one read, not the page")
+
+	uncached := newTestReader(t, ReaderConfig{CacheSize: -1})
+	again, err := uncached.Read(context.Background(), s.URL+"/a")
+	require.NoError(t, err)
+	assert.False(t, again.Cached)
 }

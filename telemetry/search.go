@@ -23,6 +23,7 @@ const (
 	AttrPageTruncated  = attribute.Key("deepgraph.page.truncated")
 	AttrPagePartial    = attribute.Key("deepgraph.page.partial")
 	AttrMaxChars       = attribute.Key("deepgraph.page.max_chars")
+	AttrPageCacheHit   = attribute.Key("deepgraph.page.cache_hit")
 )
 
 // Searcher wraps s so that each search is a client span "search PROVIDER"
@@ -87,7 +88,8 @@ type PageReader interface {
 // Reader wraps r so that each page read is a client span "read_page" with
 // the URL's host (server.address; the full URL only with
 // Options.RecordContent), the bytes of content, its type, whether it was
-// truncated or partial, the HTTP status of a failure and error.type. A nil
+// truncated or partial, whether it came from the reader's cache
+// (deepgraph.page.cache_hit, from search.Page.Cached), the HTTP status of a failure and error.type. A nil
 // Telemetry returns r.
 func (t *Telemetry) Reader(r PageReader) PageReader {
 	if t == nil || r == nil {
@@ -139,7 +141,8 @@ func (r *tracedReader) read(ctx context.Context, u string, maxChars int) (*searc
 		return page, err
 	}
 	if page != nil {
-		span.SetAttributes(AttrPageBytes.Int(len(page.Content)), AttrPageType.String(page.ContentType))
+		span.SetAttributes(AttrPageBytes.Int(len(page.Content)), AttrPageType.String(page.ContentType),
+			AttrPageCacheHit.Bool(page.Cached))
 		if page.Truncated {
 			span.SetAttributes(AttrPageTruncated.Bool(true))
 		}
