@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 	"unicode"
@@ -44,6 +45,9 @@ func checkUpdate(r *Run) error {
 	case StatusQueued, StatusRunning, StatusDone, StatusFailed, StatusInterrupted, StatusNeedsInput:
 	default:
 		return fmt.Errorf("%w: run %q has status %q", ErrInvalid, r.ID, r.Status)
+	}
+	if r.Cost != nil && (math.IsNaN(*r.Cost) || math.IsInf(*r.Cost, 0) || *r.Cost < 0) {
+		return fmt.Errorf("%w: run %q has cost %v; want a finite number of US dollars, 0 or more, or nil when it is unknown", ErrInvalid, r.ID, *r.Cost)
 	}
 	if err := checkDocument(r.ID, "settings", r.Settings, int64(len(r.Settings)), ErrInvalid, ""); err != nil {
 		return err

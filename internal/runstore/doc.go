@@ -63,7 +63,9 @@
 // processes opening the store together (SQLite's write lock, a PostgreSQL
 // advisory lock). The same transaction upgrades tables of an older version:
 // those of version 1, which had research_runs only, get the other tables
-// and a thread row for each thread of their runs. Tables at a newer version
+// and a thread row for each thread of their runs; those of version 2 get
+// research_runs.cost_usd (Run.Cost), NULL — unknown — for the runs stored
+// before. Tables at a newer version
 // — made by a newer deepgraph — are refused with an error asking for an
 // upgrade.
 //

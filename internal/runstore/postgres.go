@@ -42,7 +42,8 @@ func OpenPostgres(ctx context.Context, pool *pgxpool.Pool) (Store, error) {
 				host text NOT NULL,
 				pid bigint NOT NULL,
 				settings bytea,
-				report bytea
+				report bytea,
+				cost_usd double precision
 			)`,
 			`CREATE INDEX IF NOT EXISTS research_runs_started ON research_runs (started DESC, id DESC)`,
 			`CREATE INDEX IF NOT EXISTS research_runs_thread ON research_runs (thread, started, id)`,
@@ -71,6 +72,9 @@ func OpenPostgres(ctx context.Context, pool *pgxpool.Pool) (Store, error) {
 		// research_runs.thread has the database's collation, thread ids
 		// "C".
 		runOfThread: `r.thread = t.id COLLATE "default"`,
+		hasCost: `SELECT count(*) FROM information_schema.columns
+			WHERE table_schema = current_schema() AND table_name = 'research_runs' AND column_name = 'cost_usd'`,
+		addCost: `ALTER TABLE research_runs ADD COLUMN cost_usd double precision`,
 	})
 }
 

@@ -109,6 +109,11 @@ type Run struct {
 	Tokens int64 `json:"tokens"`
 	// Calls is the number of model calls so far.
 	Calls int `json:"calls"`
+	// Cost is what the run's model calls cost so far, in US dollars; nil
+	// when it is unknown — a model of the run has no known price, or the
+	// run was recorded before costs were (schema version 2 and older). It
+	// is never 0 for unknown.
+	Cost *float64 `json:"cost_usd"`
 	// Host is the host name of the machine of the process running the run
 	// (CurrentProcess).
 	Host string `json:"host,omitempty"`

@@ -104,13 +104,15 @@ func TestRunJSON(t *testing.T) {
 	data, err := json.Marshal(r)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"id":"abcd1234","thread":"t","kind":"agent","question":"q","status":"running",
-		"started":"2025-01-01T12:00:00Z","tokens":10,"calls":1}`, string(data), "unset fields and documents are left out")
+		"started":"2025-01-01T12:00:00Z","tokens":10,"calls":1,"cost_usd":null}`, string(data),
+		"unset fields and documents are left out; an unknown cost is null, never 0")
 
 	r.Updated, r.Ended, r.Error, r.Host, r.PID = start.Add(time.Second), start.Add(time.Minute), "e", "h", 7
 	r.Settings, r.Report = json.RawMessage(`{"s":1}`), json.RawMessage(`{"answer":"a"}`)
+	r.Cost = new(0.0042)
 	data, err = json.Marshal(r)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"id":"abcd1234","thread":"t","kind":"agent","question":"q","status":"running",
 		"started":"2025-01-01T12:00:00Z","updated":"2025-01-01T12:00:01Z","ended":"2025-01-01T12:01:00Z",
-		"error":"e","tokens":10,"calls":1,"host":"h","pid":7,"settings":{"s":1},"report":{"answer":"a"}}`, string(data))
+		"error":"e","tokens":10,"calls":1,"cost_usd":0.0042,"host":"h","pid":7,"settings":{"s":1},"report":{"answer":"a"}}`, string(data))
 }

@@ -30,8 +30,9 @@ import (
 // schemaVersion is the version of the tables this code reads and writes,
 // kept in the meta table as schema_version. Version 1 had research_runs
 // only; version 2 added research_threads, with a row for each thread of
-// the stored runs, and research_run_events.
-const schemaVersion = 2
+// the stored runs, and research_run_events; version 3 added
+// research_runs.cost_usd, NULL (unknown) in the runs stored before.
+const schemaVersion = 3
 
 // sqlConn runs statements on a database or in a transaction.
 type sqlConn interface {
@@ -79,6 +80,9 @@ type dialect struct {
 	// runOfThread is the condition that the run r is of the thread t, in
 	// the collation of research_runs_thread, so that the index serves it.
 	runOfThread string
+	// hasCost counts the columns cost_usd of research_runs (0 or 1), and
+	// addCost adds it to tables of version 2 or older.
+	hasCost, addCost string
 }
 
 // sqlStore is the Store over a SQL database.
@@ -115,6 +119,17 @@ func openSQL(ctx context.Context, db sqlDB, d dialect) (*sqlStore, error) {
 		if _, err := c.exec(ctx, backfillThreads); err != nil {
 			return err
 		}
+		// Before version 3 the runs had no cost: it is unknown (NULL) in
+		// the runs stored before.
+		var costs int64
+		if err := scanOne(ctx, c, []any{&costs}, d.hasCost); err != nil {
+			return err
+		}
+		if costs == 0 {
+			if _, err := c.exec(ctx, d.addCost); err != nil {
+				return err
+			}
+		}
 		_, err = c.exec(ctx, `INSERT INTO research_runs_meta (key, value) VALUES ('schema_version', $1)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, schemaVersion)
 		return err
@@ -138,7 +153,7 @@ const backfillThreads = `INSERT INTO research_threads (id, kind, title, created,
 
 // summaryColumns are the columns of a run but its documents, in the order
 // of runFields.
-const summaryColumns = `id, thread, kind, question, status, started, updated, ended, error, tokens, calls, host, pid`
+const summaryColumns = `id, thread, kind, question, status, started, updated, ended, error, tokens, calls, host, pid, cost_usd`
 
 // docHint is what to do about a stored document that cannot be read.
 const docHint = "the run cannot be read back; delete it (research rm %s)"
@@ -150,10 +165,10 @@ func (s *sqlStore) Create(ctx context.Context, r *Run) error {
 	n := normalized(r)
 	err := s.db.tx(ctx, func(c sqlConn) error {
 		changed, err := c.exec(ctx, `INSERT INTO research_runs (`+summaryColumns+`, settings, report)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 			ON CONFLICT (id) DO NOTHING`,
 			n.ID, n.Thread, string(n.Kind), n.Question, string(n.Status), s.time(n.Started), s.time(n.Updated), s.time(n.Ended),
-			n.Error, n.Tokens, n.Calls, n.Host, n.PID, document(n.Settings), document(n.Report))
+			n.Error, n.Tokens, n.Calls, n.Host, n.PID, cost(n.Cost), document(n.Settings), document(n.Report))
 		switch {
 		case err != nil:
 			return err
@@ -184,9 +199,9 @@ func (s *sqlStore) Update(ctx context.Context, r *Run) error {
 	}
 	n := normalized(r)
 	changed, err := s.db.exec(ctx, `UPDATE research_runs SET question = $2, status = $3, updated = $4, ended = $5,
-		error = $6, tokens = $7, calls = $8, host = $9, pid = $10, settings = $11, report = $12 WHERE id = $1`,
+		error = $6, tokens = $7, calls = $8, host = $9, pid = $10, settings = $11, report = $12, cost_usd = $13 WHERE id = $1`,
 		n.ID, n.Question, string(n.Status), s.time(n.Updated), s.time(n.Ended),
-		n.Error, n.Tokens, n.Calls, n.Host, n.PID, document(n.Settings), document(n.Report))
+		n.Error, n.Tokens, n.Calls, n.Host, n.PID, document(n.Settings), document(n.Report), cost(n.Cost))
 	switch {
 	case err != nil:
 		return fmt.Errorf("runstore: updating run %q in %s: %w", r.ID, s.d.name, err)
@@ -653,7 +668,7 @@ func queryAll[T any](ctx context.Context, c sqlConn, scan func(sqlRows) (T, erro
 func runFields(r *Run) []any {
 	return []any{&r.ID, &r.Thread, (*string)(&r.Kind), &r.Question, (*string)(&r.Status),
 		dbTime{&r.Started}, dbTime{&r.Updated}, dbTime{&r.Ended},
-		&r.Error, &r.Tokens, &r.Calls, &r.Host, &r.PID}
+		&r.Error, &r.Tokens, &r.Calls, &r.Host, &r.PID, &r.Cost}
 }
 
 // errNoRows is scanOne's error for an empty result.
@@ -681,6 +696,14 @@ func (s *sqlStore) time(t time.Time) any {
 		return nil
 	}
 	return s.d.timeArg(t)
+}
+
+// cost encodes a run's cost as a statement argument: NULL when unknown.
+func cost(usd *float64) any {
+	if usd == nil {
+		return nil
+	}
+	return *usd
 }
 
 // document encodes a JSON document as a statement argument: NULL when

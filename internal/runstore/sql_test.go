@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +35,9 @@ type sqlEnv struct {
 	// v1 are the statements that made the tables of schema version 1 (in
 	// an empty database, with exec).
 	v1 []string
+	// v2 are the statements that made tables of version 1 into those of
+	// schema version 2 (after v1).
+	v2 []string
 	// tables lists the tables of the store's database.
 	tables func(t *testing.T) []string
 	// time is a time as the tables store it, for exec.
@@ -98,6 +102,26 @@ func newSQLite(t testing.TB) sqlEnv {
 			`CREATE INDEX research_runs_started ON research_runs (started DESC, id DESC)`,
 			`CREATE INDEX research_runs_thread ON research_runs (thread, started, id)`,
 			`INSERT INTO research_runs_meta (key, value) VALUES ('schema_version', 1)`,
+		},
+		v2: []string{
+			`CREATE TABLE research_threads (
+				id TEXT PRIMARY KEY NOT NULL,
+				kind TEXT NOT NULL,
+				title TEXT NOT NULL,
+				created INTEGER NOT NULL,
+				updated INTEGER NOT NULL
+			) STRICT`,
+			`CREATE INDEX research_threads_updated ON research_threads (updated DESC, id DESC)`,
+			`CREATE TABLE research_run_events (
+				run_id TEXT NOT NULL,
+				seq INTEGER NOT NULL,
+				type TEXT NOT NULL,
+				at INTEGER,
+				data BLOB NOT NULL,
+				PRIMARY KEY (run_id, seq)
+			) STRICT`,
+			`CREATE INDEX research_run_events_type ON research_run_events (run_id, type, seq)`,
+			`UPDATE research_runs_meta SET value = 2 WHERE key = 'schema_version'`,
 		},
 		tables: func(t *testing.T) []string {
 			return queryStrings(t, db, `SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`)
@@ -173,6 +197,26 @@ func newPostgres(t testing.TB) sqlEnv {
 			`CREATE INDEX research_runs_thread ON {runs} (thread, started, id)`,
 			`INSERT INTO {meta} (key, value) VALUES ('schema_version', 1)`,
 		},
+		v2: []string{
+			`CREATE TABLE {threads} (
+				id text COLLATE "C" PRIMARY KEY,
+				kind text NOT NULL,
+				title text NOT NULL,
+				created timestamptz NOT NULL,
+				updated timestamptz NOT NULL
+			)`,
+			`CREATE INDEX research_threads_updated ON {threads} (updated DESC, id DESC)`,
+			`CREATE TABLE {events} (
+				run_id text COLLATE "C" NOT NULL,
+				seq bigint NOT NULL,
+				type text NOT NULL,
+				at timestamptz,
+				data bytea NOT NULL,
+				PRIMARY KEY (run_id, seq)
+			)`,
+			`CREATE INDEX research_run_events_type ON {events} (run_id, type, seq)`,
+			`UPDATE {meta} SET value = 2 WHERE key = 'schema_version'`,
+		},
 		tables: func(t *testing.T) []string {
 			rows, err := pool.Query(t.Context(), `SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY tablename COLLATE "C"`, schema)
 			require.NoError(t, err)
@@ -235,6 +279,8 @@ func testSQL(t *testing.T, env func(testing.TB) sqlEnv) {
 		{"Tables", testTables},
 		{"UpgradeFromVersion1", testUpgradeFromV1},
 		{"UpgradeEmptyVersion1", testUpgradeEmptyV1},
+		{"UpgradeFromVersion2", testUpgradeFromV2},
+		{"UpgradeFromVersion1Cost", testUpgradeFromV1Cost},
 		{"NoEventsOutliveTheirRun", testNoOrphanEvents},
 	}
 	for _, tt := range tests {
@@ -279,10 +325,10 @@ func testCorruptOnRead(t *testing.T, e sqlEnv) {
 
 func testNewerSchema(t *testing.T, e sqlEnv) {
 	e.open(t)
-	e.exec(t, `UPDATE {meta} SET value = 3 WHERE key = 'schema_version'`)
+	e.exec(t, `UPDATE {meta} SET value = 4 WHERE key = 'schema_version'`)
 	_, err := e.openErr(t.Context())
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "has version 3, and this version of deepgraph reads up to 2: upgrade deepgraph")
+	assert.Contains(t, err.Error(), "has version 4, and this version of deepgraph reads up to 3: upgrade deepgraph")
 }
 
 func testCorruptEventOnRead(t *testing.T, e sqlEnv) {
@@ -400,6 +446,69 @@ func testNoOrphanEvents(t *testing.T, e sqlEnv) {
 	}
 	assert.Zero(t, e.count(t, `SELECT count(*) FROM {events}`), "events of deleted runs")
 	assert.Zero(t, e.count(t, `SELECT count(*) FROM {runs}`))
+}
+
+// testUpgradeFromV2 opens tables of schema version 2 with a run, its
+// thread and its events: the run gets an unknown cost, keeps the rest, and
+// costs are stored from then on, also after opening again.
+func testUpgradeFromV2(t *testing.T, e sqlEnv) {
+	ctx := t.Context()
+	for _, stmt := range append(slices.Clone(e.v1), e.v2...) {
+		e.exec(t, stmt)
+	}
+	e.exec(t, `INSERT INTO {runs} (id, thread, kind, question, status, started, updated, ended, error, tokens, calls, host, pid)
+		VALUES ('old00001', 'talk', 'research', 'before costs', 'done', $1, NULL, NULL, '', 1234, 5, '', 0)`, e.time(base()))
+	e.exec(t, `INSERT INTO {threads} (id, kind, title, created, updated) VALUES ('talk', 'research', 'before costs', $1, $1)`, e.time(base()))
+	e.exec(t, `INSERT INTO {events} (run_id, seq, type, at, data) VALUES ('old00001', 1, 'end', NULL, $1)`, []byte(`{}`))
+
+	s := e.open(t)
+	assert.Equal(t, 3, e.count(t, `SELECT value FROM {meta} WHERE key = 'schema_version'`))
+	old, err := s.Get(ctx, "old00001")
+	require.NoError(t, err)
+	assert.Nil(t, old.Cost, "a run stored before costs has an unknown one, never 0")
+	assert.Equal(t, int64(1234), old.Tokens)
+	assert.Equal(t, 5, old.Calls)
+	evs, err := s.Events(ctx, "old00001", 0, 0)
+	require.NoError(t, err)
+	assert.Len(t, evs, 1)
+	th, err := s.GetThread(ctx, "talk")
+	require.NoError(t, err)
+	assert.Equal(t, 1, th.Runs)
+
+	old.Cost = new(0.0042)
+	require.NoError(t, s.Update(ctx, old))
+	r := newRun("new00001", base().Add(time.Hour))
+	r.Cost = new(1.5)
+	create(t, s, r)
+
+	s = e.open(t) // again: nothing to upgrade
+	runs, err := s.List(ctx, ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, runs, 2)
+	require.NotNil(t, runs[0].Cost)
+	require.NotNil(t, runs[1].Cost)
+	assert.Equal(t, 1.5, *runs[0].Cost)
+	assert.Equal(t, 0.0042, *runs[1].Cost)
+}
+
+// testUpgradeFromV1Cost upgrades tables of version 1 by two versions at
+// once: the runs get an unknown cost.
+func testUpgradeFromV1Cost(t *testing.T, e sqlEnv) {
+	for _, stmt := range e.v1 {
+		e.exec(t, stmt)
+	}
+	e.exec(t, `INSERT INTO {runs} (id, thread, kind, question, status, started, updated, ended, error, tokens, calls, host, pid)
+		VALUES ('old00001', 'talk', 'agent', 'old', 'done', $1, NULL, NULL, '', 0, 0, '', 0)`, e.time(base()))
+	s := e.open(t)
+	got, err := s.Get(t.Context(), "old00001")
+	require.NoError(t, err)
+	assert.Nil(t, got.Cost)
+	got.Cost = new(0.25)
+	require.NoError(t, s.Update(t.Context(), got))
+	got, err = e.open(t).Get(t.Context(), "old00001")
+	require.NoError(t, err)
+	require.NotNil(t, got.Cost)
+	assert.Equal(t, 0.25, *got.Cost)
 }
 
 func testUpgradeEmptyV1(t *testing.T, e sqlEnv) {

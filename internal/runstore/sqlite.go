@@ -38,7 +38,8 @@ func OpenSQLite(ctx context.Context, db *sql.DB) (Store, error) {
 				host TEXT NOT NULL,
 				pid INTEGER NOT NULL,
 				settings BLOB,
-				report BLOB
+				report BLOB,
+				cost_usd REAL
 			) STRICT`,
 			`CREATE INDEX IF NOT EXISTS research_runs_started ON research_runs (started DESC, id DESC)`,
 			`CREATE INDEX IF NOT EXISTS research_runs_thread ON research_runs (thread, started, id)`,
@@ -66,6 +67,8 @@ func OpenSQLite(ctx context.Context, db *sql.DB) (Store, error) {
 		// No row locks (keyShare, forUpdate): a transaction holds the
 		// database's write lock.
 		runOfThread: `r.thread = t.id`,
+		hasCost:     `SELECT count(*) FROM pragma_table_info('research_runs') WHERE name = 'cost_usd'`,
+		addCost:     `ALTER TABLE research_runs ADD COLUMN cost_usd REAL`,
 	})
 }
 

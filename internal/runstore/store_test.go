@@ -3,6 +3,7 @@ package runstore
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"strings"
@@ -34,6 +35,7 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		{"CreateDuplicate", testCreateDuplicate},
 		{"CreateInvalid", testCreateInvalid},
 		{"Update", testUpdate},
+		{"Cost", testCost},
 		{"UpdateMissing", testUpdateMissing},
 		{"GetByPrefix", testGetByPrefix},
 		{"PrefixWildcards", testPrefixWildcards},
@@ -85,6 +87,51 @@ func ids(runs []*Run) []string {
 	return out
 }
 
+// testCost stores a run's cost: nil (unknown) and amounts read back as
+// written, by Get and List, and an impossible amount is refused.
+func testCost(t *testing.T, s Store) {
+	ctx := t.Context()
+	r := newRun("cost0001", base())
+	create(t, s, r)
+	costOf := func() (get, list *float64) {
+		t.Helper()
+		got, err := s.Get(ctx, r.ID)
+		require.NoError(t, err)
+		runs, err := s.List(ctx, ListOptions{})
+		require.NoError(t, err)
+		require.Len(t, runs, 1)
+		return got.Cost, runs[0].Cost
+	}
+	get, list := costOf()
+	assert.Nil(t, get, "a run created without a cost has none")
+	assert.Nil(t, list)
+
+	for _, usd := range []float64{0.0042, 0, 1234.5678, 1e-9} {
+		r.Cost = new(usd)
+		require.NoError(t, s.Update(ctx, r))
+		get, list = costOf()
+		require.NotNil(t, get, "%v", usd)
+		require.NotNil(t, list, "%v", usd)
+		assert.Equal(t, usd, *get)
+		assert.Equal(t, usd, *list)
+	}
+	r.Cost = nil
+	require.NoError(t, s.Update(ctx, r))
+	get, list = costOf()
+	assert.Nil(t, get, "unknown again")
+	assert.Nil(t, list)
+
+	for _, bad := range []float64{-0.01, math.NaN(), math.Inf(1)} {
+		r.Cost = new(bad)
+		err := s.Update(ctx, r)
+		require.ErrorIs(t, err, ErrInvalid, "%v", bad)
+		assert.Contains(t, err.Error(), "cost")
+		b := newRun("costbad1", base())
+		b.Cost = new(bad)
+		require.ErrorIs(t, s.Create(ctx, b), ErrInvalid, "%v", bad)
+	}
+}
+
 func testRoundTrip(t *testing.T, s Store) {
 	ctx := t.Context()
 	berlin := time.FixedZone("CET", 3600)
@@ -102,6 +149,7 @@ func testRoundTrip(t *testing.T, s Store) {
 		Calls:    123,
 		Host:     "build-7.example.org",
 		PID:      4194304,
+		Cost:     new(0.012345678901234567),
 		Settings: json.RawMessage(`{"models": {"agent": "openai:gpt-5"},  "nul": "\u0000", "é": [1, 2.5e3]}`),
 		Report:   json.RawMessage(`  {"answer":"42"}`),
 	}
