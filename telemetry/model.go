@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -47,14 +49,26 @@ func (t *Telemetry) Model(m llm.Model, spec, role string) llm.Model {
 	if err != nil {
 		provider, model = "", spec
 	}
-	return &tracedModel{inner: m, t: t, provider: provider, model: model, role: role,
+	tm := &tracedModel{inner: m, t: t, provider: provider, model: model, role: role,
 		name: "chat " + model}
+	if t.metrics != nil {
+		tm.metricAttrs = []attribute.KeyValue{AttrGenAIOperation.String("chat"), AttrGenAIRequestModel.String(model)}
+		if provider != "" {
+			tm.metricAttrs = append(tm.metricAttrs, AttrGenAIProvider.String(provider))
+		}
+		if role != "" {
+			tm.metricAttrs = append(tm.metricAttrs, AttrRole.String(role))
+		}
+		tm.metricAttrs = slices.Clip(tm.metricAttrs)
+	}
+	return tm
 }
 
 type tracedModel struct {
 	inner                       llm.Model
 	t                           *Telemetry
 	provider, model, role, name string
+	metricAttrs                 []attribute.KeyValue // of every metric point; capacity clipped
 }
 
 // Name is the inner model's name (research chooses a context budget by
@@ -90,16 +104,29 @@ func (m *tracedModel) Generate(ctx context.Context, msgs []schemas.Message, opts
 	if m.t.opts.RecordContent && span.IsRecording() {
 		span.SetAttributes(AttrGenAIInputMessages.String(jsonString(msgs)))
 	}
+	start := time.Now()
 	resp, err := m.inner.Generate(ctx, msgs, opts...)
 	if err != nil {
+		var u llm.Usage
 		if apiErr, ok := errors.AsType[*llm.APIError](err); ok {
 			if apiErr.Status != 0 {
 				span.SetAttributes(AttrHTTPStatus.Int(apiErr.Status))
 			}
 			usage(span, apiErr.Usage)
+			u = apiErr.Usage
 		}
 		fail(span, err)
+		if m.t.metrics != nil {
+			m.t.metrics.modelCall(ctx, m.metricAttrs, start, u, err)
+		}
 		return resp, err
+	}
+	if m.t.metrics != nil {
+		var u llm.Usage
+		if resp != nil {
+			u = resp.Usage
+		}
+		m.t.metrics.modelCall(ctx, m.metricAttrs, start, u, nil)
 	}
 	if resp == nil {
 		return resp, err

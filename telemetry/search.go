@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deepgraph/deepgraph/search"
@@ -67,6 +69,7 @@ func (s *tracedSearcher) Search(ctx context.Context, query string, opts search.O
 	if s.t.opts.RecordContent {
 		span.SetAttributes(AttrSearchQuery.String(query))
 	}
+	start := time.Now()
 	res, err := s.inner.Search(ctx, query, opts)
 	span.SetAttributes(AttrSearchResults.Int(len(res)))
 	if err != nil {
@@ -74,6 +77,16 @@ func (s *tracedSearcher) Search(ctx context.Context, query string, opts search.O
 			span.SetAttributes(AttrHTTPStatus.Int(apiErr.Status))
 		}
 		fail(span, err)
+	}
+	if in := s.t.metrics; in != nil {
+		provider := AttrSearchProvider.String(s.inner.Name())
+		in.searches.Add(ctx, 1, metric.WithAttributes(provider))
+		if err != nil {
+			in.searchDuration.Record(ctx, since(start), metric.WithAttributes(provider, AttrErrorType.String(errorType(err))))
+			in.failed(ctx, OpSearch, err, provider)
+		} else {
+			in.searchDuration.Record(ctx, since(start), metric.WithAttributes(provider))
+		}
 	}
 	return res, err
 }
@@ -128,10 +141,20 @@ func (r *tracedReader) read(ctx context.Context, u string, maxChars int) (*searc
 		page *search.Page
 		err  error
 	)
+	start := time.Now()
 	if maxChars > 0 {
 		page, err = r.inner.ReadUpTo(ctx, u, maxChars)
 	} else {
 		page, err = r.inner.Read(ctx, u)
+	}
+	if in := r.t.metrics; in != nil {
+		in.reads.Add(ctx, 1)
+		if err != nil {
+			in.readDuration.Record(ctx, since(start), metric.WithAttributes(AttrErrorType.String(errorType(err))))
+			in.failed(ctx, OpReadPage, err)
+		} else {
+			in.readDuration.Record(ctx, since(start))
+		}
 	}
 	if err != nil {
 		if apiErr, ok := errors.AsType[*search.APIError](err); ok && apiErr.Status != 0 {

@@ -3,9 +3,12 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"fmt"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
@@ -17,31 +20,46 @@ import (
 // ScopeName is the instrumentation scope of deepgraph's spans.
 const ScopeName = "github.com/deepgraph/deepgraph"
 
-// Options say what the spans carry beyond the default.
+// Options say what the spans carry beyond the default, and where metrics
+// go.
 type Options struct {
 	// RecordContent adds prompts, answers, tool arguments and tool output
 	// to the spans (gen_ai.input.messages, gen_ai.output.messages, …). Off
 	// by default: they may hold private data and are large.
 	RecordContent bool
+	// MeterProvider, when set, receives deepgraph's metrics (see the
+	// package doc): the same wrappers that make the spans record them.
+	// Nil or OpenTelemetry's no-op provider records none.
+	MeterProvider metric.MeterProvider
 }
 
-// Telemetry makes deepgraph's spans with one TracerProvider. A nil
-// *Telemetry is valid and does nothing: its wrappers return what they are
-// given, so code can wrap unconditionally and pay nothing when telemetry is
-// off.
+// Telemetry makes deepgraph's spans with one TracerProvider and its
+// metrics with one MeterProvider. A nil *Telemetry is valid and does
+// nothing: its wrappers return what they are given, so code can wrap
+// unconditionally and pay nothing when telemetry is off.
 type Telemetry struct {
-	tracer trace.Tracer
-	opts   Options
+	tracer  trace.Tracer
+	metrics *instruments // nil: no metrics
+	opts    Options
 }
 
-// New returns a Telemetry making spans with tp. For OpenTelemetry's no-op
-// provider (go.opentelemetry.io/otel/trace/noop) it returns nil: no span
-// would ever be recorded, so nothing is wrapped and nothing is paid.
+// New returns a Telemetry making spans with tp and metrics with
+// opts.MeterProvider. A nil tp, or OpenTelemetry's no-op provider
+// (go.opentelemetry.io/otel/trace/noop), makes no spans; a nil or no-op
+// MeterProvider no metrics. When neither would record anything New
+// returns nil: nothing is wrapped and nothing is paid.
 func New(tp trace.TracerProvider, opts Options) *Telemetry {
-	if _, ok := tp.(noop.TracerProvider); ok || tp == nil {
-		return nil
+	in, err := newInstruments(opts.MeterProvider)
+	if err != nil {
+		otel.Handle(fmt.Errorf("deepgraph metrics: %w", err))
 	}
-	return &Telemetry{tracer: tp.Tracer(ScopeName), opts: opts}
+	if _, ok := tp.(noop.TracerProvider); ok || tp == nil {
+		if in == nil {
+			return nil
+		}
+		tp = noop.NewTracerProvider()
+	}
+	return &Telemetry{tracer: tp.Tracer(ScopeName), metrics: in, opts: opts}
 }
 
 // Tracer returns the tracer deepgraph's spans are made with; nil for a nil
@@ -122,6 +140,9 @@ func (g graphTracer) StartStep(ctx context.Context, s graph.StepInfo) (context.C
 
 func (g graphTracer) StartTask(ctx context.Context, k graph.TaskInfo) (context.Context, func(error)) {
 	attrs := []attribute.KeyValue{AttrNode.String(k.Node), AttrStep.Int(k.Step), AttrTaskIndex.Int(k.Index), AttrAttempt.Int(k.Attempt)}
+	if k.Attempt > 1 && g.t.metrics != nil {
+		g.t.metrics.retries.Add(ctx, 1, metric.WithAttributes(AttrNode.String(k.Node)))
+	}
 	if k.Send {
 		attrs = append(attrs, AttrSend.Bool(true))
 	}

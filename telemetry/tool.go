@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deepgraph/deepgraph/tools"
@@ -59,6 +60,13 @@ func (w *tracedTool) Run(ctx context.Context, args json.RawMessage) (tools.Resul
 	res, err := w.Tool.Run(ctx, args)
 	if res.Error != "" {
 		span.SetAttributes(AttrToolFailed.Bool(true))
+	}
+	if in := w.t.metrics; in != nil {
+		name := AttrToolName.String(w.Tool.Name())
+		in.tools.Add(ctx, 1, metric.WithAttributes(name, AttrToolFailed.Bool(res.Error != "" || err != nil)))
+		if err != nil {
+			in.failed(ctx, OpTool, err, name)
+		}
 	}
 	if w.t.opts.RecordContent {
 		span.SetAttributes(AttrToolResult.String(jsonString(res)))

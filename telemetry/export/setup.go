@@ -13,9 +13,12 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deepgraph/deepgraph/telemetry"
 )
@@ -53,28 +56,41 @@ type Config struct {
 	ServiceVersion string
 }
 
-// Provider is a running tracer provider with its exporters.
+// Provider is a running tracer and meter provider with their exporters.
 type Provider struct {
 	*telemetry.Telemetry
 	tp *sdktrace.TracerProvider
+	mp *sdkmetric.MeterProvider
 }
 
-// TracerProvider returns the SDK's provider.
+// TracerProvider returns the SDK's tracer provider; nil when no spans are
+// exported (only metrics are).
 func (p *Provider) TracerProvider() *sdktrace.TracerProvider { return p.tp }
 
-// Shutdown exports the spans still buffered and stops the exporters. A nil
-// Provider has nothing to do.
+// MeterProvider returns the SDK's meter provider; nil when no metrics are
+// exported (OTEL_METRICS_EXPORTER=none, or only --trace FILE is set).
+func (p *Provider) MeterProvider() *sdkmetric.MeterProvider { return p.mp }
+
+// Shutdown exports the spans still buffered and the metrics' last points,
+// and stops the exporters. A nil Provider has nothing to do.
 func (p *Provider) Shutdown(ctx context.Context) error {
 	if p == nil {
 		return nil
 	}
-	return p.tp.Shutdown(ctx)
+	var errs []error
+	if p.tp != nil {
+		errs = append(errs, p.tp.Shutdown(ctx))
+	}
+	if p.mp != nil {
+		errs = append(errs, p.mp.Shutdown(ctx))
+	}
+	return errors.Join(errs...)
 }
 
 // Enabled reports whether cfg and the environment ask for any export.
 func Enabled(cfg Config) bool {
 	getenv := cfg.getenv()
-	return cfg.TraceFile != "" || otlpWanted(getenv)
+	return cfg.TraceFile != "" || otlpWanted(getenv) || metricsWanted(getenv)
 }
 
 func (cfg Config) getenv() func(string) string {
@@ -97,6 +113,23 @@ func otlpWanted(getenv func(string) string) bool {
 	return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
 }
 
+// metricsWanted reports whether the environment asks for OTLP metrics:
+// OTEL_METRICS_EXPORTER=otlp, or an OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT
+// or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT) unless OTEL_METRICS_EXPORTER=none
+// or OTEL_SDK_DISABLED=true.
+func metricsWanted(getenv func(string) string) bool {
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return false
+	}
+	switch exp := strings.TrimSpace(getenv("OTEL_METRICS_EXPORTER")); exp {
+	case "none":
+		return false
+	case "otlp":
+		return true
+	}
+	return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") != ""
+}
+
 // ErrConfig matches every error of a telemetry configuration the program
 // cannot follow; the user has to change a variable or a flag.
 var ErrConfig = errors.New("telemetry configuration")
@@ -105,10 +138,11 @@ func configErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, args...))
 }
 
-// Start sets up tracing from cfg and the environment. It returns nil (and
-// no error) when nothing asks for spans: tracing is then off and costs
-// nothing. Call Shutdown on the Provider before the program exits so the
-// last spans are exported.
+// Start sets up tracing and metrics from cfg and the environment. It
+// returns nil (and no error) when nothing asks for spans or metrics:
+// telemetry is then off and costs nothing. Call Shutdown on the Provider
+// before the program exits so the last spans and metric points are
+// exported.
 func Start(ctx context.Context, cfg Config) (*Provider, error) {
 	getenv := cfg.getenv()
 	var opts []sdktrace.TracerProviderOption
@@ -122,18 +156,8 @@ func Start(ctx context.Context, cfg Config) (*Provider, error) {
 		if exp := strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")); exp != "" && exp != "otlp" {
 			return nil, configErr("OTEL_TRACES_EXPORTER=%q: only otlp and none are built in", exp)
 		}
-		proto, name := getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
-		if proto == "" {
-			proto, name = getenv("OTEL_EXPORTER_OTLP_PROTOCOL"), "OTEL_EXPORTER_OTLP_PROTOCOL"
-		}
-		switch strings.TrimSpace(proto) {
-		case "", "http/protobuf":
-		case "grpc":
-			return nil, configErr("%s=grpc: deepgraph exports OTLP over HTTP only; set it to http/protobuf and point OTEL_EXPORTER_OTLP_ENDPOINT at the collector's HTTP port (usually 4318)", name)
-		case "http/json":
-			return nil, configErr("%s=http/json: the OTLP/HTTP exporter sends http/protobuf only; set it to http/protobuf (any collector accepts it), or use --trace FILE for OTLP/JSON", name)
-		default:
-			return nil, configErr("%s=%q: unknown protocol; use http/protobuf", name, proto)
+		if err := checkProtocol(getenv, "TRACES"); err != nil {
+			return nil, err
 		}
 		exp, err := otlptracehttp.New(ctx)
 		if err != nil {
@@ -149,7 +173,23 @@ func Start(ctx context.Context, cfg Config) (*Provider, error) {
 		closers = append(closers, func() { _ = f.Close() })
 		opts = append(opts, sdktrace.WithBatcher(telemetry.NewJSONExporter(f)))
 	}
-	if len(opts) == 0 {
+	var reader sdkmetric.Reader
+	if metricsWanted(getenv) {
+		if exp := strings.TrimSpace(getenv("OTEL_METRICS_EXPORTER")); exp != "" && exp != "otlp" {
+			return nil, configErr("OTEL_METRICS_EXPORTER=%q: only otlp and none are built in", exp)
+		}
+		if err := checkProtocol(getenv, "METRICS"); err != nil {
+			return nil, err
+		}
+		exp, err := otlpmetrichttp.New(ctx)
+		if err != nil {
+			return nil, configErr("OTLP/HTTP metric exporter: %v", err)
+		}
+		// The periodic reader reads OTEL_METRIC_EXPORT_INTERVAL and
+		// OTEL_METRIC_EXPORT_TIMEOUT itself (default 60s and 30s).
+		reader = sdkmetric.NewPeriodicReader(exp)
+	}
+	if len(opts) == 0 && reader == nil {
 		return nil, nil
 	}
 	attrs := []attribute.KeyValue{attribute.String("service.name", DefaultServiceName)}
@@ -160,11 +200,48 @@ func Start(ctx context.Context, cfg Config) (*Provider, error) {
 	// override the default name.
 	res, err := resource.New(ctx, resource.WithAttributes(attrs...), resource.WithTelemetrySDK(), resource.WithFromEnv())
 	if err != nil {
+		if reader != nil {
+			_ = reader.Shutdown(ctx)
+		}
 		return nil, configErr("OTEL_RESOURCE_ATTRIBUTES / OTEL_SERVICE_NAME: %v", err)
 	}
 	closers = nil // the exporters own the file now
-	tp := sdktrace.NewTracerProvider(append(opts, sdktrace.WithResource(res))...)
-	return &Provider{Telemetry: telemetry.New(tp, cfg.Options), tp: tp}, nil
+	p := &Provider{}
+	topts := cfg.Options
+	if len(opts) > 0 {
+		p.tp = sdktrace.NewTracerProvider(append(opts, sdktrace.WithResource(res))...)
+	}
+	if reader != nil {
+		p.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithResource(res))
+		topts.MeterProvider = p.mp
+	}
+	var tp trace.TracerProvider
+	if p.tp != nil {
+		tp = p.tp
+	}
+	p.Telemetry = telemetry.New(tp, topts)
+	return p, nil
+}
+
+// checkProtocol refuses an OTLP protocol other than http/protobuf for
+// signal (TRACES, METRICS), from OTEL_EXPORTER_OTLP_<signal>_PROTOCOL or
+// OTEL_EXPORTER_OTLP_PROTOCOL.
+func checkProtocol(getenv func(string) string, signal string) error {
+	name := "OTEL_EXPORTER_OTLP_" + signal + "_PROTOCOL"
+	proto := getenv(name)
+	if proto == "" {
+		proto, name = getenv("OTEL_EXPORTER_OTLP_PROTOCOL"), "OTEL_EXPORTER_OTLP_PROTOCOL"
+	}
+	switch strings.TrimSpace(proto) {
+	case "", "http/protobuf":
+		return nil
+	case "grpc":
+		return configErr("%s=grpc: deepgraph exports OTLP over HTTP only; set it to http/protobuf and point OTEL_EXPORTER_OTLP_ENDPOINT at the collector's HTTP port (usually 4318)", name)
+	case "http/json":
+		return configErr("%s=http/json: the OTLP/HTTP exporter sends http/protobuf only; set it to http/protobuf (any collector accepts it), or use --trace FILE for OTLP/JSON", name)
+	default:
+		return configErr("%s=%q: unknown protocol; use http/protobuf", name, proto)
+	}
 }
 
 // Tel returns the provider's Telemetry; nil for a nil Provider, so that

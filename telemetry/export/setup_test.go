@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	colmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
@@ -25,7 +26,8 @@ import (
 func clearEnv(t *testing.T) {
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL",
 		"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_TRACES_SAMPLER",
-		"OTEL_TRACES_SAMPLER_ARG", "OTEL_TRACES_EXPORTER", "OTEL_SDK_DISABLED"} {
+		"OTEL_TRACES_SAMPLER_ARG", "OTEL_TRACES_EXPORTER", "OTEL_SDK_DISABLED", "OTEL_METRICS_EXPORTER",
+		"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_METRIC_EXPORT_INTERVAL"} {
 		t.Setenv(k, "")
 		os.Unsetenv(k)
 	}
@@ -40,34 +42,61 @@ func TestOffWhenNothingIsSet(t *testing.T) {
 	assert.NoError(t, p.Shutdown(context.Background()))
 }
 
-// receiver is an OTLP/HTTP trace endpoint decoding what it is sent.
+// receiver is an OTLP/HTTP trace endpoint decoding what it is sent; it
+// accepts (and drops) metrics too.
 func receiver(t *testing.T) (*httptest.Server, func() []*coltrace.ExportTraceServiceRequest) {
+	srv, traces, _ := otlpReceiver(t)
+	return srv, traces
+}
+
+// otlpReceiver is an OTLP/HTTP endpoint decoding the traces and metrics it
+// is sent (protobuf).
+func otlpReceiver(t *testing.T) (*httptest.Server, func() []*coltrace.ExportTraceServiceRequest, func() []*colmetrics.ExportMetricsServiceRequest) {
 	var mu sync.Mutex
-	var got []*coltrace.ExportTraceServiceRequest
+	var traces []*coltrace.ExportTraceServiceRequest
+	var metrics []*colmetrics.ExportMetricsServiceRequest
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
-		if err != nil || r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" {
+		if err != nil || r.Header.Get("Content-Type") != "application/x-protobuf" {
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
 		}
-		req := &coltrace.ExportTraceServiceRequest{}
+		var req, resp proto.Message
+		switch r.URL.Path {
+		case "/v1/traces":
+			req, resp = &coltrace.ExportTraceServiceRequest{}, &coltrace.ExportTraceServiceResponse{}
+		case "/v1/metrics":
+			req, resp = &colmetrics.ExportMetricsServiceRequest{}, &colmetrics.ExportMetricsServiceResponse{}
+		default:
+			http.Error(w, "no such path", http.StatusNotFound)
+			return
+		}
 		if err := proto.Unmarshal(body, req); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		mu.Lock()
-		got = append(got, req)
+		switch req := req.(type) {
+		case *coltrace.ExportTraceServiceRequest:
+			traces = append(traces, req)
+		case *colmetrics.ExportMetricsServiceRequest:
+			metrics = append(metrics, req)
+		}
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/x-protobuf")
-		out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+		out, _ := proto.Marshal(resp)
 		w.Write(out)
 	}))
 	t.Cleanup(srv.Close)
 	return srv, func() []*coltrace.ExportTraceServiceRequest {
-		mu.Lock()
-		defer mu.Unlock()
-		return got
-	}
+			mu.Lock()
+			defer mu.Unlock()
+			return traces
+		}, func() []*colmetrics.ExportMetricsServiceRequest {
+			mu.Lock()
+			defer mu.Unlock()
+			return metrics
+		}
 }
 
 func TestOTLPHTTPExportFromTheEnvironment(t *testing.T) {
@@ -141,14 +170,49 @@ func TestUnsupportedProtocolsSayWhatToDo(t *testing.T) {
 }
 
 func TestExporterNoneAndSDKDisabledTurnExportOff(t *testing.T) {
-	for k, v := range map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_SDK_DISABLED": "true"} {
+	for _, env := range [][]string{
+		{"OTEL_TRACES_EXPORTER", "none", "OTEL_METRICS_EXPORTER", "none"},
+		{"OTEL_SDK_DISABLED", "true"},
+	} {
 		clearEnv(t)
 		t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
-		t.Setenv(k, v)
+		for i := 0; i < len(env); i += 2 {
+			t.Setenv(env[i], env[i+1])
+		}
 		p, err := export.Start(context.Background(), export.Config{})
 		require.NoError(t, err)
-		assert.Nil(t, p, k)
+		assert.Nil(t, p, env)
 	}
+}
+
+func TestEachSignalTurnsOffAlone(t *testing.T) {
+	srv, _ := receiver(t)
+	clearEnv(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+	t.Setenv("OTEL_TRACES_EXPORTER", "none")
+	p, err := export.Start(context.Background(), export.Config{})
+	require.NoError(t, err)
+	require.NotNil(t, p, "metrics stay on")
+	assert.Nil(t, p.TracerProvider())
+	assert.NotNil(t, p.MeterProvider())
+	require.NoError(t, p.Shutdown(context.Background()))
+
+	clearEnv(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+	t.Setenv("OTEL_METRICS_EXPORTER", "none")
+	p, err = export.Start(context.Background(), export.Config{})
+	require.NoError(t, err)
+	require.NotNil(t, p, "traces stay on")
+	assert.NotNil(t, p.TracerProvider())
+	assert.Nil(t, p.MeterProvider())
+	require.NoError(t, p.Shutdown(context.Background()))
+
+	clearEnv(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	t.Setenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "grpc")
+	_, err = export.Start(context.Background(), export.Config{})
+	require.ErrorIs(t, err, export.ErrConfig)
+	assert.ErrorContains(t, err, "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=grpc")
 }
 
 func TestTraceFileIsOTLPJSON(t *testing.T) {
