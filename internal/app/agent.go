@@ -18,6 +18,7 @@ import (
 	"github.com/deepgraph/deepgraph/nodes"
 	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/search"
+	"github.com/deepgraph/deepgraph/telemetry"
 	"github.com/deepgraph/deepgraph/tools"
 )
 
@@ -102,6 +103,8 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 	if err != nil {
 		return nil, err
 	}
+	tel := telemetry.From(ctx)
+	model = tel.Model(model, spec, llm.RoleAgent)
 	limited := map[string]llm.Model{llm.RoleAgent: model}
 	if err := costLimit(cfg, map[string]string{llm.RoleAgent: spec}, limited); err != nil {
 		return nil, err
@@ -127,7 +130,7 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 	if s, closeFn, err := agentSearcher(ctx, cfg, aio.Logger); err != nil {
 		return nil, err
 	} else if s != nil {
-		opts.WebSearch = tools.WebSearchOptions{Searcher: s}
+		opts.WebSearch = tools.WebSearchOptions{Searcher: tel.Searcher(s)}
 		setup.closers = append(setup.closers, closeFn)
 	}
 	reader, err := PageReader(cfg, aio.Logger)
@@ -135,7 +138,7 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 		return nil, err
 	}
 	setup.closers = append(setup.closers, reader.Close)
-	opts.FetchPage = tools.FetchPageOptions{Reader: reader}
+	opts.FetchPage = tools.FetchPageOptions{Reader: tel.Reader(reader)}
 	switch {
 	case aio.Checkpointer != nil:
 		opts.AskHuman = tools.AskHumanOptions{Asker: pausingHuman{}}
@@ -163,6 +166,9 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 				"names of available tools: "+strings.Join(all.Names(), ", "), errors.Unwrap(err))}
 		}
 	}
+	if set, err = traceTools(tel, set); err != nil {
+		return nil, &setupError{fmt.Errorf("agent tools: %w", err)}
+	}
 	set = set.WithCallTimeout(toolTimeout(cfg))
 	mcpSet, err := OpenMCP(ctx, cfg, aio.Logger)
 	if err != nil {
@@ -172,7 +178,7 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 	setup.MCP = mcpSet
 	dynamic := mcpSet.Dynamic()
 	for i, d := range dynamic {
-		dynamic[i] = &boundedDynamic{inner: d, timeout: toolTimeout(cfg)}
+		dynamic[i] = &boundedDynamic{inner: d, timeout: toolTimeout(cfg), tel: tel}
 	}
 	agent, err := nodes.NewAgent(nodes.AgentConfig{Model: model, Tools: set, MaxSteps: cfg.Agent.MaxSteps, TextMode: cfg.Agent.TextMode,
 		Checkpointer: aio.Checkpointer, Dynamic: dynamic, ModelRetry: modelRetry(cfg)})
@@ -292,11 +298,13 @@ func toolTimeout(cfg *config.Config) time.Duration {
 }
 
 // boundedDynamic gives the calls of a dynamic tool set (an MCP server's)
-// the agent's tool timeout. It keeps the collection it last made, so the
-// agent sees the same collection while the set does not change.
+// the agent's tool timeout, and spans when tel is set. It keeps the
+// collection it last made, so the agent sees the same collection while the
+// set does not change.
 type boundedDynamic struct {
 	inner   tools.Dynamic
 	timeout time.Duration
+	tel     *telemetry.Telemetry
 
 	mu       sync.Mutex
 	from, to *tools.Collection
@@ -310,7 +318,11 @@ func (b *boundedDynamic) Collection(ctx context.Context) (*tools.Collection, err
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if c != b.from {
-		b.from, b.to = c, c.WithCallTimeout(b.timeout)
+		traced, err := traceTools(b.tel, c)
+		if err != nil {
+			return nil, err
+		}
+		b.from, b.to = c, traced.WithCallTimeout(b.timeout)
 	}
 	return b.to, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/deepgraph/deepgraph/config"
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/telemetry"
 )
 
 // Pool opens models and research back ends once and shares them among
@@ -42,12 +43,16 @@ func (p *Pool) Model(ctx context.Context, cfg *config.Config, spec string) (llm.
 
 // Research builds a researcher for one run with cfg (its models, search,
 // corpus and limits), taking models and the back end from the pool. Its
-// Close leaves them open: Pool.Close closes them.
+// Close leaves them open: Pool.Close closes them. Under a context carrying
+// telemetry (telemetry.ContextWith), this run's models, searches and page
+// reads are spans; the pooled ones stay unwrapped.
 func (p *Pool) Research(ctx context.Context, cfg *config.Config, cp graph.Checkpointer) (*Research, error) {
 	models, err := p.models.models(ctx, cfg, p.logger)
 	if err != nil {
 		return nil, err
 	}
+	tel := telemetry.From(ctx)
+	traceModels(tel, models)
 	plan, err := ChooseBackend(cfg, models.Spec(llm.RoleResearch))
 	if err != nil {
 		return nil, err
@@ -56,7 +61,7 @@ func (p *Pool) Research(ctx context.Context, cfg *config.Config, cp graph.Checkp
 	if err != nil {
 		return nil, err
 	}
-	return newResearch(cfg, models, backend, cp, false)
+	return newResearch(cfg, models, tracedBackend(tel, backend), cp, false)
 }
 
 func (p *Pool) backend(ctx context.Context, cfg *config.Config, plan Plan) (*Backend, error) {

@@ -54,7 +54,7 @@ func NewResearch(ctx context.Context, cfg *config.Config, logger *slog.Logger, c
 	if err != nil {
 		return nil, err
 	}
-	traceBackend(tel, backend)
+	backend = tracedBackend(tel, backend)
 	r, err := newResearch(cfg, models, backend, cp, true)
 	if err != nil {
 		backend.Close()

@@ -1,8 +1,11 @@
 package app
 
 import (
+	"time"
+
 	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/telemetry"
+	"github.com/deepgraph/deepgraph/tools"
 )
 
 // traceModels wraps every role's model in tel's spans (telemetry.Model),
@@ -16,19 +19,50 @@ func traceModels(tel *telemetry.Telemetry, m *Models) {
 	}
 }
 
-// traceBackend wraps the back end's searcher and page reader in tel's spans.
-// Gemini's grounded search happens inside the model call, whose span it is.
-func traceBackend(tel *telemetry.Telemetry, b *Backend) {
+// tracedBackend returns b with its searcher and page reader wrapped in
+// tel's spans: a copy, so that a back end a Pool shares stays as it is.
+// Gemini's grounded search happens inside the model call, whose span it
+// is. A nil tel returns b.
+func tracedBackend(tel *telemetry.Telemetry, b *Backend) *Backend {
 	if tel == nil {
-		return
+		return b
 	}
-	b.Searcher = tel.Searcher(b.Searcher)
+	out := *b
+	out.Searcher = tel.Searcher(b.Searcher)
 	if sb, ok := b.Backend.(*research.SearchBackend); ok {
 		traced := *sb
 		traced.Searcher = tel.Searcher(sb.Searcher)
 		if r, ok := sb.Reader.(telemetry.PageReader); ok {
 			traced.Reader = tel.Reader(r)
 		}
-		b.Backend = &traced
+		out.Backend = &traced
 	}
+	return &out
 }
+
+// traceTools returns c with every tool wrapped in tel's spans
+// ("execute_tool NAME"), in the same order; a tool with its own bound
+// (tools.Bounded: deep_research, ask_human) keeps it. Call timeouts are
+// the new collection's default: set them after. A nil tel returns c.
+func traceTools(tel *telemetry.Telemetry, c *tools.Collection) (*tools.Collection, error) {
+	if tel == nil || c == nil {
+		return c, nil
+	}
+	ts := c.Tools()
+	for i, t := range ts {
+		traced := tel.Tool(t)
+		if b, ok := t.(tools.Bounded); ok && traced != t {
+			traced = boundedTool{Tool: traced, timeout: b.CallTimeout()}
+		}
+		ts[i] = traced
+	}
+	return tools.NewCollection(ts...)
+}
+
+// boundedTool keeps a traced tool's own call bound.
+type boundedTool struct {
+	tools.Tool
+	timeout time.Duration
+}
+
+func (b boundedTool) CallTimeout() time.Duration { return b.timeout }
