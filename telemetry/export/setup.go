@@ -1,6 +1,6 @@
-// Package export sets deepgraph's tracing up the OpenTelemetry way: from
-// the standard OTEL_* variables (OTLP over HTTP) and an optional OTLP/JSON
-// trace file. It is apart from package telemetry because the OTLP exporter
+// Package export sets deepgraph's tracing and metrics up the OpenTelemetry
+// way: from the standard OTEL_* variables (OTLP over HTTP) and an optional
+// OTLP/JSON trace file. It is apart from package telemetry because the OTLP exporter
 // brings gRPC's and protobuf's packages along; programs that bring their own
 // TracerProvider need only telemetry.
 package export
@@ -41,7 +41,12 @@ const DefaultServiceName = "deepgraph"
 //   - OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES name the service;
 //   - OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG choose the sampler
 //     (default parentbased_always_on);
-//   - OTEL_TRACES_EXPORTER=none, or OTEL_SDK_DISABLED=true, turn export off.
+//   - OTEL_TRACES_EXPORTER=none turns spans off, OTEL_METRICS_EXPORTER=none
+//     metrics; OTEL_SDK_DISABLED=true turns both off;
+//   - metrics go to the same endpoint (or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,
+//     with OTEL_EXPORTER_OTLP_METRICS_PROTOCOL), every
+//     OTEL_METRIC_EXPORT_INTERVAL milliseconds (default 60000) and once
+//     more at Shutdown.
 type Config struct {
 	// TraceFile, when set, receives the spans as OTLP/JSON lines (see
 	// telemetry.JSONExporter), whatever the environment says.

@@ -18,6 +18,9 @@ import (
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/llm/fake"
+	"github.com/deepgraph/deepgraph/schemas"
 	"github.com/deepgraph/deepgraph/telemetry"
 	"github.com/deepgraph/deepgraph/telemetry/export"
 )
@@ -237,4 +240,61 @@ func TestTraceFileThatCannotBeCreated(t *testing.T) {
 	_, err := export.Start(context.Background(), export.Config{TraceFile: filepath.Join(t.TempDir(), "no", "such", "dir", "t.jsonl")})
 	require.ErrorIs(t, err, export.ErrConfig)
 	assert.ErrorContains(t, err, "--trace")
+}
+
+func TestOTLPHTTPMetricsExport(t *testing.T) {
+	clearEnv(t)
+	srv, traces, metrics := otlpReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+	t.Setenv("OTEL_SERVICE_NAME", "my-research")
+	t.Setenv("OTEL_METRIC_EXPORT_INTERVAL", "3600000") // only Shutdown's flush exports
+	p, err := export.Start(context.Background(), export.Config{})
+	require.NoError(t, err)
+	require.NotNil(t, p.MeterProvider())
+	m := p.Tel().Model(fake.New(fake.Text("ok").WithTokens(12, 5)), "openai:gpt-4.1-mini", llm.RoleAnswer)
+	_, err = m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("hi")})
+	require.NoError(t, err)
+	assert.Empty(t, metrics(), "nothing is sent before the interval or Shutdown")
+	require.NoError(t, p.Shutdown(context.Background()))
+	require.NotEmpty(t, traces(), "spans go to /v1/traces")
+
+	reqs := metrics()
+	require.NotEmpty(t, reqs, "Shutdown flushes the metrics to /v1/metrics")
+	tokens := map[string]float64{}
+	var calls int64
+	service := ""
+	for _, req := range reqs {
+		for _, rm := range req.ResourceMetrics {
+			for _, kv := range rm.Resource.Attributes {
+				if kv.Key == "service.name" {
+					service = kv.Value.GetStringValue()
+				}
+			}
+			for _, sm := range rm.ScopeMetrics {
+				assert.Equal(t, telemetry.ScopeName, sm.Scope.Name)
+				for _, met := range sm.Metrics {
+					switch met.Name {
+					case telemetry.MetricTokenUsage:
+						assert.Equal(t, "{token}", met.Unit)
+						for _, dp := range met.GetHistogram().DataPoints {
+							a := map[string]string{}
+							for _, kv := range dp.Attributes {
+								a[kv.Key] = kv.Value.GetStringValue()
+							}
+							assert.Equal(t, "gpt-4.1-mini", a["gen_ai.request.model"])
+							assert.Equal(t, llm.RoleAnswer, a["deepgraph.role"])
+							tokens[a["gen_ai.token.type"]] += dp.GetSum()
+						}
+					case telemetry.MetricModelCalls:
+						for _, dp := range met.GetSum().DataPoints {
+							calls += dp.GetAsInt()
+						}
+					}
+				}
+			}
+		}
+	}
+	assert.Equal(t, "my-research", service)
+	assert.Equal(t, map[string]float64{"input": 12, "output": 5}, tokens)
+	assert.Equal(t, int64(1), calls)
 }
