@@ -130,9 +130,12 @@ func (in *instruments) modelCall(ctx context.Context, base []attribute.KeyValue,
 	}
 }
 
+// Metered reports whether t records metrics (it has a MeterProvider).
+func (t *Telemetry) Metered() bool { return t != nil && t.metrics != nil }
+
 // RunEnded records a finished run: one deepgraph.runs point for kind
 // ("research", "agent", "flow") and status ("done", "failed",
-// "interrupted", "needs_input", …), and what it cost by role and model —
+// "interrupted", "needs-input", …), and what it cost by role and model —
 // only the roles whose model's price is known (deepgraph.cost never counts
 // an unknown price as 0). A nil Telemetry, or one without a
 // MeterProvider, records nothing.
