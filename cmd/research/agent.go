@@ -173,9 +173,14 @@ func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.Age
 	o.timeout = cfg.Timeout
 	var doc []byte
 	if res != nil {
-		recordUsage(tr, res.Usage)
+		recordUsage(tr, res.Usage, map[string]string{llm.RoleAgent: setup.Spec}, cfg.Prices)
 		doc, _ = json.MarshalIndent(app.PricedAgentResultDoc(res, setup.Spec, cfg.Prices, o.docErr(c, runErr)), "", "  ")
 	}
+	var usage llm.UsageByRole
+	if res != nil {
+		usage = res.Usage
+	}
+	app.MeterRun(ctx, runstore.KindAgent, o.status, usage, map[string]string{llm.RoleAgent: setup.Spec}, cfg.Prices)
 	if err := tr.Finish(ctx, o.status, o.why(c, runErr), doc); err != nil {
 		c.console.errorLine("warning: " + err.Error())
 	}

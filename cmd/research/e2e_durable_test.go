@@ -90,7 +90,7 @@ func TestE2EKilledRunResumes(t *testing.T) {
 	runs := run(t, envv, "runs")
 	tr.add("research runs", runs)
 	require.Equal(t, 0, runs.code, runs)
-	assert.Regexp(t, id+`\s+\S+ \S+\s+interrupted\s+[\d,]+\s+\S+\s+Wer gewann die Euro 2024`, runs.stdout, "a killed run shows as interrupted")
+	assert.Regexp(t, id+`\s+\S+ \S+\s+interrupted\s+[\d,]+\s+\S+\s+\S+\s+Wer gewann die Euro 2024`, runs.stdout, "a killed run shows as interrupted")
 
 	// What it had gathered is there before the resume.
 	partial := run(t, envv, "show", id)

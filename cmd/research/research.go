@@ -15,6 +15,7 @@ import (
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/internal/app"
 	"github.com/deepgraph/deepgraph/internal/runstore"
+	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/llm/providers"
 	"github.com/deepgraph/deepgraph/research"
 )
@@ -135,22 +136,34 @@ func (c *cli) driveResearch(ctx context.Context, cfg *config.Config, r *app.Rese
 	tl := newTimeline(c.console, time.Now())
 	tl.header(r.Backend.Plan, r.Models)
 	var baseCalls int
+	// What the run spent before this process, by role, when it is known:
+	// the cost recorded with its progress is of baseUsage and this
+	// process's calls, unknown when baseUsage is.
+	var baseUsage llm.UsageByRole
+	baseKnown := true
 	if tr != nil {
 		if tr.Resumed {
 			// What the run spent before it stopped, from its checkpoints:
 			// the run's record may lag them by the last task of a killed
 			// process.
-			if saved, err := r.Saved(ctx, tr.Run.Thread); err == nil {
-				recordUsage(tr, saved.Usage)
+			saved, err := r.Saved(ctx, tr.Run.Thread)
+			if err == nil {
+				recordUsage(tr, saved.Usage, r.Models.Specs(), cfg.Prices)
+				baseUsage = saved.Usage
 			}
+			baseKnown = err == nil
 			tl.base, baseCalls = int(tr.Run.Tokens), tr.Run.Calls
 		}
 		tl.line(runLine(st, tr))
 	}
 	observe := research.Observe(func(a research.Activity) {
 		tl.observe(a)
-		if a.Usage != nil {
+		if a.Usage != nil && tr != nil {
 			tot := tl.usage.Total()
+			tr.Run.Cost = nil
+			if baseKnown {
+				tr.Run.Cost = app.CostUSD(baseUsage.Merge(tl.usage), r.Models.Specs(), cfg.Prices)
+			}
 			tr.Progress(ctx, int64(tl.base+tokens(tot.Usage)), baseCalls+tot.Calls)
 		}
 	})
@@ -171,13 +184,14 @@ func (c *cli) driveResearch(ctx context.Context, cfg *config.Config, r *app.Rese
 
 	var doc []byte
 	if rep != nil {
-		recordUsage(tr, rep.Usage)
+		recordUsage(tr, rep.Usage, r.Models.Specs(), cfg.Prices)
 		tl.summary(rep, runErr, app.CostText(rep.Usage, r.Models.Specs(), cfg.Prices))
 		var err error
 		if doc, err = app.PricedResearchDocument(rep, r.Models.Specs(), cfg.Prices, o.docErr(c, runErr)); err != nil {
 			return err
 		}
 	}
+	app.MeterRun(ctx, runstore.KindResearch, o.status, usageOf(rep), r.Models.Specs(), cfg.Prices)
 	if err := tr.Finish(ctx, o.status, o.why(c, runErr), doc); err != nil {
 		c.console.errorLine("warning: " + err.Error())
 	}

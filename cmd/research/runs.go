@@ -70,11 +70,14 @@ func runLine(st *app.Store, tr *app.Tracker) string {
 }
 
 // recordUsage puts what a run spent, as its state counts it, in its record
-// (nothing without a store).
-func recordUsage(tr *app.Tracker, u llm.UsageByRole) {
+// (nothing without a store): tokens, calls and the cost in US dollars, each
+// role priced at its model in models with prices overriding the built-in
+// ones (nil when a price is unknown).
+func recordUsage(tr *app.Tracker, u llm.UsageByRole, models map[string]string, prices llm.Prices) {
 	if tr != nil {
 		tot := u.Total()
 		tr.Run.Tokens, tr.Run.Calls = int64(tokens(tot.Usage)), tot.Calls
+		tr.Run.Cost = app.CostUSD(u, models, prices)
 	}
 }
 
@@ -149,7 +152,9 @@ func (c *cli) runsCmd() *cobra.Command {
 		Use:   "runs",
 		Short: "List the stored runs, newest first (--prune 30d removes old ones)",
 		Long: `runs lists the runs kept in the store: id, start, status (done, interrupted,
-failed, needs-input, running), tokens, duration and question. A run whose
+failed, needs-input, running), tokens, cost in US dollars ("unknown" when a
+model's price is unknown — the config file's prices key gives it — and "—"
+for a run that made no model call), duration and question. A run whose
 process was killed shows as interrupted: research resume ID continues it.
 --format json prints them as a JSON array for scripts. --prune AGE removes
 runs that started longer ago than AGE (30d, 12h, 2w) with their checkpoints.`,
@@ -187,7 +192,9 @@ type runJSON struct {
 	DurationMS float64         `json:"duration_ms"`
 	Tokens     int64           `json:"tokens"`
 	Calls      int             `json:"llm_calls"`
-	Error      string          `json:"error,omitempty"`
+	// CostUSD is what the run's model calls cost; null when unknown.
+	CostUSD *float64 `json:"cost_usd"`
+	Error   string   `json:"error,omitempty"`
 }
 
 func runsJSON(runs []*runstore.Run) []runJSON {
@@ -195,7 +202,7 @@ func runsJSON(runs []*runstore.Run) []runJSON {
 	out := make([]runJSON, 0, len(runs))
 	for _, r := range runs {
 		j := runJSON{ID: r.ID, Thread: r.Thread, Kind: r.Kind, Question: r.Question, Status: r.Effective(now, runstore.Alive),
-			Started: r.Started, DurationMS: app.MS(r.Duration(now, runstore.Alive)), Tokens: r.Tokens, Calls: r.Calls, Error: r.Error}
+			Started: r.Started, DurationMS: app.MS(r.Duration(now, runstore.Alive)), Tokens: r.Tokens, Calls: r.Calls, CostUSD: r.Cost, Error: r.Error}
 		if !r.Ended.IsZero() {
 			e := r.Ended
 			j.Ended = &e
@@ -211,17 +218,30 @@ func runsTable(runs []*runstore.Run, now time.Time) string {
 	}
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tSTARTED\tSTATUS\tTOKENS\tDURATION\tQUESTION")
+	fmt.Fprintln(w, "ID\tSTARTED\tSTATUS\tTOKENS\tCOST\tDURATION\tQUESTION")
 	for _, r := range runs {
 		q := oneLine(r.Question, 70)
 		if r.Kind == runstore.KindAgent {
 			q = "agent: " + q
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Started.Local().Format("2006-01-02 15:04"), r.Effective(now, runstore.Alive),
-			thousands(int(r.Tokens)), r.Duration(now, runstore.Alive).Round(100*time.Millisecond), q)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Started.Local().Format("2006-01-02 15:04"), r.Effective(now, runstore.Alive),
+			thousands(int(r.Tokens)), costCell(r), r.Duration(now, runstore.Alive).Round(100*time.Millisecond), q)
 	}
 	_ = w.Flush()
 	return b.String()
+}
+
+// costCell is a run's cost in the table: "$0.0042"; "unknown" when a
+// price of its models is unknown (or it was recorded before costs were);
+// "—" when it made no model call.
+func costCell(r *runstore.Run) string {
+	switch {
+	case r.Calls == 0 && r.Tokens == 0:
+		return "—"
+	case r.Cost == nil:
+		return "unknown"
+	}
+	return llm.USD(*r.Cost)
 }
 
 // prune removes runs older than age, with the checkpoints only they used.

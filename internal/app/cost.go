@@ -60,6 +60,17 @@ func CostText(usage llm.UsageByRole, models map[string]string, prices llm.Prices
 	return prices.CostOf(usage, func(role string) string { return roleSpec(models, role) }).String()
 }
 
+// CostUSD is a run's total cost in US dollars as its record keeps it
+// (runstore.Run.Cost): nil when some role's price is unknown, never 0 for
+// unknown. Roles are priced as CostOf prices them.
+func CostUSD(usage llm.UsageByRole, models map[string]string, prices llm.Prices) *float64 {
+	total, ok := prices.CostOf(usage, func(role string) string { return roleSpec(models, role) }).Total()
+	if !ok {
+		return nil
+	}
+	return &total
+}
+
 // roleSpec is the model spec of a role in models: its own, the reflection
 // model's for compaction, the only model's for a run of one model (the
 // agent's roles).
