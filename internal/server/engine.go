@@ -38,6 +38,10 @@ type ResearchRun struct {
 	// Models is the model spec per role; Backend the back end's name.
 	Models  map[string]string
 	Backend string
+	// Prices are the prices per model spec that win over the built-in
+	// table (the config file's prices key), for the run's cost; nil: the
+	// built-in prices.
+	Prices llm.Prices
 	// Close releases what only this run holds (may be nil).
 	Close func()
 }
@@ -49,7 +53,9 @@ type AgentRun struct {
 	// work in.
 	Model     string
 	Workspace string
-	Close     func()
+	// Prices are as ResearchRun's.
+	Prices llm.Prices
+	Close  func()
 }
 
 // Choices are what a run may choose on this server, for GET /info.
@@ -216,11 +222,12 @@ func (e *configEngine) runConfig(set app.Settings) *config.Config {
 }
 
 func (e *configEngine) Research(ctx context.Context, set app.Settings, cp graph.Checkpointer) (*ResearchRun, error) {
-	r, err := e.pool.Research(ctx, e.runConfig(set), cp)
+	cfg := e.runConfig(set)
+	r, err := e.pool.Research(ctx, cfg, cp)
 	if err != nil {
 		return nil, err
 	}
-	return &ResearchRun{Researcher: r.Researcher, Models: r.Models.Specs(), Backend: r.Backend.Name(), Close: r.Close}, nil
+	return &ResearchRun{Researcher: r.Researcher, Models: r.Models.Specs(), Backend: r.Backend.Name(), Prices: cfg.Prices, Close: r.Close}, nil
 }
 
 func (e *configEngine) Agent(ctx context.Context, set app.Settings, cp graph.Checkpointer) (*AgentRun, error) {
@@ -234,5 +241,5 @@ func (e *configEngine) Agent(ctx context.Context, set app.Settings, cp graph.Che
 	if err != nil {
 		return nil, err
 	}
-	return &AgentRun{Agent: setup.Agent, Model: setup.Spec, Workspace: setup.Workspace, Close: setup.Close}, nil
+	return &AgentRun{Agent: setup.Agent, Model: setup.Spec, Workspace: setup.Workspace, Prices: cfg.Prices, Close: setup.Close}, nil
 }

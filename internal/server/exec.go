@@ -160,11 +160,18 @@ func (q *queue) research(ctx context.Context, j *job, tr *app.Tracker, set app.S
 	}
 	tl := &timeline{log: j.log, start: time.Now()}
 	baseCalls := 0
+	// What the run spent before this stretch, by role, when known: the
+	// cost recorded with the progress is of it and this stretch's calls.
+	var baseUsage llm.UsageByRole
+	baseKnown := true
 	if started {
-		if saved, err := r.Saved(ctx, run.Thread); err == nil {
+		saved, err := r.Saved(ctx, run.Thread)
+		if err == nil {
 			tot := saved.Usage.Total()
 			run.Tokens, run.Calls = int64(app.Tokens(tot.Usage)), tot.Calls
+			run.Cost, baseUsage = app.CostUSD(saved.Usage, r.Models, r.Prices), saved.Usage
 		}
+		baseKnown = err == nil
 		tl.base, baseCalls = int(run.Tokens), run.Calls
 	}
 	opts := []research.RunOption{research.Thread(run.Thread), research.RunID(run.ID),
@@ -177,6 +184,10 @@ func (q *queue) research(ctx context.Context, j *job, tr *app.Tracker, set app.S
 			tl.activity(researchActivity(a))
 			if a.Usage != nil {
 				tot := tl.usage.Total()
+				tr.Run.Cost = nil
+				if baseKnown {
+					tr.Run.Cost = app.CostUSD(baseUsage.Merge(tl.usage), r.Models, r.Prices)
+				}
 				tr.Progress(ctx, int64(tl.tokens()), baseCalls+tot.Calls)
 			}
 		}),
@@ -208,18 +219,19 @@ func (q *queue) research(ctx context.Context, j *job, tr *app.Tracker, set app.S
 	if rep.Review != nil {
 		waiting = &Interrupt{Kind: InterruptReview, Review: rep.Review}
 	}
-	q.conclude(ctx, j, tr, err, rep.Usage, waiting, func(docErr error) ([]byte, error) {
-		return app.ResearchDocument(rep, r.Models, docErr)
+	q.conclude(ctx, j, tr, err, rep.Usage, app.CostUSD(rep.Usage, r.Models, r.Prices), waiting, func(docErr error) ([]byte, error) {
+		return app.PricedResearchDocument(rep, r.Models, r.Prices, docErr)
 	})
 }
 
 // conclude records how a stretch that produced a result ended: what it
-// spent, and the interrupt it waits on or its document.
-func (q *queue) conclude(ctx context.Context, j *job, tr *app.Tracker, runErr error, usage llm.UsageByRole, waiting *Interrupt,
+// spent (usage, and its cost in US dollars, nil when unknown), and the
+// interrupt it waits on or its document.
+func (q *queue) conclude(ctx context.Context, j *job, tr *app.Tracker, runErr error, usage llm.UsageByRole, cost *float64, waiting *Interrupt,
 	document func(docErr error) ([]byte, error)) {
 	status, why := outcome(ctx, runErr)
 	tot := usage.Total()
-	tr.Run.Tokens, tr.Run.Calls = int64(app.Tokens(tot.Usage)), tot.Calls
+	tr.Run.Tokens, tr.Run.Calls, tr.Run.Cost = int64(app.Tokens(tot.Usage)), tot.Calls, cost
 	if status == runstore.StatusNeedsInput && waiting != nil {
 		q.finish(ctx, j, tr, status, why, nil, waiting)
 		return
@@ -288,8 +300,9 @@ func (q *queue) agent(ctx context.Context, j *job, tr *app.Tracker, set app.Sett
 	if res.Waiting != nil {
 		waiting = &Interrupt{Kind: InterruptQuestion, Question: app.CleanText(res.Waiting.Question)}
 	}
-	q.conclude(ctx, j, tr, err, res.Usage, waiting, func(docErr error) ([]byte, error) {
-		return json.MarshalIndent(app.AgentResultDoc(res, a.Model, docErr), "", "  ")
+	models := map[string]string{llm.RoleAgent: a.Model}
+	q.conclude(ctx, j, tr, err, res.Usage, app.CostUSD(res.Usage, models, a.Prices), waiting, func(docErr error) ([]byte, error) {
+		return json.MarshalIndent(app.PricedAgentResultDoc(res, a.Model, a.Prices, docErr), "", "  ")
 	})
 }
 

@@ -173,6 +173,9 @@ type testEngine struct {
 	search *worldSearch
 	// agentScript answers agent runs.
 	agentScript *fake.Model
+	// prices are the runs' prices, as the config file's prices key gives
+	// them (fake:world has no built-in price).
+	prices llm.Prices
 }
 
 func (e *testEngine) Choices() Choices {
@@ -217,7 +220,7 @@ func (e *testEngine) Research(_ context.Context, set app.Settings, cp graph.Chec
 	if err != nil {
 		return nil, err
 	}
-	return &ResearchRun{Researcher: r, Models: set.Models, Backend: "search:world"}, nil
+	return &ResearchRun{Researcher: r, Models: set.Models, Backend: "search:world", Prices: e.prices}, nil
 }
 
 func (e *testEngine) Agent(_ context.Context, set app.Settings, cp graph.Checkpointer) (*AgentRun, error) {
@@ -233,7 +236,7 @@ func (e *testEngine) Agent(_ context.Context, set app.Settings, cp graph.Checkpo
 	if err != nil {
 		return nil, err
 	}
-	return &AgentRun{Agent: a, Model: "fake:world", Workspace: "/nonexistent"}, nil
+	return &AgentRun{Agent: a, Model: "fake:world", Workspace: "/nonexistent", Prices: e.prices}, nil
 }
 
 type noHuman struct{}
