@@ -12,6 +12,7 @@ import (
 	"github.com/deepgraph/deepgraph/config"
 	"github.com/deepgraph/deepgraph/internal/app"
 	"github.com/deepgraph/deepgraph/internal/server"
+	"github.com/deepgraph/deepgraph/telemetry"
 )
 
 func (c *cli) serveCmd() *cobra.Command {
@@ -77,6 +78,9 @@ func (c *cli) serve(cmd *cobra.Command, _ []string) error {
 		Token: cfg.Serve.Token.Reveal(), CORSOrigins: cfg.Serve.CORSOrigins, MaxRunning: cfg.Serve.MaxRunning,
 		QueueSize: cfg.Serve.QueueSize, ResumeInterrupted: cfg.Serve.ResumeInterrupted, Loopback: server.IsLoopback(addr),
 		Version: versionString(), Redact: c.console.redact, Logger: logger,
+		// Set up before every command (OTEL_*, --trace): requests and runs
+		// are traced, and the engine wraps each run's models and tools.
+		Telemetry: telemetry.From(ctx),
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -32,6 +32,17 @@
 // Options.ResumeInterrupted, those it left running; a resumed run repeats
 // no finished model call or search.
 //
+// # Tracing
+//
+// With Options.Telemetry (research serve sets it up from OTEL_* and
+// --trace), each API request is a server span "METHOD ROUTE"
+// (http.request.method, http.route, http.response.status_code) that
+// continues the caller's trace when the request carries a W3C
+// traceparent. A run is a trace of its own — it runs in the queue after
+// its request has been answered — whose root span "run KIND" links to the
+// request that queued it; its graph, model, search, page-read and tool
+// spans nest below it.
+//
 // # Security
 //
 // The server listens on loopback unless told otherwise, and Check refuses

@@ -9,8 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/deepgraph/deepgraph/internal/app"
 	"github.com/deepgraph/deepgraph/internal/runstore"
+	"github.com/deepgraph/deepgraph/telemetry"
 )
 
 // The causes a run's context is cancelled with.
@@ -39,6 +42,7 @@ type queue struct {
 	redact     func(string) string
 	maxRunning int
 	queueSize  int
+	tel        *telemetry.Telemetry // nil: runs are not traced
 
 	mu       sync.Mutex
 	wake     *sync.Cond
@@ -60,10 +64,12 @@ type job struct {
 	done   chan struct{}           // closed when it leaves the queue
 	// released: its thread may take another run (its end is recorded).
 	released bool
+	// link is the span of the request that queued it (traceRun).
+	link trace.SpanContext
 }
 
-func newQueue(st *app.Store, eng Engine, logger *slog.Logger, redact func(string) string, maxRunning, queueSize int) *queue {
-	q := &queue{st: st, eng: eng, logger: logger, redact: redact, maxRunning: max(maxRunning, 1), queueSize: max(queueSize, 0),
+func newQueue(st *app.Store, eng Engine, logger *slog.Logger, redact func(string) string, maxRunning, queueSize int, tel *telemetry.Telemetry) *queue {
+	q := &queue{st: st, eng: eng, logger: logger, redact: redact, maxRunning: max(maxRunning, 1), queueSize: max(queueSize, 0), tel: tel,
 		active: map[string]*job{}, threads: map[string]bool{}}
 	q.wake = sync.NewCond(&q.mu)
 	for range q.maxRunning {
@@ -98,7 +104,7 @@ func (q *queue) add(ctx context.Context, run *runstore.Run, answer json.RawMessa
 		return err
 	}
 	own := *run // the worker's: the caller keeps reading its own
-	j := &job{run: &own, answer: answer, log: log, done: make(chan struct{})}
+	j := &job{run: &own, answer: answer, log: log, done: make(chan struct{}), link: trace.SpanContextFromContext(ctx)}
 	q.active[run.ID], q.threads[run.Thread] = j, true
 	q.waiting = append(q.waiting, j)
 	log.emit(EventStatus, statusData{Status: runstore.StatusQueued})
@@ -200,7 +206,9 @@ func (q *queue) work() {
 		q.peak = max(q.peak, q.running)
 		q.mu.Unlock()
 
-		q.execute(ctx, j)
+		runCtx, endSpan := q.traceRun(ctx, j)
+		q.execute(runCtx, j)
+		endSpan()
 		cancel(nil)
 
 		q.mu.Lock()

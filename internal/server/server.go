@@ -13,6 +13,7 @@ import (
 
 	"github.com/deepgraph/deepgraph/internal/app"
 	"github.com/deepgraph/deepgraph/internal/runstore"
+	"github.com/deepgraph/deepgraph/telemetry"
 )
 
 // Options configure a Server.
@@ -40,6 +41,11 @@ type Options struct {
 	// Redact masks secrets in errors recorded or sent (may be nil).
 	Redact func(string) string
 	Logger *slog.Logger
+	// Telemetry, when set, traces each API request (a server span per
+	// route, continuing a caller's W3C traceparent) and each run (a trace
+	// of its own whose root links to the request that queued it); its
+	// context reaches the Engine, which wraps the run's models and tools.
+	Telemetry *telemetry.Telemetry
 }
 
 // Defaults of Options.
@@ -82,10 +88,10 @@ func New(st *app.Store, eng Engine, opts Options) *Server {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{opts: opts, store: st, eng: eng, log: opts.Logger}
-	s.runs = newQueue(st, eng, opts.Logger, opts.Redact, opts.MaxRunning, opts.QueueSize)
+	s.runs = newQueue(st, eng, opts.Logger, opts.Redact, opts.MaxRunning, opts.QueueSize, opts.Telemetry)
 	s.mux = http.NewServeMux()
 	for _, rt := range routes() {
-		s.mux.Handle(rt.Method+" "+rt.Path, s.wrap(rt))
+		s.mux.Handle(rt.Method+" "+rt.Path, s.traced(rt, s.wrap(rt)))
 	}
 	web, _ := fs.Sub(webFiles, "web")
 	s.mux.Handle("GET /assets/", s.page(http.StripPrefix("/assets/", http.FileServerFS(web))))
