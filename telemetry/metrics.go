@@ -113,8 +113,10 @@ func (in *instruments) failed(ctx context.Context, op string, err error, more ..
 
 // modelCall records one model call: its count, duration (with error.type
 // when it failed), the tokens it reported by type, and an error by kind.
-func (in *instruments) modelCall(ctx context.Context, base []attribute.KeyValue, start time.Time, u llm.Usage, err error) {
-	set := attribute.NewSet(base...)
+// set is base's attribute.Set, made once per model: attribute.NewSet
+// sorts the slice it is given, so base is never handed to it (nor
+// appended to in place: its capacity is clipped).
+func (in *instruments) modelCall(ctx context.Context, base []attribute.KeyValue, set attribute.Set, start time.Time, u llm.Usage, err error) {
 	in.modelCalls.Add(ctx, 1, metric.WithAttributeSet(set))
 	if err != nil {
 		in.opDuration.Record(ctx, since(start), metric.WithAttributes(append(base, AttrErrorType.String(errorType(err)))...))

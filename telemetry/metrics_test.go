@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -235,4 +236,21 @@ func TestNoMeterProviderRecordsNothing(t *testing.T) {
 	require.NoError(t, err)
 	tr.RunEnded(context.Background(), "research", "done", llm.RunCost{})
 	assert.Len(t, exp.GetSpans(), 1)
+}
+
+func TestConcurrentModelCallsShareTheWrapper(t *testing.T) {
+	tel, collect := metered(t)
+	m := tel.Model(fake.New(fake.Text("ok").WithTokens(2, 1).Repeat()), "gemini:gemini-2.5-flash", llm.RoleResearch)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			_, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("hi")})
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	got := collect()
+	assert.Equal(t, int64(8), count(t, got[telemetry.MetricModelCalls], map[string]string{"deepgraph.role": llm.RoleResearch}))
+	_, in := histogram(t, got[telemetry.MetricTokenUsage], map[string]string{"gen_ai.token.type": "input"})
+	assert.Equal(t, 16.0, in)
 }

@@ -60,6 +60,7 @@ func (t *Telemetry) Model(m llm.Model, spec, role string) llm.Model {
 			tm.metricAttrs = append(tm.metricAttrs, AttrRole.String(role))
 		}
 		tm.metricAttrs = slices.Clip(tm.metricAttrs)
+		tm.metricSet = attribute.NewSet(slices.Clone(tm.metricAttrs)...)
 	}
 	return tm
 }
@@ -68,7 +69,8 @@ type tracedModel struct {
 	inner                       llm.Model
 	t                           *Telemetry
 	provider, model, role, name string
-	metricAttrs                 []attribute.KeyValue // of every metric point; capacity clipped
+	metricAttrs                 []attribute.KeyValue // of every metric point; capacity clipped, never sorted
+	metricSet                   attribute.Set        // metricAttrs as a set
 }
 
 // Name is the inner model's name (research chooses a context budget by
@@ -117,7 +119,7 @@ func (m *tracedModel) Generate(ctx context.Context, msgs []schemas.Message, opts
 		}
 		fail(span, err)
 		if m.t.metrics != nil {
-			m.t.metrics.modelCall(ctx, m.metricAttrs, start, u, err)
+			m.t.metrics.modelCall(ctx, m.metricAttrs, m.metricSet, start, u, err)
 		}
 		return resp, err
 	}
@@ -126,7 +128,7 @@ func (m *tracedModel) Generate(ctx context.Context, msgs []schemas.Message, opts
 		if resp != nil {
 			u = resp.Usage
 		}
-		m.t.metrics.modelCall(ctx, m.metricAttrs, start, u, nil)
+		m.t.metrics.modelCall(ctx, m.metricAttrs, m.metricSet, start, u, nil)
 	}
 	if resp == nil {
 		return resp, err
