@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/telemetry"
 	"github.com/deepgraph/deepgraph/telemetry/export"
 )
@@ -51,4 +53,12 @@ func (c *cli) traced(h slog.Handler) slog.Handler {
 		return h
 	}
 	return telemetry.LogHandler(h)
+}
+
+// usageOf is what a research run spent, per role; nil without a report.
+func usageOf(rep *research.Report) llm.UsageByRole {
+	if rep == nil {
+		return nil
+	}
+	return rep.Usage
 }
