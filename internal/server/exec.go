@@ -221,15 +221,17 @@ func (q *queue) research(ctx context.Context, j *job, tr *app.Tracker, set app.S
 	}
 	q.conclude(ctx, j, tr, err, rep.Usage, app.CostUSD(rep.Usage, r.Models, r.Prices), waiting, func(docErr error) ([]byte, error) {
 		return app.PricedResearchDocument(rep, r.Models, r.Prices, docErr)
-	})
+	}, func(st runstore.Status) { app.MeterRun(ctx, runstore.KindResearch, st, rep.Usage, r.Models, r.Prices) })
 }
 
 // conclude records how a stretch that produced a result ended: what it
 // spent (usage, and its cost in US dollars, nil when unknown), and the
-// interrupt it waits on or its document.
+// interrupt it waits on or its document; meter records the stretch in the
+// metrics (runs by status, cost) with its final status.
 func (q *queue) conclude(ctx context.Context, j *job, tr *app.Tracker, runErr error, usage llm.UsageByRole, cost *float64, waiting *Interrupt,
-	document func(docErr error) ([]byte, error)) {
+	document func(docErr error) ([]byte, error), meter func(runstore.Status)) {
 	status, why := outcome(ctx, runErr)
+	defer func() { meter(status) }()
 	tot := usage.Total()
 	tr.Run.Tokens, tr.Run.Calls, tr.Run.Cost = int64(app.Tokens(tot.Usage)), tot.Calls, cost
 	if status == runstore.StatusNeedsInput && waiting != nil {
@@ -303,7 +305,7 @@ func (q *queue) agent(ctx context.Context, j *job, tr *app.Tracker, set app.Sett
 	models := map[string]string{llm.RoleAgent: a.Model}
 	q.conclude(ctx, j, tr, err, res.Usage, app.CostUSD(res.Usage, models, a.Prices), waiting, func(docErr error) ([]byte, error) {
 		return json.MarshalIndent(app.PricedAgentResultDoc(res, a.Model, a.Prices, docErr), "", "  ")
-	})
+	}, func(st runstore.Status) { app.MeterRun(ctx, runstore.KindAgent, st, res.Usage, models, a.Prices) })
 }
 
 // researchActivity is a research activity as an event.

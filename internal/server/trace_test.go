@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -131,4 +133,37 @@ func find(spans tracetest.SpanStubs, name string) tracetest.SpanStub {
 		}
 	}
 	return tracetest.SpanStub{}
+}
+
+// A served run is counted in the metrics with its kind and final status,
+// as a CLI run is.
+func TestServedRunsAreMetered(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	tel := telemetry.New(nil, telemetry.Options{MeterProvider: mp})
+	ts := newTestServer(t, world{}, func(o *Options, _ *testEngine) { o.Telemetry = tel })
+
+	th := call[Thread](ts, "POST", "/threads", map[string]any{}, 201)
+	run := call[Run](ts, "POST", "/threads/"+th.ID+"/runs", RunRequest{Input: "How do checkpoints work?", Effort: "low"}, 202)
+	ts.waitRun(run, runstore.StatusDone)
+
+	require.Eventually(t, func() bool {
+		var rm metricdata.ResourceMetrics
+		require.NoError(t, reader.Collect(context.Background(), &rm))
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == telemetry.MetricRuns {
+					for _, p := range sum.DataPoints {
+						kind, _ := p.Attributes.Value("deepgraph.run.kind")
+						status, _ := p.Attributes.Value("deepgraph.run.status")
+						if kind.Emit() == "research" && status.Emit() == "done" && p.Value == 1 {
+							return true
+						}
+					}
+				}
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "deepgraph.runs counts the served run as research, done")
 }
