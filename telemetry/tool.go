@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -24,13 +25,29 @@ const (
 // Error set marks deepgraph.tool.failed (the model sees the failure; the
 // span is not an error); a returned error fails the span. Arguments and
 // output are recorded only with Options.RecordContent. A nil Telemetry
-// returns tool.
+// returns tool. A tool that sets its own call bound (tools.Bounded: a
+// tools.WithTimeout, deep_research, ask_human) keeps it: the wrapped tool
+// is Bounded with the same CallTimeout, so a Collection of traced tools
+// bounds their calls as it would the tools'.
 func (t *Telemetry) Tool(tool tools.Tool) tools.Tool {
 	if t == nil || tool == nil {
 		return tool
 	}
-	return &tracedTool{Tool: tool, t: t, name: "execute_tool " + tool.Name()}
+	traced := &tracedTool{Tool: tool, t: t, name: "execute_tool " + tool.Name()}
+	if b, ok := tool.(tools.Bounded); ok {
+		return &boundedTracedTool{tracedTool: traced, bound: b}
+	}
+	return traced
 }
+
+// boundedTracedTool is a traced tools.Bounded: its bound is asked of the
+// wrapped tool.
+type boundedTracedTool struct {
+	*tracedTool
+	bound tools.Bounded
+}
+
+func (w *boundedTracedTool) CallTimeout() time.Duration { return w.bound.CallTimeout() }
 
 // Tools wraps every tool of ts with Tool.
 func (t *Telemetry) Tools(ts []tools.Tool) []tools.Tool {

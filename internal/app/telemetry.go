@@ -1,8 +1,6 @@
 package app
 
 import (
-	"time"
-
 	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/telemetry"
 	"github.com/deepgraph/deepgraph/tools"
@@ -42,27 +40,12 @@ func tracedBackend(tel *telemetry.Telemetry, b *Backend) *Backend {
 
 // traceTools returns c with every tool wrapped in tel's spans
 // ("execute_tool NAME"), in the same order; a tool with its own bound
-// (tools.Bounded: deep_research, ask_human) keeps it. Call timeouts are
-// the new collection's default: set them after. A nil tel returns c.
+// (tools.Bounded: deep_research, ask_human) keeps it (telemetry.Tool
+// sees to it). Call timeouts are the new collection's default: set them
+// after. A nil tel returns c.
 func traceTools(tel *telemetry.Telemetry, c *tools.Collection) (*tools.Collection, error) {
 	if tel == nil || c == nil {
 		return c, nil
 	}
-	ts := c.Tools()
-	for i, t := range ts {
-		traced := tel.Tool(t)
-		if b, ok := t.(tools.Bounded); ok && traced != t {
-			traced = boundedTool{Tool: traced, timeout: b.CallTimeout()}
-		}
-		ts[i] = traced
-	}
-	return tools.NewCollection(ts...)
+	return tools.NewCollection(tel.Tools(c.Tools())...)
 }
-
-// boundedTool keeps a traced tool's own call bound.
-type boundedTool struct {
-	tools.Tool
-	timeout time.Duration
-}
-
-func (b boundedTool) CallTimeout() time.Duration { return b.timeout }

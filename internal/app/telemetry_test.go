@@ -156,5 +156,5 @@ func TestTraceToolsKeepsOwnBounds(t *testing.T) {
 	b, ok := got.(tools.Bounded)
 	require.True(t, ok, "a tool with its own bound (deep_research's none) keeps it when traced")
 	assert.Equal(t, time.Duration(0), b.CallTimeout())
-	assert.IsType(t, boundedTool{}, got, "the tool is wrapped in a span")
+	assert.NotEqual(t, unbounded, got, "the tool is wrapped in a span")
 }
