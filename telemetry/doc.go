@@ -36,7 +36,7 @@
 //	deepgraph.page.reads              counter    {page}    (none: hosts would be unbounded)
 //	deepgraph.page.read.duration      histogram  s         error.type (failed reads)
 //	deepgraph.tool.calls              counter    {call}    gen_ai.tool.name, deepgraph.tool.failed
-//	deepgraph.runs                    counter    {run}     deepgraph.run.kind (research, agent), deepgraph.run.status (done, failed, interrupted, needs-input)
+//	deepgraph.runs                    counter    {run}     deepgraph.run.kind (research, agent, flow), deepgraph.run.status (done, failed, interrupted, needs-input)
 //	deepgraph.cost                    counter    USD       deepgraph.role, gen_ai.provider.name, gen_ai.request.model; only models with a known price
 //
 // error.type is the well-known condition an error matches (rate_limited,

@@ -36,6 +36,14 @@ const (
 	AttrRunStatus      = attribute.Key("deepgraph.run.status")
 )
 
+// Kinds of run (deepgraph.run.kind of deepgraph.runs): the command or
+// endpoint that made it.
+const (
+	RunKindResearch = "research" // a deep-research run
+	RunKindAgent    = "agent"    // an agent run
+	RunKindFlow     = "flow"     // a planning flow (research flow)
+)
+
 // Operations (deepgraph.operation) of the errors counter.
 const (
 	OpChat     = "chat"
@@ -136,7 +144,7 @@ func (in *instruments) modelCall(ctx context.Context, base []attribute.KeyValue,
 func (t *Telemetry) Metered() bool { return t != nil && t.metrics != nil }
 
 // RunEnded records a finished run: one deepgraph.runs point for kind
-// ("research", "agent", "flow") and status ("done", "failed",
+// (RunKindResearch, RunKindAgent, RunKindFlow) and status ("done", "failed",
 // "interrupted", "needs-input", …), and what it cost by role and model —
 // only the roles whose model's price is known (deepgraph.cost never counts
 // an unknown price as 0). A nil Telemetry, or one without a

@@ -16,6 +16,7 @@ import (
 	"github.com/deepgraph/deepgraph/internal/runstore"
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/nodes"
+	"github.com/deepgraph/deepgraph/telemetry"
 	"github.com/deepgraph/deepgraph/tools"
 )
 
@@ -180,7 +181,7 @@ func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.Age
 	if res != nil {
 		usage = res.Usage
 	}
-	app.MeterRun(ctx, runstore.KindAgent, o.status, usage, map[string]string{llm.RoleAgent: setup.Spec}, cfg.Prices)
+	app.MeterRun(ctx, telemetry.RunKindAgent, o.status, usage, map[string]string{llm.RoleAgent: setup.Spec}, cfg.Prices)
 	if err := tr.Finish(ctx, o.status, o.why(c, runErr), doc); err != nil {
 		c.console.errorLine("warning: " + err.Error())
 	}

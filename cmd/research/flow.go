@@ -13,8 +13,11 @@ import (
 	"github.com/deepgraph/deepgraph/config"
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/internal/app"
+	"github.com/deepgraph/deepgraph/internal/runstore"
+	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/nodes"
 	"github.com/deepgraph/deepgraph/research"
+	"github.com/deepgraph/deepgraph/telemetry"
 	"github.com/deepgraph/deepgraph/tools"
 )
 
@@ -132,6 +135,7 @@ func (c *cli) runFlow(cmd *cobra.Command, args []string, fo app.FlowOptions) err
 	c.console.stop()
 	o := outcomeOf(ctx, runCtx, runErr)
 	o.timeout = cfg.Timeout
+	meterFlow(ctx, o, runErr, res, setup.Specs(), cfg)
 	switch {
 	case o.interrupted:
 		return &exitError{code: exitInterrupted, err: errInterrupted}
@@ -165,6 +169,25 @@ func (c *cli) runFlow(cmd *cobra.Command, args []string, fo app.FlowOptions) err
 		return &exitError{code: exitAgentFailed, err: fmt.Errorf("the flow ended %s: %s; the summary above says what was not done", res.Status, flowShortfall(res))}
 	}
 	return nil
+}
+
+// meterFlow records the flow's end in the metrics (app.MeterRun, kind
+// flow). Its status is the run's, as for research and agent runs: done
+// when the flow finished — completed, partial and rejected alike, since
+// the flow ran to its summary and the result says what was not done (as
+// an agent run that ran out of steps is done) — failed, interrupted
+// (also on the timeout), and needs-input when --approve-plan got no
+// answer (exit 6).
+func meterFlow(ctx context.Context, o outcome, runErr error, res *nodes.FlowResult, specs map[string]string, cfg *config.Config) {
+	status := o.status
+	if errors.Is(runErr, errNoAnswer) && !o.interrupted && !o.timedOut {
+		status = runstore.StatusNeedsInput
+	}
+	var usage llm.UsageByRole
+	if res != nil {
+		usage = res.Usage
+	}
+	app.MeterRun(ctx, telemetry.RunKindFlow, status, usage, specs, cfg.Prices)
 }
 
 // flowShortfall says in a few words what a flow did not do.

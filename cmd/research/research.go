@@ -18,6 +18,7 @@ import (
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/llm/providers"
 	"github.com/deepgraph/deepgraph/research"
+	"github.com/deepgraph/deepgraph/telemetry"
 )
 
 // errRunTimeout is the cancellation cause of --timeout.
@@ -191,7 +192,7 @@ func (c *cli) driveResearch(ctx context.Context, cfg *config.Config, r *app.Rese
 			return err
 		}
 	}
-	app.MeterRun(ctx, runstore.KindResearch, o.status, usageOf(rep), r.Models.Specs(), cfg.Prices)
+	app.MeterRun(ctx, telemetry.RunKindResearch, o.status, usageOf(rep), r.Models.Specs(), cfg.Prices)
 	if err := tr.Finish(ctx, o.status, o.why(c, runErr), doc); err != nil {
 		c.console.errorLine("warning: " + err.Error())
 	}

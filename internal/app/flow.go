@@ -3,10 +3,12 @@ package app
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/deepgraph/deepgraph/config"
 	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/nodes"
 	"github.com/deepgraph/deepgraph/research"
 )
@@ -22,6 +24,19 @@ type FlowSetup struct {
 
 // Close releases what the executors hold open.
 func (f *FlowSetup) Close() { f.Agent.Close() }
+
+// Specs are the model specs of the roles a flow's usage names, to price
+// it: the planner and the agent at the agent's model, and the
+// researcher's roles at theirs.
+func (f *FlowSetup) Specs() map[string]string {
+	specs := map[string]string{}
+	if r := f.Agent.Research; r != nil && r.Models != nil {
+		maps.Copy(specs, r.Models.Specs())
+	}
+	specs[nodes.RolePlanner] = f.Agent.Spec
+	specs[llm.RoleAgent] = f.Agent.Spec
+	return specs
+}
 
 // Executor names of the flow of `research flow`.
 const (

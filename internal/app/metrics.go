@@ -14,11 +14,15 @@ import (
 // model's price is known — each role priced at its model in models, as
 // CostOf prices it. Without telemetry, or without a MeterProvider, it
 // records nothing and prices nothing.
-func MeterRun(ctx context.Context, kind runstore.Kind, status runstore.Status, usage llm.UsageByRole, models map[string]string, prices llm.Prices) {
+//
+// kind is one of telemetry's RunKind constants (a runstore.Kind converts:
+// string(runstore.KindAgent)); flows, which the run store does not keep,
+// have one there too.
+func MeterRun(ctx context.Context, kind string, status runstore.Status, usage llm.UsageByRole, models map[string]string, prices llm.Prices) {
 	tel := telemetry.From(ctx)
 	if !tel.Metered() {
 		return
 	}
 	cost := prices.CostOf(usage, func(role string) string { return roleSpec(models, role) })
-	tel.RunEnded(context.WithoutCancel(ctx), string(kind), string(status), cost)
+	tel.RunEnded(context.WithoutCancel(ctx), kind, string(status), cost)
 }

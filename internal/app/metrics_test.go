@@ -27,8 +27,8 @@ func TestMeterRunRecordsStatusAndKnownCost(t *testing.T) {
 	}
 	models := map[string]string{llm.RoleAnswer: "gemini:gemini-2.5-pro", llm.RoleReflection: "gemini:gemini-2.5-flash",
 		llm.RoleQuery: "compatible:local-x"}
-	app.MeterRun(ctx, runstore.KindResearch, runstore.StatusDone, usage, models, nil)
-	app.MeterRun(ctx, runstore.KindResearch, runstore.StatusFailed, nil, models, nil)
+	app.MeterRun(ctx, telemetry.RunKindResearch, runstore.StatusDone, usage, models, nil)
+	app.MeterRun(ctx, telemetry.RunKindResearch, runstore.StatusFailed, nil, models, nil)
 
 	var rm metricdata.ResourceMetrics
 	require.NoError(t, reader.Collect(ctx, &rm))
@@ -60,5 +60,5 @@ func TestMeterRunRecordsStatusAndKnownCost(t *testing.T) {
 
 func TestMeterRunWithoutTelemetryRecordsNothing(t *testing.T) {
 	// No telemetry in the context: nothing to record, and no panic.
-	app.MeterRun(context.Background(), runstore.KindAgent, runstore.StatusDone, llm.UsageByRole{llm.RoleAgent: {Calls: 1}}, nil, nil)
+	app.MeterRun(context.Background(), telemetry.RunKindAgent, runstore.StatusDone, llm.UsageByRole{llm.RoleAgent: {Calls: 1}}, nil, nil)
 }

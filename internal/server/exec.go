@@ -13,6 +13,7 @@ import (
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/nodes"
 	"github.com/deepgraph/deepgraph/research"
+	"github.com/deepgraph/deepgraph/telemetry"
 )
 
 // execute runs a job to its end, its pause or its cancellation, recording
@@ -96,6 +97,7 @@ func outcome(ctx context.Context, runErr error) (runstore.Status, string) {
 // the interrupt or the report, an error, the status, the end.
 func (q *queue) finish(ctx context.Context, j *job, tr *app.Tracker, status runstore.Status, why string, doc []byte, intr *Interrupt) {
 	why = q.redact(why)
+	//ENDRUN
 	// The interrupt or report is stored before the status, so that a
 	// client that reads the run as waiting or done finds them.
 	switch {
@@ -221,7 +223,9 @@ func (q *queue) research(ctx context.Context, j *job, tr *app.Tracker, set app.S
 	}
 	q.conclude(ctx, j, tr, err, rep.Usage, app.CostUSD(rep.Usage, r.Models, r.Prices), waiting, func(docErr error) ([]byte, error) {
 		return app.PricedResearchDocument(rep, r.Models, r.Prices, docErr)
-	}, func(st runstore.Status) { app.MeterRun(ctx, runstore.KindResearch, st, rep.Usage, r.Models, r.Prices) })
+	}, func(st runstore.Status) {
+		app.MeterRun(ctx, telemetry.RunKindResearch, st, rep.Usage, r.Models, r.Prices)
+	})
 }
 
 // conclude records how a stretch that produced a result ended: what it
@@ -305,7 +309,7 @@ func (q *queue) agent(ctx context.Context, j *job, tr *app.Tracker, set app.Sett
 	models := map[string]string{llm.RoleAgent: a.Model}
 	q.conclude(ctx, j, tr, err, res.Usage, app.CostUSD(res.Usage, models, a.Prices), waiting, func(docErr error) ([]byte, error) {
 		return json.MarshalIndent(app.PricedAgentResultDoc(res, a.Model, a.Prices, docErr), "", "  ")
-	}, func(st runstore.Status) { app.MeterRun(ctx, runstore.KindAgent, st, res.Usage, models, a.Prices) })
+	}, func(st runstore.Status) { app.MeterRun(ctx, telemetry.RunKindAgent, st, res.Usage, models, a.Prices) })
 }
 
 // researchActivity is a research activity as an event.
