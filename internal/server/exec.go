@@ -97,7 +97,7 @@ func outcome(ctx context.Context, runErr error) (runstore.Status, string) {
 // the interrupt or the report, an error, the status, the end.
 func (q *queue) finish(ctx context.Context, j *job, tr *app.Tracker, status runstore.Status, why string, doc []byte, intr *Interrupt) {
 	why = q.redact(why)
-	//ENDRUN
+	endRun(ctx, status, why)
 	// The interrupt or report is stored before the status, so that a
 	// client that reads the run as waiting or done finds them.
 	switch {

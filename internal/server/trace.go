@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/deepgraph/deepgraph/internal/runstore"
 	"github.com/deepgraph/deepgraph/telemetry"
 )
 
@@ -106,4 +107,20 @@ func (q *queue) traceRun(ctx context.Context, j *job) (context.Context, func()) 
 	}
 	ctx, span := q.tel.Tracer().Start(ctx, "run "+string(j.run.Kind), opts...)
 	return ctx, func() { span.End() }
+}
+
+// endRun records a stretch's end on the run's root span (traceRun), which
+// ctx carries: deepgraph.run.status, and an error status with why when the
+// run failed (an interrupted or waiting run is not an error). The span
+// itself ends when the stretch does. Without telemetry ctx carries no
+// span and nothing is recorded.
+func endRun(ctx context.Context, status runstore.Status, why string) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(telemetry.AttrRunStatus.String(string(status)))
+	if status == runstore.StatusFailed {
+		span.SetStatus(codes.Error, why)
+	}
 }

@@ -3,11 +3,13 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -15,6 +17,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deepgraph/deepgraph/internal/runstore"
+	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/llm/fake"
 	"github.com/deepgraph/deepgraph/telemetry"
 )
 
@@ -85,6 +89,9 @@ func TestRequestsAndRunsAreTraced(t *testing.T) {
 	assert.Equal(t, req.SpanContext.SpanID(), root.Links[0].SpanContext.SpanID())
 	id, _ := spanAttr(root, "graph.run_id")
 	assert.Equal(t, run.ID, id)
+	st, _ := spanAttr(root, "deepgraph.run.status")
+	assert.Equal(t, "done", st, "the run's root span records its final status")
+	assert.Equal(t, codes.Unset, root.Status.Code)
 
 	byID := map[trace.SpanID]tracetest.SpanStub{}
 	for _, s := range spans {
@@ -124,6 +131,30 @@ func TestUnknownRunIsTracedWithItsStatus(t *testing.T) {
 	got, _ := spanAttr(s, "http.response.status_code")
 	assert.Equal(t, "404", got)
 	assert.False(t, s.Parent.IsValid(), "no traceparent: a new trace")
+}
+
+// A failed run's root span says so: deepgraph.run.status failed and an
+// error status with the reason.
+func TestFailedRunSpanHasErrorStatus(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tel := telemetry.New(sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)), telemetry.Options{})
+	ts := newTestServer(t, world{}, func(o *Options, e *testEngine) {
+		o.Telemetry = tel
+		e.agentScript = fake.New(fake.Error(fmt.Errorf("the provider refused the key: %w", llm.ErrAuth)))
+	})
+	th := call[Thread](ts, "POST", "/threads", map[string]any{}, 201)
+	run := call[Run](ts, "POST", "/threads/"+th.ID+"/runs", RunRequest{Kind: "agent", Input: "Finish"}, 202)
+	ts.waitRun(run, runstore.StatusFailed)
+
+	var root tracetest.SpanStub
+	require.Eventually(t, func() bool {
+		root = find(exp.GetSpans(), "run agent")
+		return root.Name != ""
+	}, 10*time.Second, 10*time.Millisecond, "the run's root span ends when the run does")
+	st, _ := spanAttr(root, "deepgraph.run.status")
+	assert.Equal(t, "failed", st)
+	assert.Equal(t, codes.Error, root.Status.Code)
+	assert.Contains(t, root.Status.Description, "refused the key")
 }
 
 func find(spans tracetest.SpanStubs, name string) tracetest.SpanStub {
