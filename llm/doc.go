@@ -55,7 +55,9 @@
 // whose Snapshot is a UsageByRole. UsageByRole.Merge never mutates its
 // inputs, so it serves as a graph state reducer
 // (graph.Reduce(get, llm.UsageByRole.Merge)) and the CLI can print totals
-// per role and per run.
+// per role and per run. A step that fails after spending — a graph node
+// whose model call broke — returns a *UsageError carrying what it spent
+// (UsageOfError reads it), so a failed attempt's tokens are not lost.
 //
 // # Cost
 //

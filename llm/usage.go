@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"sync"
@@ -129,4 +130,34 @@ func (mm *metered) Generate(ctx context.Context, msgs []schemas.Message, opts ..
 	t.Usage = callUsage(resp, err)
 	mm.meter.Add(mm.role, t)
 	return resp, err
+}
+
+// UsageError is the error of a failed step — a graph node's attempt, say —
+// together with what its model calls spent before it failed: the calls,
+// failed ones included, and the tokens they reported (a cut stream's, a
+// successful call's before a later one broke). It unwraps to Err, so
+// errors.Is and errors.As see through it. A UsageError wrapping another
+// carries the sum of both: UsageOfError reads the outermost.
+//
+// The model-calling nodes of packages nodes and research fail with one, and
+// also emit what they spent to the run's stream (nodes.FailedUsage), where
+// the runs of those packages count it: a caller of Run must not add the
+// error's usage to the result's again.
+type UsageError struct {
+	Err   error
+	Usage UsageByRole
+}
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// UsageOfError is what a failed step spent, from the first *UsageError in
+// err's chain; nil when there is none.
+func UsageOfError(err error) UsageByRole {
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		return ue.Usage
+	}
+	return nil
 }

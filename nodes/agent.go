@@ -246,7 +246,9 @@ type AgentResult struct {
 	BestEffort bool              `json:"best_effort,omitempty"`
 	Steps      int               `json:"steps"`
 	Messages   []schemas.Message `json:"messages"`
-	Usage      llm.UsageByRole   `json:"usage,omitempty"`
+	// Usage is what the agent's model calls spent (RoleAgent): those of
+	// failed attempts included, when Run or Resume drove the run.
+	Usage llm.UsageByRole `json:"usage,omitempty"`
 	// Sources are the sources Answer cites, in citation-number order: the
 	// answer's [n](url) citations point to them, and it ends with them as a
 	// numbered list. Gathered counts the pages the run's tools returned;
@@ -333,19 +335,37 @@ func (a *Agent) Resume(ctx context.Context, observe func(AgentEvent), opts ...gr
 }
 
 func (a *Agent) drive(last AgentState, observe func(AgentEvent), events iter.Seq2[graph.Event[AgentState], error]) (*AgentResult, error) {
+	// What the failed attempts of think and best_effort spent: they write
+	// no update, so it is added to the state's usage here.
+	var failed llm.UsageByRole
+	withFailed := func(res *AgentResult) *AgentResult {
+		if failed != nil {
+			res.Usage = res.Usage.Merge(failed)
+		}
+		return res
+	}
 	for ev, err := range events {
 		if err != nil {
-			return a.failedResult(last), err
+			return withFailed(a.failedResult(last)), err
 		}
 		switch ev.Kind {
 		case graph.EventStep, graph.EventEnd:
 			last = ev.State
 		case graph.EventCustom:
-			if e, ok := ev.Value.(AgentEvent); ok && observe != nil {
-				observe(e)
+			switch e := ev.Value.(type) {
+			case AgentEvent:
+				if observe != nil {
+					observe(e)
+				}
+			case FailedUsage:
+				// The agent's own model steps only: a tool's nested
+				// runs are not in the agent's usage either.
+				if ev.Node == AgentNodeThink || ev.Node == AgentNodeFinal {
+					failed = failed.Merge(e.Usage)
+				}
 			}
 		case graph.EventInterrupt:
-			res := resultOf(ev.State)
+			res := withFailed(resultOf(ev.State))
 			for _, pi := range ev.Interrupts {
 				if q, err := graph.PayloadOf[HumanQuestion](pi); err == nil && pi.Node == AgentNodeAsk {
 					res.Waiting = &q
@@ -354,7 +374,7 @@ func (a *Agent) drive(last AgentState, observe func(AgentEvent), events iter.Seq
 			return res, &graph.InterruptError{Interrupts: ev.Interrupts}
 		}
 	}
-	return resultOf(last), nil
+	return withFailed(resultOf(last)), nil
 }
 
 // AgentNode makes the agent a node of another graph: task picks the task
@@ -390,7 +410,7 @@ func (a *Agent) think(ctx context.Context, s AgentState) (graph.Update[AgentStat
 	}
 	resp, err := model.Generate(ctx, msgs, append(opts, llm.EmitDeltas(ctx, llm.RoleAgent))...)
 	if err != nil {
-		return graph.Update[AgentState]{}, err
+		return graph.Update[AgentState]{}, failWith(ctx, err, meter)
 	}
 	reply := schemas.Message{Role: schemas.Assistant, Content: resp.Content, ToolCalls: resp.ToolCalls}
 	thought, calls, final := resp.Content, resp.ToolCalls, ""
@@ -588,7 +608,7 @@ func (a *Agent) bestEffort(ctx context.Context, s AgentState) (graph.Update[Agen
 	model := llm.Metered(a.cfg.Model, meter, llm.RoleAgent)
 	resp, err := model.Generate(ctx, a.prompt(s, bestEffortPrompt, nil), llm.EmitDeltas(ctx, llm.RoleAgent))
 	if err != nil {
-		return graph.Update[AgentState]{}, err
+		return graph.Update[AgentState]{}, failWith(ctx, err, meter)
 	}
 	answer := resp.Content
 	if a.cfg.TextMode {

@@ -16,4 +16,7 @@
 // Usage accounting is opt-in per node: give it a graph.ReduceField over
 // llm.UsageByRole (merged with llm.UsageByRole.Merge) and each run of the
 // node adds the tokens and calls it spent, under its Role, to the state.
+// A failed attempt writes nothing: it fails with an *llm.UsageError and
+// emits a FailedUsage to the run's stream, which Agent.Run adds to the
+// result's usage (FailWithUsage does this for nodes of your own).
 package nodes

@@ -28,7 +28,9 @@ type Structured[S, T any] struct {
 	Options []llm.Option
 	// Role names the call in usage accounting (llm.RoleQuery, …).
 	Role string
-	// Usage, when set, receives the tokens and calls this node spent.
+	// Usage, when set, receives the tokens and calls this node spent. An
+	// attempt that fails spends too: it fails with an *llm.UsageError and
+	// emits a FailedUsage (see FailWithUsage).
 	Usage *graph.ReduceField[S, llm.UsageByRole]
 }
 
@@ -41,7 +43,7 @@ func (n Structured[S, T]) Node() graph.NodeFunc[S] {
 		model, meter := metered(n.Model, n.Role, n.Usage != nil)
 		out, err := llm.Structured[T](ctx, model, n.Prompt(s), n.Options...)
 		if err != nil {
-			return graph.Update[S]{}, err
+			return graph.Update[S]{}, failWith(ctx, err, meter)
 		}
 		return withUsage(n.Write(s, out), n.Usage, meter), nil
 	}
@@ -69,7 +71,7 @@ func (n Generate[S]) Node() graph.NodeFunc[S] {
 		opts := append(n.Options[:len(n.Options):len(n.Options)], llm.EmitDeltas(ctx, n.Role))
 		resp, err := model.Generate(ctx, n.Prompt(s), opts...)
 		if err != nil {
-			return graph.Update[S]{}, err
+			return graph.Update[S]{}, failWith(ctx, err, meter)
 		}
 		return withUsage(n.Write(s, resp), n.Usage, meter), nil
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/nodes"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
@@ -90,8 +91,12 @@ func (r *Researcher) withBudget(node graph.NodeFunc[State], budget int) graph.No
 			s.Notes = notes
 		}
 		upd, err := node(ctx, s)
-		if err != nil || usage == nil {
-			return upd, err
+		if err != nil {
+			// The condensing was paid for, even if the node failed.
+			return upd, nodes.FailWithUsage(ctx, err, usage)
+		}
+		if usage == nil {
+			return upd, nil
 		}
 		return upd.With(fNotes.Set(notes), fUsage.Merge(usage)), nil
 	}
@@ -129,7 +134,8 @@ func (r *Researcher) compact(ctx context.Context, s State, budget int) (map[int]
 		todo = todo[n:]
 		out, err := llm.Structured[compactNotes](ctx, model, compactionPrompt(topic, r.today(), batch), llm.Temperature(0))
 		if err != nil {
-			return nil, nil, fmt.Errorf("condensing %d findings to fit the context budget of %d tokens (Config.ContextBudget): %w", len(batch), r.cfg.ContextBudget, err)
+			err = fmt.Errorf("condensing %d findings to fit the context budget of %d tokens (Config.ContextBudget): %w", len(batch), r.cfg.ContextBudget, err)
+			return nil, nil, nodes.FailWithUsage(ctx, err, meter.Snapshot())
 		}
 		for i, f := range batch {
 			note := ""

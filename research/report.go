@@ -29,7 +29,8 @@ type Report struct {
 	// Backend is the web research back end that ran.
 	Backend string `json:"backend"`
 	// Usage is what answering this question spent, per role (not the
-	// earlier questions of its thread).
+	// earlier questions of its thread): failed calls included, those of
+	// attempts that were retried and of a step that failed the run.
 	Usage   llm.UsageByRole `json:"usage"`
 	Timings Timings         `json:"timings"`
 	// Warnings say how the run degraded without failing, summed per kind:

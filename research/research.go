@@ -253,7 +253,8 @@ func (r *Researcher) webResearch(ctx context.Context, t Task) (graph.Update[Stat
 	model := llm.Metered(r.cfg.ResearchModel, meter, llm.RoleResearch)
 	f, err := r.cfg.Backend.Research(ctx, model, Query{Text: t.Query, ID: t.ID, Topic: t.Topic, Date: r.today()})
 	if err != nil {
-		return graph.Update[State]{}, fmt.Errorf("researching %q with %s: %w", t.Query, r.cfg.Backend.Name(), err)
+		err = fmt.Errorf("researching %q with %s: %w", t.Query, r.cfg.Backend.Name(), err)
+		return graph.Update[State]{}, nodes.FailWithUsage(ctx, err, meter.Snapshot())
 	}
 	f.Query, f.ID = t.Query, t.ID
 	for _, w := range f.Warnings {
@@ -459,7 +460,10 @@ func (r *Researcher) input(question string, o runOptions) (State, error) {
 // Stream runs the graph for question and yields its events (see package
 // graph); Describe turns them into timeline activities (one per event: a
 // token each, not coalesced as for Observe), and ReportFrom turns the
-// State of the last event (graph.EventEnd) into the Report.
+// State of the last event (graph.EventEnd) into the Report. Failed attempts
+// write nothing to the state: what they spent comes as EventCustom events
+// carrying a nodes.FailedUsage, to be added to the Report's Usage as Run
+// does.
 func (r *Researcher) Stream(ctx context.Context, question string, opts ...RunOption) iter.Seq2[graph.Event[State], error] {
 	o := collectOptions(opts)
 	in, err := r.input(question, o)
@@ -543,6 +547,9 @@ func (r *Researcher) report(question string, last State, o runOptions, events it
 			}
 		}
 	}
+	// What failed attempts spent (nodes.FailedUsage): they write no
+	// update, so it is added to the state's usage for the report.
+	var failed llm.UsageByRole
 	for ev, err := range events {
 		if err != nil {
 			runErr = err
@@ -550,6 +557,10 @@ func (r *Researcher) report(question string, last State, o runOptions, events it
 		}
 		timer.observe(ev)
 		switch ev.Kind {
+		case graph.EventCustom:
+			if fu, ok := ev.Value.(nodes.FailedUsage); ok {
+				failed = failed.Merge(fu.Usage)
+			}
 		case graph.EventStep, graph.EventEnd:
 			last, unmerged = ev.State, nil
 			if ev.Kind == graph.EventStep && o.steps != nil && started {
@@ -580,6 +591,9 @@ func (r *Researcher) report(question string, last State, o runOptions, events it
 		last.Findings = append(last.Findings[:len(last.Findings):len(last.Findings)], unmerged...)
 	}
 	rep := r.newReport(question, last, runErr != nil)
+	if failed != nil {
+		rep.Usage = rep.Usage.Merge(failed)
+	}
 	rep.Review = review
 	rep.Timings = timer.timings(time.Now())
 	if rep.SnippetsOnly() {
