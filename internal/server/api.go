@@ -339,6 +339,10 @@ func (s *Server) runOf(ctx context.Context, run *runstore.Run, full bool) Run {
 		e := run.Ended
 		out.Ended = &e
 	}
+	if run.Cost != nil {
+		usd := *run.Cost
+		out.CostUSD = &usd
+	}
 	if run.Updated.IsZero() {
 		out.Updated = run.Started
 	}

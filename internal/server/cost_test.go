@@ -88,3 +88,51 @@ func TestAgentRunCost(t *testing.T) {
 	require.NotNil(t, stored.Cost)
 	assert.InDelta(t, want, *stored.Cost, 1e-9)
 }
+
+// The API's Run carries the run's cost: cost_usd, a number when every
+// model's price is known, null when one is not (never 0), in one run and
+// in lists; the OpenAPI document says so.
+func TestRunShowsCost(t *testing.T) {
+	eng := newEngine(world{})
+	eng.prices = worldPrices
+	eng.agentScript = fake.New(
+		fake.ToolCalls(fake.ToolCall("terminate", map[string]string{"status": "success", "answer": "Done."})).WithTokens(1000, 100),
+	)
+	ts := startTestServer(t, t.TempDir()+"/runs.db", eng)
+	priced := ts.waitRun(ts.ask(RunRequest{Kind: "agent", Input: "Finish"}), runstore.StatusDone)
+	const want = 1000*1000/1e6 + 100*2000/1e6
+	require.NotNil(t, priced.CostUSD, "a priced run shows its cost")
+	assert.InDelta(t, want, *priced.CostUSD, 1e-9)
+
+	unpriced := newTestServer(t, world{})
+	unknown := unpriced.ask(RunRequest{Input: "How do checkpoints work?", Effort: "low"})
+	unpriced.waitRun(unknown, runstore.StatusDone)
+	_, body, _ := unpriced.do("GET", "/threads/"+unknown.ThreadID+"/runs/"+unknown.ID, nil)
+	var raw map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(body, &raw))
+	assert.JSONEq(t, "null", string(raw["cost_usd"]), "an unknown cost is null, never 0")
+
+	list := call[RunList](ts, "GET", "/threads/"+priced.ThreadID+"/runs", nil, 200)
+	require.Len(t, list.Runs, 1)
+	require.NotNil(t, list.Runs[0].CostUSD, "listed runs show their cost too")
+	assert.InDelta(t, want, *list.Runs[0].CostUSD, 1e-9)
+
+	_, data, _ := ts.do("GET", "/openapi.json", nil)
+	var doc struct {
+		Components struct {
+			Schemas map[string]json.RawMessage `json:"schemas"`
+		} `json:"components"`
+	}
+	require.NoError(t, json.Unmarshal(data, &doc))
+	var runSchema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	require.NoError(t, json.Unmarshal(doc.Components.Schemas["Run"], &runSchema))
+	costSchema, ok := runSchema.Properties["cost_usd"]
+	require.True(t, ok, "the Run schema documents cost_usd")
+	var prop struct {
+		Type any `json:"type"`
+	}
+	require.NoError(t, json.Unmarshal(costSchema, &prop), string(costSchema))
+	assert.ElementsMatch(t, []any{"null", "number"}, prop.Type, "cost_usd is a nullable number")
+}

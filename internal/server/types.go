@@ -114,6 +114,10 @@ type Run struct {
 	Error    string          `json:"error,omitempty"`
 	Tokens   int64           `json:"tokens"`
 	Calls    int             `json:"llm_calls"`
+	// CostUSD is what the run's model calls cost so far, in US dollars, at
+	// the server's prices; null when it is unknown (a model of the run has
+	// no known price), never 0 for unknown — as research runs --format json.
+	CostUSD *float64 `json:"cost_usd"`
 	// DurationMS is how long it ran, so far while it runs.
 	DurationMS int64       `json:"duration_ms"`
 	Settings   RunSettings `json:"settings"`
