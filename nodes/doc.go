@@ -17,6 +17,7 @@
 // llm.UsageByRole (merged with llm.UsageByRole.Merge) and each run of the
 // node adds the tokens and calls it spent, under its Role, to the state.
 // A failed attempt writes nothing: it fails with an *llm.UsageError and
-// emits a FailedUsage to the run's stream, which Agent.Run adds to the
-// result's usage (FailWithUsage does this for nodes of your own).
+// emits a FailedUsage to the run's stream, which Agent.Run and Flow.Run
+// add to the result's usage (FailWithUsage does this for nodes of your
+// own).
 package nodes

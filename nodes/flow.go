@@ -389,7 +389,9 @@ type FlowResult struct {
 	Gathered  int               `json:"sources_gathered,omitempty"`
 	Dropped   int               `json:"dropped_citations,omitempty"`
 	Revisions int               `json:"revisions"`
-	Usage     llm.UsageByRole   `json:"usage,omitempty"`
+	// Usage is what the planner and the executors spent, failed calls
+	// included when Run or Resume drove the run.
+	Usage llm.UsageByRole `json:"usage,omitempty"`
 	// Waiting is the plan review a paused run waits on.
 	Waiting *PlanReview `json:"waiting,omitempty"`
 }
@@ -425,14 +427,29 @@ func (f *Flow) Resume(ctx context.Context, observe func(FlowEvent), opts ...grap
 
 func (f *Flow) drive(last FlowState, observe func(FlowEvent), events iter.Seq2[graph.Event[FlowState], error]) (*FlowResult, error) {
 	step, executor := -1, ""
+	// What failed attempts spent — the planner's, and those of an agent
+	// executor's steps, whose runs report to this stream — added to the
+	// state's usage, where they could not be written.
+	var failed llm.UsageByRole
+	result := func(s FlowState) *FlowResult {
+		res := flowResult(s)
+		if failed != nil {
+			res.Usage = res.Usage.Merge(failed)
+		}
+		return res
+	}
 	for ev, err := range events {
 		if err != nil {
-			return flowResult(last), err
+			return result(last), err
 		}
 		switch ev.Kind {
 		case graph.EventStep, graph.EventEnd:
 			last = ev.State
 		case graph.EventCustom:
+			if fu, ok := ev.Value.(FailedUsage); ok {
+				failed = failed.Merge(fu.Usage)
+				continue
+			}
 			fe, ok := ev.Value.(FlowEvent)
 			switch {
 			case !ok && (ev.Node == FlowNodeExecute || strings.HasPrefix(ev.Node, FlowNodeExecute+"/")):
@@ -446,7 +463,7 @@ func (f *Flow) drive(last FlowState, observe func(FlowEvent), events iter.Seq2[g
 				observe(fe)
 			}
 		case graph.EventInterrupt:
-			res := flowResult(ev.State)
+			res := result(ev.State)
 			for _, pi := range ev.Interrupts {
 				if r, err := graph.PayloadOf[PlanReview](pi); err == nil && pi.Node == FlowNodeApprove {
 					res.Waiting = &r
@@ -455,7 +472,7 @@ func (f *Flow) drive(last FlowState, observe func(FlowEvent), events iter.Seq2[g
 			return res, &graph.InterruptError{Interrupts: ev.Interrupts}
 		}
 	}
-	return flowResult(last), nil
+	return result(last), nil
 }
 
 // route goes to the next step to run, or to the summary when none is left
@@ -588,7 +605,7 @@ func (f *Flow) plan(ctx context.Context, s FlowState) (graph.Update[FlowState], 
 	sys := fmt.Sprintf(plannerPrompt, f.cfg.MaxPlanSteps, f.execs[0].Name, f.executorList(), f.execs[f.def].Name)
 	args, usage, err := f.askPlanner(ctx, []schemas.Message{schemas.SystemMessage(sys), schemas.UserMessage(s.Task)})
 	if err != nil {
-		return graph.Update[FlowState]{}, err
+		return graph.Update[FlowState]{}, FailWithUsage(ctx, err, usage)
 	}
 	note := ""
 	if len(args.Steps) == 0 {
@@ -756,7 +773,7 @@ func (f *Flow) revise(ctx context.Context, s FlowState) (graph.Update[FlowState]
 	}
 	args, usage, err := f.askPlanner(ctx, []schemas.Message{schemas.SystemMessage(sys), schemas.UserMessage(b.String())})
 	if err != nil {
-		return graph.Update[FlowState]{}, err
+		return graph.Update[FlowState]{}, FailWithUsage(ctx, err, usage)
 	}
 	// The finished steps stay; at most MaxPlanSteps new ones follow them.
 	p := replaceRemaining(s.Plan, args.Steps)
@@ -800,7 +817,7 @@ func (f *Flow) summarize(ctx context.Context, s FlowState) (graph.Update[FlowSta
 	resp, err := model.Generate(ctx, []schemas.Message{schemas.SystemMessage(summaryPrompt), schemas.UserMessage(b.String())},
 		llm.EmitDeltas(ctx, RolePlanner))
 	if err != nil {
-		return graph.Update[FlowState]{}, fmt.Errorf("the summary: %w", err)
+		return graph.Update[FlowState]{}, failWith(ctx, fmt.Errorf("the summary: %w", err), meter)
 	}
 	text, cited, dropped := citeAnswer(strings.TrimSpace(resp.Content), s.Sources)
 	graph.Emit(ctx, FlowEvent{Kind: FlowEventDone, Result: status, Summary: text})

@@ -118,3 +118,17 @@ func TestFailWithUsageAddsToAnEarlierUsageError(t *testing.T) {
 	assert.Same(t, base, nodes.FailWithUsage(context.Background(), base, nil), "nothing spent: err as it was")
 	assert.NoError(t, nodes.FailWithUsage(context.Background(), nil, llm.UsageFor(llm.RoleAnswer, llm.Usage{})))
 }
+
+func TestFlowCountsTheTokensOfFailedPlannerCalls(t *testing.T) {
+	refused := &llm.APIError{Provider: "fake", Status: 400, Message: "context too long", Usage: llm.Usage{PromptTokens: 11, CompletionTokens: 4}}
+	planner := fake.New(
+		fake.Error(cutAfter(7, 3)), // the plan, retried
+		planCall("create", "T", "Do it").WithTokens(50, 10),
+		fake.Error(refused), // the summary fails the run
+	)
+	f := newFlow(t, nodes.FlowConfig{Planner: planner, ModelRetry: fastRetry}, &recorder{name: "writer"})
+	res, err := f.Run(context.Background(), "task", nil)
+	require.ErrorIs(t, err, llm.ErrBadRequest)
+	require.NotNil(t, res)
+	assert.Equal(t, llm.Tally{Calls: 3, Failed: 2, Usage: llm.Usage{PromptTokens: 68, CompletionTokens: 17, TotalTokens: 60}}, res.Usage[nodes.RolePlanner])
+}
