@@ -107,31 +107,31 @@ func (r *Researcher) withBudget(node graph.NodeFunc[State], budget int) graph.No
 // when nothing was condensed.
 func (r *Researcher) compact(ctx context.Context, s State, budget int) (map[int]string, llm.UsageByRole, error) {
 	full := 0
-	var todo []Finding
+	var uncondensed []Finding
 	for _, f := range s.Findings {
 		full += len(f.Summary)
 		if _, ok := s.Notes[f.ID]; !ok {
-			todo = append(todo, f)
+			uncondensed = append(uncondensed, f)
 		}
 	}
-	if full <= budget || len(todo) == 0 {
+	if full <= budget || len(uncondensed) == 0 {
 		return s.Notes, nil, nil
 	}
 	meter := new(llm.Meter)
 	model := llm.Metered(r.cfg.CompactionModel, meter, RoleCompaction)
 	notes := maps.Clone(s.Notes)
 	if notes == nil {
-		notes = make(map[int]string, len(todo))
+		notes = make(map[int]string, len(uncondensed))
 	}
 	topic := Topic(s.Messages)
-	for len(todo) > 0 {
+	for len(uncondensed) > 0 {
 		n, size := 0, 0
-		for n < len(todo) && (n == 0 || size+len(todo[n].Summary) <= budget) {
-			size += len(todo[n].Summary)
+		for n < len(uncondensed) && (n == 0 || size+len(uncondensed[n].Summary) <= budget) {
+			size += len(uncondensed[n].Summary)
 			n++
 		}
-		batch := todo[:n]
-		todo = todo[n:]
+		batch := uncondensed[:n]
+		uncondensed = uncondensed[n:]
 		out, err := llm.Structured[compactNotes](ctx, model, compactionPrompt(topic, r.today(), batch), llm.Temperature(0))
 		if err != nil {
 			err = fmt.Errorf("condensing %d findings to fit the context budget of %d tokens (Config.ContextBudget): %w", len(batch), r.cfg.ContextBudget, err)
