@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/deepgraph/deepgraph/internal/procgroup"
 )
 
 // ErrExecDisabled is returned by NewPythonExecute and NewBash when
@@ -354,18 +356,18 @@ func runGroup(ctx context.Context, spec runSpec) (runOutput, error) {
 	// id cannot have been reused.
 	var mu sync.Mutex
 	reaped := false
-	signal := func(sig killSignal) {
+	signal := func(sig procgroup.Signal) {
 		mu.Lock()
 		defer mu.Unlock()
 		if !reaped {
-			_ = signalGroup(pid, sig)
+			_ = procgroup.SignalGroup(pid, sig)
 		}
 	}
 	done := make(chan error, 1)
 	go func() {
-		if waitExited(pid) {
+		if procgroup.WaitExited(pid) {
 			mu.Lock()
-			_ = signalGroup(pid, sigKill) // background children die with the command
+			_ = procgroup.SignalGroup(pid, procgroup.Kill) // background children die with the command
 			reaped = true
 			mu.Unlock()
 			done <- cmd.Wait()
@@ -373,7 +375,7 @@ func runGroup(ctx context.Context, spec runSpec) (runOutput, error) {
 		}
 		err := cmd.Wait()
 		mu.Lock()
-		_ = signalGroup(pid, sigKill) // best effort where exit cannot be awaited without reaping
+		_ = procgroup.SignalGroup(pid, procgroup.Kill) // best effort where exit cannot be awaited without reaping
 		reaped = true
 		mu.Unlock()
 		done <- err
@@ -389,12 +391,12 @@ func runGroup(ctx context.Context, spec runSpec) (runOutput, error) {
 	select {
 	case waitErr = <-done:
 	case <-runCtx.Done():
-		signal(sigTerm)
+		signal(procgroup.Term)
 		grace := time.NewTimer(spec.grace)
 		select {
 		case waitErr = <-done:
 		case <-grace.C:
-			signal(sigKill)
+			signal(procgroup.Kill)
 			waitErr = <-done
 		}
 		grace.Stop()

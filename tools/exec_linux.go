@@ -4,27 +4,10 @@ package tools
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"strconv"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
-
-// waitExited blocks until process pid has exited, without reaping it
-// (waitid with WNOWAIT), so that its process group id stays reserved while
-// the group is killed. It reports false if that was not possible.
-func waitExited(pid int) bool {
-	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		return err == nil
-	}
-}
 
 // dieWithParent asks the kernel to SIGKILL the command when the thread
 // that started it ends — with this process, however it ends, SIGKILL

@@ -3,16 +3,9 @@
 package tools
 
 import (
-	"errors"
 	"os/exec"
-	"syscall"
-)
 
-type killSignal = syscall.Signal
-
-const (
-	sigTerm = syscall.SIGTERM
-	sigKill = syscall.SIGKILL
+	"github.com/deepgraph/deepgraph/internal/procgroup"
 )
 
 func execSupported() error { return nil }
@@ -21,16 +14,6 @@ func execSupported() error { return nil }
 // that it and everything it starts can be signalled together, and (on
 // Linux) has it killed if this process dies.
 func configureGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	procgroup.Configure(cmd)
 	dieWithParent(cmd.SysProcAttr)
-}
-
-// signalGroup sends sig to every process of the group pgid. A group that no
-// longer exists is not an error.
-func signalGroup(pgid int, sig killSignal) error {
-	err := syscall.Kill(-pgid, sig)
-	if errors.Is(err, syscall.ESRCH) {
-		return nil
-	}
-	return err
 }

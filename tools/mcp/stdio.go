@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/deepgraph/deepgraph/internal/procgroup"
 )
 
 // stopGrace is how long a stdio server has to exit after its stdin is
@@ -92,7 +94,7 @@ func startProcess(s Server, logger *slog.Logger) (*process, io.ReadCloser, error
 	cmd := exec.Command(s.Command, s.Args...)
 	cmd.Dir = s.Dir
 	cmd.Env = serverEnv(os.Environ(), s.Env)
-	configureGroup(cmd)
+	procgroup.Configure(cmd)
 	// A grandchild that escaped the group could hold stderr open: Wait
 	// gives up on it after this long.
 	cmd.WaitDelay = stopGrace
@@ -117,16 +119,16 @@ func startProcess(s Server, logger *slog.Logger) (*process, io.ReadCloser, error
 // the group's id is still reserved.
 func (p *process) wait() {
 	pid := p.cmd.Process.Pid
-	if waitExited(pid) {
+	if procgroup.WaitExited(pid) {
 		p.mu.Lock()
-		_ = signalGroup(pid, sigKill) // what it started dies with it
-		p.reaped = true               // nothing is left to signal
+		_ = procgroup.SignalGroup(pid, procgroup.Kill) // what it started dies with it
+		p.reaped = true                                // nothing is left to signal
 		p.mu.Unlock()
 	}
 	err := p.cmd.Wait()
 	p.mu.Lock()
 	if !p.reaped {
-		_ = signalGroup(pid, sigKill) // best effort where the exit could not be awaited first
+		_ = procgroup.SignalGroup(pid, procgroup.Kill) // best effort where the exit could not be awaited first
 		p.reaped = true
 	}
 	p.err = err
@@ -137,11 +139,11 @@ func (p *process) wait() {
 
 // signal sends sig to the server's group unless it has been reaped (its
 // pid may then belong to another process).
-func (p *process) signal(sig killSignal) {
+func (p *process) signal(sig procgroup.Signal) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.reaped {
-		_ = signalGroup(p.cmd.Process.Pid, sig)
+		_ = procgroup.SignalGroup(p.cmd.Process.Pid, sig)
 	}
 }
 
@@ -155,13 +157,13 @@ func (p *process) stop() {
 		return
 	case <-time.After(stopGrace):
 	}
-	p.signal(sigTerm)
+	p.signal(procgroup.Term)
 	select {
 	case <-p.exited:
 		return
 	case <-time.After(stopGrace):
 	}
-	p.signal(sigKill)
+	p.signal(procgroup.Kill)
 	<-p.exited
 }
 

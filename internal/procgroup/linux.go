@@ -1,6 +1,6 @@
 //go:build linux
 
-package mcp
+package procgroup
 
 import (
 	"errors"
@@ -8,11 +8,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// waitExited blocks until process pid has exited, without reaping it
+// WaitExited blocks until process pid has exited, without reaping it
 // (waitid with WNOWAIT), so that its process group id stays reserved while
 // the rest of the group is killed. It reports false if that was not
 // possible.
-func waitExited(pid int) bool {
+func WaitExited(pid int) bool {
 	for {
 		var info unix.Siginfo
 		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
