@@ -214,7 +214,8 @@ func TestE2EMCPHTTP(t *testing.T) {
 	s := startBin(t, envv, "mcp", "--http", "127.0.0.1:0")
 	s.waitStderr(t, "Serving MCP at http://", 20*time.Second)
 	base := mcpServingRe.FindStringSubmatch(s.stderr.String())[1]
-	assert.Contains(t, s.stderr.String(), "No token: only this machine can reach it")
+	// The next line may not be written yet when the first is read.
+	s.waitStderr(t, "No token: only this machine can reach it", 5*time.Second)
 
 	c := newMCPClient()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
