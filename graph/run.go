@@ -28,6 +28,7 @@ type runSettings struct {
 	runID       string
 	answers     []givenAnswer
 	inputs      []any // InputWrites: each a []Write[S] of the caller's S
+	runner      TaskRunner
 }
 
 // Thread names the conversation the run belongs to. With a Checkpointer the
@@ -113,6 +114,8 @@ type run[S any] struct {
 	collect     *[]Write[S] // same-state subgraph: every write, in merge order
 
 	tr *runTrace // nil: no tracer in the run's context
+
+	runner TaskRunner // WithTaskRunner: tasks run elsewhere
 }
 
 // runTrace is a traced run's tracer, and the end of its run's trace. It is
@@ -211,7 +214,10 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 		rs.concurrency = 0 // no bound
 	}
 	r := &run[S]{c: c, ctx: ctx, limit: rs.limit, conc: rs.concurrency, thread: rs.thread, kinds: rs.kinds,
-		from: rs.from, runID: rs.runID, answers: rs.answers, inputs: rs.inputs, source: SourceInput,
+		from: rs.from, runID: rs.runID, answers: rs.answers, inputs: rs.inputs, source: SourceInput, runner: rs.runner,
+	}
+	if rs.runner != nil && c.breakpoints {
+		return nil, fmt.Errorf("graph: WithInterruptBefore and WithInterruptAfter pause a run for Resume, which a run with a TaskRunner does not do: call graph.Interrupt in the node instead, which the runner resolves")
 	}
 	if t := TracerFrom(ctx); t != nil {
 		r.tr = &runTrace{Tracer: t}
@@ -729,6 +735,9 @@ func (r *run[S]) pauseAt(intr []PendingInterrupt) error {
 // execute runs the step's unfinished tasks: inline when there is one and
 // nobody streams this run, otherwise on goroutines, at most conc at a time.
 func (r *run[S]) execute(ctx context.Context) error {
+	if r.runner != nil {
+		return r.executeRemote(ctx)
+	}
 	pending := 0
 	for i := range r.tasks {
 		t := &r.tasks[i]
