@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -128,7 +129,7 @@ func (c *Compiled[S]) RunTask(ctx context.Context, in TaskInput, observe func(Ev
 	}
 	t := &task[S]{node: n, arg: arg}
 	h := &hitl{base: in.Scope + "\x00" + strconv.Itoa(in.Step) + "\x00" + strconv.Itoa(in.Task.Index),
-		node: n.name, task: in.Task.Index, step: in.Step, answers: in.Answers}
+		node: n.name, task: in.Task.Index, step: in.Step, answers: slices.Clone(in.Answers)} // a rejected answer is deleted from it
 	t.info = taskInfo{path: n.name, step: in.Step, index: in.Task.Index, hi: &taskHITL{root: h}}
 	// The node's context ends with the attempt, so that an Emit from a
 	// goroutine the node left behind returns instead of blocking.
@@ -167,14 +168,13 @@ func (c *Compiled[S]) RunTask(ctx context.Context, in TaskInput, observe func(Ev
 		close(stop) // the node's own Emits happened before it returned
 		<-drained
 	}
+	var out TaskOutcome
 	switch {
 	case len(h.rejected) > 0:
 		err = &NodeError{Node: n.name, Step: in.Step, Err: h.rejected[0]}
 	case len(h.raised) > 0:
 		return TaskOutcome{Interrupts: h.raised}, nil
-	}
-	var out TaskOutcome
-	if err == nil {
+	case err == nil:
 		out.Update, err = json.Marshal(upd)
 		if err != nil {
 			err = fmt.Errorf("its update cannot be encoded as JSON: %w", err)
@@ -184,7 +184,9 @@ func (c *Compiled[S]) RunTask(ctx context.Context, in TaskInput, observe func(Ev
 		if err != nil {
 			err = &NodeError{Node: n.name, Step: in.Step, Err: err}
 		}
-	} else if _, ok := err.(*NodeError); !ok {
+	default:
+		// The node's own error, wrapped even when it is a *NodeError (a
+		// subgraph's node failed), as the in-process run does.
 		attempts := 0
 		if n.retries {
 			attempts = in.Attempt
