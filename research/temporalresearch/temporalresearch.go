@@ -47,6 +47,11 @@ type Request struct {
 	// this run when positive (research.InitialQueries, research.MaxLoops).
 	InitialQueries int `json:"initial_queries,omitempty"`
 	MaxLoops       int `json:"max_loops,omitempty"`
+	// Review pauses the run before each round of searches for a person to
+	// approve or edit the queries: the run's progress lists the interrupt,
+	// whose payload is a research.ReviewRequest, and Run.Answer with a
+	// research.ReviewAnswer continues it.
+	Review bool `json:"review,omitempty"`
 }
 
 // Research is the research workflow and its activities, for a worker.
@@ -91,6 +96,9 @@ func (x *Research) Workflow(ctx workflow.Context, req Request) (*research.Report
 		return nil, temporal.NewNonRetryableApplicationError("temporalresearch: the question is empty", "BadRequest", nil)
 	}
 	in := research.State{Messages: []schemas.Message{schemas.UserMessage(q)}, InitialQueries: req.InitialQueries, MaxLoops: req.MaxLoops}
+	if req.Review {
+		in.Review = &req.Review
+	}
 	final, runErr := x.g.Run(ctx, temporalgraph.Input[research.State]{State: in})
 	if runErr != nil && ctx.Err() != nil {
 		return nil, runErr // cancelled
