@@ -40,6 +40,9 @@ type taskFailure struct {
 	Cause    string `json:"cause"`
 	Attempts int    `json:"attempts"`
 	Timeout  bool   `json:"timeout,omitempty"`
+	// Entries are the failed attempt's timeline entries, its failed
+	// task_end among them: an activity's failure carries no result.
+	Entries []Entry `json:"entries,omitempty"`
 }
 
 // maxTaskEntries bounds the timeline entries one task adds.
@@ -98,6 +101,9 @@ func (g *Graph[S]) runTask(ctx context.Context, state json.RawMessage, in taskIn
 			return out, temporal.NewApplicationError(err.Error(), "deepgraph.TaskError")
 		}
 		f.Cause = ne.Err.Error()
+		mu.Lock()
+		f.Entries = out.Entries
+		mu.Unlock()
 		if res.Retry {
 			return out, temporal.NewApplicationError(err.Error(), errTypeNode, f)
 		}

@@ -208,7 +208,11 @@ func (rs *runState[S]) runTask(ctx workflow.Context, step graph.RemoteStep, t gr
 			rs.add(e)
 		}
 		if err != nil {
-			return graph.RemoteResult{Err: taskError(step.Step, t.Node, err)}
+			entries, err := taskError(step.Step, t.Node, err)
+			for _, e := range entries {
+				rs.add(e)
+			}
+			return graph.RemoteResult{Err: err}
 		}
 		if len(out.Interrupts) == 0 {
 			return graph.RemoteResult{Update: out.Update}
@@ -259,16 +263,17 @@ func (g *Graph[S]) activityOptions(t graph.RemoteTask) workflow.ActivityOptions 
 	}
 }
 
-// taskError turns an activity's failure back into the node's error.
-func taskError(step int, node string, err error) error {
+// taskError turns an activity's failure back into the node's error, with
+// the timeline entries of its last attempt.
+func taskError(step int, node string, err error) ([]Entry, error) {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) && app.Type() == errTypeNode {
 		var f taskFailure
 		if app.HasDetails() && app.Details(&f) == nil {
-			return &graph.NodeError{Node: node, Step: step, Attempts: f.Attempts, Err: &remoteError{msg: f.Cause, timeout: f.Timeout}}
+			return f.Entries, &graph.NodeError{Node: node, Step: step, Attempts: f.Attempts, Err: &remoteError{msg: f.Cause, timeout: f.Timeout}}
 		}
 	}
-	return &graph.NodeError{Node: node, Step: step, Err: err}
+	return nil, &graph.NodeError{Node: node, Step: step, Err: err}
 }
 
 // remoteError is a node's error as the worker that ran it described it.

@@ -115,7 +115,13 @@ func (x *Research) Workflow(ctx workflow.Context, req Request) (*research.Report
 		return nil, err
 	}
 	if runErr != nil {
-		return nil, temporal.NewNonRetryableApplicationError(runErr.Error(), errTypeFailed, nil, rep)
+		// The graph's error, without the "(type: GraphError …)" of its wrapper.
+		msg := runErr.Error()
+		var app *temporal.ApplicationError
+		if errors.As(runErr, &app) {
+			msg = app.Message()
+		}
+		return nil, temporal.NewNonRetryableApplicationError(msg, errTypeFailed, nil, rep)
 	}
 	return &rep, nil
 }
