@@ -274,3 +274,24 @@ func (r *run[S]) executeRemote(ctx context.Context) error {
 	}
 	return r.taskErr(first)
 }
+
+// MergeUpdates merges encoded task updates — RemoteResult.Update — into s
+// through the fields' reducers, in order, as the end of a step merges its
+// tasks' updates; their routing (Goto, Send) is not followed. A TaskRunner's
+// caller uses it to show what the finished tasks of a failed step wrote:
+// Invoke returns the state before that step, and State shows a stored
+// thread's finished writes the same way.
+func (c *Compiled[S]) MergeUpdates(s S, updates ...json.RawMessage) (S, error) {
+	r := &run[S]{c: c, state: s}
+	for k, data := range updates {
+		u, err := c.decodeUpdate(data)
+		if err != nil {
+			return s, fmt.Errorf("graph: MergeUpdates: update %d: %w", k, err)
+		}
+		r.tasks = append(r.tasks, task[S]{node: &cnode[S]{node: &node[S]{name: "update " + strconv.Itoa(k)}}, upd: u})
+	}
+	if err := r.merge(); err != nil {
+		return s, err
+	}
+	return r.state, nil
+}

@@ -1134,3 +1134,27 @@ func TestRemoteStream(t *testing.T) {
 	}
 	assert.Equal(t, int32(1), lb.steps.Load(), "no step after the consumer left")
 }
+
+func TestMergeUpdates(t *testing.T) {
+	c := rmCompile(t, rmNew().AddNode("a", rmLogNode("a")).AddEdge(graph.Start, "a").AddEdge("a", graph.End))
+	enc := func(u graph.Update[rmState]) json.RawMessage {
+		data, err := json.Marshal(u)
+		require.NoError(t, err)
+		return data
+	}
+	start := rmState{Log: []string{"before"}, Total: 1}
+	got, err := c.MergeUpdates(start,
+		enc(graph.Writes(rmLog.Add("x"), rmTotal.Merge(2)).Goto("a")),
+		enc(graph.Writes(rmLog.Add("y"), rmN.Set(7), rmTotal.Merge(3))))
+	require.NoError(t, err)
+	require.Equal(t, rmState{Log: []string{"before", "x", "y"}, N: 7, Total: 6}, got)
+	require.Equal(t, []string{"before"}, start.Log, "the state given is not changed")
+
+	// A Set wins over the other updates' writes to its field, as in a step.
+	got, err = c.MergeUpdates(start, enc(graph.Writes(rmLog.Add("x"))), enc(graph.Writes(rmLog.Set([]string{"only"}))))
+	require.NoError(t, err)
+	require.Equal(t, []string{"only"}, got.Log)
+
+	_, err = c.MergeUpdates(start, json.RawMessage(`{"writes":[{"field":"Nope","op":"set","value":1}]}`))
+	require.ErrorContains(t, err, `unknown field "Nope"`)
+}

@@ -66,6 +66,9 @@ func (g *Graph[S]) Run(ctx workflow.Context, in Input[S]) (S, error) {
 			return final, cerr // cancelled: the run is marked so
 		}
 		rs.err = err.Error()
+		if merged, ok := rs.finishedWrites(final); ok {
+			final = merged
+		}
 		return final, temporal.NewNonRetryableApplicationError(err.Error(), "GraphError", nil)
 	}
 	return final, nil
@@ -87,6 +90,27 @@ type runState[S any] struct {
 	answers  map[string]json.RawMessage
 	done     bool
 	err      string
+	last     []graph.RemoteResult // the latest step's results
+}
+
+// finishedWrites adds to s, the state before a step that failed, what the
+// step's finished tasks wrote — as graph.Compiled.State shows a stored
+// thread after a failure — so that a run's partial work is not lost.
+func (rs *runState[S]) finishedWrites(s S) (S, bool) {
+	var ups []json.RawMessage
+	failed := false
+	for _, r := range rs.last {
+		if r.Err != nil {
+			failed = true
+		} else if r.Update != nil {
+			ups = append(ups, r.Update)
+		}
+	}
+	if !failed || len(ups) == 0 {
+		return s, false // the run failed after its last step was merged
+	}
+	merged, err := rs.g.c.MergeUpdates(s, ups...)
+	return merged, err == nil
 }
 
 // handle installs the run's query, update and signal handlers.
@@ -186,6 +210,7 @@ func (rs *runState[S]) RunTasks(_ context.Context, step graph.RemoteStep) ([]gra
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	rs.last = res
 	return res, nil
 }
 

@@ -307,3 +307,25 @@ func TestEmptyQuestionIsRefused(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the question is empty")
 }
+
+// A search that fails the run does not take the finished searches of its
+// round with it: the incomplete report has their findings, as in-process.
+func TestFailedSearchKeepsTheRoundsOtherFindings(t *testing.T) {
+	refused := &llm.APIError{Provider: "fake", Status: 400, Message: "the summariser refuses"}
+	m := fake.New(
+		fake.JSON(schemas.SearchQueryList{Query: []string{"raft leader election", "raft log replication"}}).When(fake.Schema("SearchQueryList")),
+		summary("raft leader election", "Leaders are elected with randomized timeouts [S1]."),
+		fake.Error(refused).When(fake.Contains(`search query "raft log replication"`)),
+	)
+	r, err := research.New(research.Config{QueryModel: m, Backend: &research.SearchBackend{Searcher: fakeSearcher{}}})
+	require.NoError(t, err)
+	env := newEnv(t, r)
+	env.ExecuteWorkflow(temporalresearch.WorkflowName, temporalresearch.Request{Question: question})
+	err = env.GetWorkflowError()
+	require.ErrorContains(t, err, "the summariser refuses")
+	rep, ok := temporalresearch.ReportOf(err)
+	require.True(t, ok, "the error carries the report: %v", err)
+	assert.True(t, rep.Incomplete)
+	assert.Contains(t, rep.Answer, "randomized timeouts")
+	assert.Contains(t, rep.Answer, "(https://raft.github.io/raft.pdf)")
+}
