@@ -1,0 +1,76 @@
+package temporalgraph_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/graph/temporalgraph"
+)
+
+// Cancelling the run reaches the node that runs (through its activity's
+// heartbeat) and ends the workflow cancelled.
+func TestCancellation(t *testing.T) {
+	started := make(chan struct{})
+	observed := make(chan error, 1)
+	var afterRuns atomic.Int32
+	g := tgNew()
+	g.AddNode("first", tgLogNode("first"))
+	g.AddNode("long", func(ctx context.Context, _ tgState) (graph.Update[tgState], error) {
+		close(started)
+		select {
+		case <-ctx.Done():
+			observed <- ctx.Err()
+			return graph.Update[tgState]{}, ctx.Err()
+		case <-time.After(10 * time.Second):
+			observed <- nil
+			return graph.Writes(tgLog.Add("long")), nil
+		}
+	})
+	g.AddNode("after", func(context.Context, tgState) (graph.Update[tgState], error) {
+		afterRuns.Add(1)
+		return graph.Writes(tgLog.Add("after")), nil
+	})
+	g.AddSequence(graph.Start, "first", "long", "after", graph.End)
+	tg := newGraph(t, "cancel", tgCompile(t, g), temporalgraph.Options[tgState]{Heartbeat: 50 * time.Millisecond})
+
+	env := newEnv(t)
+	tg.Register(env)
+	var running temporalgraph.Progress
+	// With an activity running, the environment fires a callback after its
+	// delay in wall time; this one cancels the run once long runs, and
+	// looks again later until then.
+	var cancelWhenLongRuns func()
+	cancelWhenLongRuns = func() {
+		select {
+		case <-started:
+			running = queryProgress(t, env, 0)
+			env.CancelWorkflow()
+		default:
+			env.RegisterDelayedCallback(cancelWhenLongRuns, 20*time.Millisecond)
+		}
+	}
+	env.RegisterDelayedCallback(cancelWhenLongRuns, 20*time.Millisecond)
+	start := time.Now()
+	_, err := execute(t, env, tg, temporalgraph.Input[tgState]{})
+	require.Error(t, err)
+	var canceled *temporal.CanceledError
+	assert.ErrorAs(t, err, &canceled, "the workflow ends cancelled: %v", err)
+
+	select {
+	case err := <-observed:
+		require.Error(t, err, "the node finished instead of seeing its context cancelled")
+		assert.ErrorIs(t, err, context.Canceled)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the node's context was not cancelled")
+	}
+	assert.Less(t, time.Since(start), 5*time.Second)
+	assert.Equal(t, []temporalgraph.TaskRef{{Step: 2, Node: "long", Task: 0}}, running.Running)
+	assert.Zero(t, afterRuns.Load(), "nothing runs after the cancellation")
+}

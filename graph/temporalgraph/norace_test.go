@@ -1,0 +1,5 @@
+//go:build !race
+
+package temporalgraph_test
+
+const raceEnabled = false
