@@ -71,6 +71,8 @@ type cli struct {
 	thread     string // research: ask a follow-up on this run's thread
 	traceFile  string // --trace: the run's spans as OTLP/JSON
 
+	temporal app.Temporal // --temporal and its settings: the run goes to Temporal
+
 	tel *export.Provider // tracing, when OTEL_* or --trace asks for it
 
 	console *console
@@ -119,6 +121,11 @@ finished work, and --thread asks a follow-up question on a run's thread.
 --review pauses before each round of searches for you to approve or edit the
 queries.
 
+With --temporal HOST:PORT the run goes to a Temporal server instead, where
+research workers (research worker) do the work with their own models and
+search; this command shows the timeline and writes the report as above,
+and Ctrl-C cancels the run. research batch runs a file of questions there.
+
 Exit status: 0 success, 1 the run failed, 2 configuration or usage error,
 6 paused for an answer (research resume ID --answer … continues), 130
 interrupted (the report gathered so far is printed, marked incomplete).`,
@@ -127,7 +134,8 @@ interrupted (the report gathered so far is printed, marked incomplete).`,
   SEARXNG_URL=http://localhost:8888 research -m ollama:qwen3:8b "…"
   research --corpus ~/notes "what did we decide about checkpoints?"
   research --review "how do vector clocks work?"
-  research --thread k3f9x2mq "and how do they compare with hybrid logical clocks?"`,
+  research --thread k3f9x2mq "and how do they compare with hybrid logical clocks?"
+  research --temporal localhost:7233 "how do vector clocks work?"`,
 		Args:          cobra.ArbitraryArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -155,8 +163,9 @@ interrupted (the report gathered so far is printed, marked incomplete).`,
 	root.Flags().StringVarP(&c.out, "out", "o", "", "write the report to FILE instead of stdout")
 	root.Flags().BoolVar(&c.review, "review", false, "pause before each round of searches to approve or edit the queries")
 	root.Flags().StringVar(&c.thread, "thread", "", "ask a follow-up question on the thread of run ID (its earlier questions and answers are in the prompts)")
+	addTemporalFlags(root.Flags(), &c.temporal, "submit the run to the Temporal server at HOST:PORT: research workers there do the work (research worker); this shows its timeline and report, and Ctrl-C cancels it", true)
 
-	root.AddCommand(c.graphCmd(), c.configCmd(), c.versionCmd(), c.agentCmd(), c.runsCmd(), c.showCmd(), c.rmCmd(), c.resumeCmd(), c.serveCmd(), c.flowCmd(), c.mcpCmd())
+	root.AddCommand(c.graphCmd(), c.configCmd(), c.versionCmd(), c.agentCmd(), c.runsCmd(), c.showCmd(), c.rmCmd(), c.resumeCmd(), c.serveCmd(), c.flowCmd(), c.mcpCmd(), c.workerCmd())
 	return root
 }
 

@@ -7,6 +7,9 @@
 //	research agent --workspace ./scratch "Write a CSV of …"
 //	research config        # the effective configuration, secrets redacted
 //	research graph         # the deep-search graph as a Mermaid diagram
+//	research worker --temporal localhost:7233           # do research runs on Temporal
+//	research --temporal localhost:7233 "…"              # submit one there and follow it
+//	research batch questions.txt --temporal localhost:7233 --out reports/
 //
 // Exit status: 0 success; 1 the run failed; 2 a configuration or usage error
 // (no model configured, a bad flag or config value); 130 interrupted with

@@ -38,6 +38,12 @@ func (c *cli) runResearch(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
+	if c.temporal.Address != "" {
+		return c.runTemporal(cmd, cfg, question)
+	}
+	if err := refuseWithout(cmd); err != nil {
+		return err
+	}
 	ctx := cmd.Context()
 	logger := c.logger()
 	c.console.setQuiet(c.quiet)

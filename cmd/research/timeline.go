@@ -35,6 +35,12 @@ func newTimeline(c *console, start time.Time) *timeline {
 
 // header says which back end and models run.
 func (t *timeline) header(plan app.Plan, models *app.Models) {
+	t.line(researching(plan, models))
+}
+
+// researching says which back end and models run: "Researching the web
+// with searxng using openai:gpt-4.1-mini".
+func researching(plan app.Plan, models *app.Models) string {
 	var b strings.Builder
 	switch plan.Kind {
 	case app.BackendCorpus:
@@ -53,7 +59,7 @@ func (t *timeline) header(plan app.Plan, models *app.Models) {
 		}
 	}
 	fmt.Fprintf(&b, " using %s", strings.Join(list, ", "))
-	t.line(b.String())
+	return b.String()
 }
 
 func (t *timeline) line(msg string) {

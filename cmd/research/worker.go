@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/deepgraph/deepgraph/graph/temporalgraph"
+	"github.com/deepgraph/deepgraph/internal/app"
+	"github.com/deepgraph/deepgraph/research"
+	"github.com/deepgraph/deepgraph/research/temporalresearch"
+)
+
+// workerFlags are research worker's own flags.
+type workerFlags struct {
+	temporal    app.Temporal
+	concurrency int
+	stopTimeout time.Duration
+}
+
+// Defaults of research worker.
+const (
+	defaultWorkerConcurrency = 64
+	defaultWorkerStop        = 30 * time.Second
+)
+
+func (c *cli) workerCmd() *cobra.Command {
+	var f workerFlags
+	cmd := &cobra.Command{
+		Use:   "worker --temporal HOST:PORT",
+		Short: "Run a research worker for Temporal: it runs the research of runs submitted with --temporal or research batch",
+		Long: `worker connects to a Temporal server and does the work of the research runs
+submitted there (research --temporal, research batch): it runs the research
+workflow and its tasks — query writing, each web search, reflection, the
+answer — with the models and search back end of its own configuration,
+built exactly as a local run builds them (flags, DEEPGRAPH_* and the
+providers' variables, the config file). Clients need no model keys.
+
+Start as many workers as you like, on as many machines, with the same
+--namespace and --task-queue (and, if given, the same --blob-dir, a
+directory every worker and client mounts). A worker that dies loses
+nothing finished: its running tasks run again on another worker, and runs
+go on. --concurrency bounds the tasks it runs at once; the model and
+search limits (max_concurrency, search_concurrency, page_concurrency)
+bound its requests to each provider.
+
+SIGINT or SIGTERM stops it gracefully: it takes no new task and lets the
+running ones finish for up to --stop-timeout (a second Ctrl-C quits at
+once); tasks it did not finish run again elsewhere.`,
+		Example: `  OPENAI_API_KEY=… SEARXNG_URL=http://localhost:8888 research worker --temporal localhost:7233
+  research worker --temporal temporal.internal:7233 --namespace research --blob-dir /mnt/shared/deepgraph-blobs --concurrency 128`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return c.runWorker(cmd, f) },
+	}
+	addTemporalFlags(cmd.Flags(), &f.temporal, "the Temporal server's frontend address, HOST:PORT (required)", false)
+	cmd.Flags().IntVar(&f.concurrency, "concurrency", defaultWorkerConcurrency, "most tasks (model calls, searches) this worker runs at once")
+	cmd.Flags().DurationVar(&f.stopTimeout, "stop-timeout", defaultWorkerStop, "on SIGINT or SIGTERM, how long running tasks may take to finish before they are cancelled (and run again elsewhere)")
+	return cmd
+}
+
+// workerWhy explains the refusal of the flags that make no sense on a
+// worker.
+func workerWhy(name string) string {
+	switch name {
+	case "format":
+		return "does not apply to a worker: the client that submits a run chooses its report's format"
+	case "store":
+		return "does not apply to a worker: Temporal keeps the runs (their histories), not a local store"
+	case "timeout":
+		return "is not available on a worker: a run on Temporal has no time limit yet (Ctrl-C on the client cancels it)"
+	}
+	return ""
+}
+
+func (c *cli) runWorker(cmd *cobra.Command, f workerFlags) error {
+	if f.temporal.Address == "" {
+		return usageErr("research worker needs the Temporal server: --temporal HOST:PORT (e.g. localhost:7233)")
+	}
+	if err := refuseFlags(cmd, func(name string) bool {
+		return workerWhy(name) == "" && !strings.HasPrefix(flagKey(name), "serve.")
+	}, workerWhy); err != nil {
+		return err
+	}
+	if err := checkTemporal(f.temporal); err != nil {
+		return err
+	}
+	if f.concurrency < 1 || f.concurrency > 100000 {
+		return usageErr("--concurrency %d: use a whole number from 1 to 100000 (tasks this worker runs at once)", f.concurrency)
+	}
+	if f.stopTimeout < 0 {
+		return usageErr("--stop-timeout %s: use a duration of 0 or more, e.g. 30s", f.stopTimeout)
+	}
+	cfg, err := c.loadConfig(cmd)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	logger := c.logger()
+	c.console.setQuiet(c.quiet)
+
+	// The researcher is built as a local run builds it, without a store:
+	// Temporal's history is what survives.
+	r, err := app.NewResearch(ctx, cfg, logger, nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return &exitError{code: exitInterrupted, err: errInterrupted}
+		}
+		return err
+	}
+	defer r.Close()
+	x, err := temporalresearch.New(r.Researcher, temporalgraph.Options[research.State]{})
+	if err != nil {
+		return err
+	}
+	tc, err := c.dialTemporal(ctx, f.temporal)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	w := worker.New(tc, f.temporal.TaskQueue, worker.Options{
+		MaxConcurrentActivityExecutionSize: f.concurrency,
+		WorkerStopTimeout:                  f.stopTimeout,
+	})
+	x.Register(w)
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("starting the worker on Temporal at %s: %s", f.temporal.Address, app.OneLine(err.Error(), 300))
+	}
+	c.console.line(workerReadyLine(f, r))
+	<-ctx.Done()
+	c.console.line(fmt.Sprintf("Stopping: no new tasks; running ones may take up to %s to finish (Ctrl-C again to quit now)", f.stopTimeout))
+	w.Stop()
+	c.console.line("Stopped")
+	return nil
+}
+
+// workerReadyLine says the worker is up: where, and with which models and
+// back end (names only, never keys).
+func workerReadyLine(f workerFlags, r *app.Research) string {
+	t := f.temporal
+	blobs := "large payloads compressed (no --blob-dir)"
+	if t.BlobDir != "" {
+		blobs = "large payloads in " + t.BlobDir
+	}
+	return fmt.Sprintf("Worker ready on Temporal at %s (namespace %s, task queue %s): %s; up to %d tasks at once; %s",
+		t.Address, t.Namespace, t.TaskQueue, researching(r.Backend.Plan, r.Models), f.concurrency, blobs)
+}
