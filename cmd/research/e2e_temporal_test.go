@@ -1,0 +1,388 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/deepgraph/deepgraph/graph/temporalgraph"
+	"github.com/deepgraph/deepgraph/internal/app"
+	"github.com/deepgraph/deepgraph/research/temporalresearch"
+)
+
+// End to end on a real Temporal server: a research worker and clients, the
+// built binary, against the fake OpenAI, SearXNG and web pages. They run
+// only when DEEPGRAPH_TEMPORAL_ADDRESS names a server's frontend, e.g.
+//
+//	(cd scripts/temporal-dev && go run . --port 7233) &
+//	DEEPGRAPH_TEMPORAL_ADDRESS=127.0.0.1:7233 go test ./cmd/research -run Temporal
+//
+// Each test has a task queue of its own and questions carrying a random
+// mark, so runs of the tests never meet earlier runs' workflows.
+
+// temporalAddress is the server's address, or skips the test.
+func temporalAddress(t *testing.T) string {
+	t.Helper()
+	addr := os.Getenv("DEEPGRAPH_TEMPORAL_ADDRESS")
+	if addr == "" {
+		t.Skip("DEEPGRAPH_TEMPORAL_ADDRESS is not set: this test needs a Temporal server " +
+			"(cd scripts/temporal-dev && go run . --port 7233; then DEEPGRAPH_TEMPORAL_ADDRESS=127.0.0.1:7233)")
+	}
+	return addr
+}
+
+// mark is a random word that makes a test's questions and queue its own.
+func mark(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 4)
+	_, err := rand.Read(b)
+	require.NoError(t, err)
+	return hex.EncodeToString(b)
+}
+
+// temporalFake is the fake OpenAI of the Temporal tests: the search
+// research script, but a question with FAIL fails at the answer while
+// failing is on, and one with HANG waits at the reflection until released
+// (or its caller goes).
+type temporalFake struct {
+	*fakeOpenAI
+	failing atomic.Bool
+	hanging atomic.Int32 // HANG calls waiting
+	mu      sync.Mutex
+	release chan struct{}
+}
+
+func newTemporalFake(t *testing.T) (*temporalFake, map[string]string, *fakeSearXNG) {
+	t.Helper()
+	web, _ := newFakeWeb(t)
+	sx := newFakeSearXNG(t, web.URL)
+	f := &temporalFake{release: make(chan struct{})}
+	f.failing.Store(true)
+	base := searchResearchScript()
+	f.fakeOpenAI = newFakeOpenAI(t, func(c oaCallCtx) oaReply {
+		p := c.req.prompt()
+		switch {
+		case strings.Contains(p, "HANG") && c.req.schema() == "Reflection":
+			f.mu.Lock()
+			release := f.release
+			f.mu.Unlock()
+			f.hanging.Add(1)
+			defer f.hanging.Add(-1)
+			select {
+			case <-release:
+			case <-c.r.Context().Done():
+				return oaReply{Hang: true}
+			}
+		case strings.Contains(p, "FAIL") && f.failing.Load() && c.req.schema() == "" && !strings.Contains(p, `<source label="S`):
+			return oaReply{Status: http.StatusBadRequest, ErrBody: `{"error":{"message":"This model's maximum context length is exceeded","type":"invalid_request_error","code":"context_length_exceeded"}}`}
+		}
+		return base(c)
+	})
+	vars := map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": f.baseURL(), "SEARXNG_URL": sx.srv.URL}
+	return f, vars, sx
+}
+
+// unhang releases the HANG questions.
+func (f *temporalFake) unhang() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	close(f.release)
+}
+
+// startWorker starts research worker on queue with the fakes' keys and
+// waits for its ready line; the test's end stops it.
+func startWorker(t *testing.T, addr, queue string, vars map[string]string, extra ...string) *started {
+	t.Helper()
+	args := append([]string{"worker", "--temporal", addr, "--task-queue", queue, "--model", "openai:gpt-4.1-mini", "--allow-private-urls"}, extra...)
+	w := startBin(t, env(t, vars), args...)
+	w.waitStderr(t, "Worker ready", 30*time.Second)
+	t.Cleanup(func() {
+		if w.cmd.ProcessState == nil {
+			_ = w.cmd.Process.Signal(syscall.SIGTERM)
+			w.wait(t, 60*time.Second)
+		}
+	})
+	return w
+}
+
+// sdkClient is a Temporal client for the tests' own checks.
+func sdkClient(t *testing.T, addr string) client.Client {
+	t.Helper()
+	c, err := client.Dial(client.Options{HostPort: addr, DataConverter: temporalgraph.DataConverter(&temporalgraph.Codec{})})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+// waitStatus waits until workflow id has status want.
+func waitStatus(t *testing.T, c client.Client, id string, want enumspb.WorkflowExecutionStatus) {
+	t.Helper()
+	var got enumspb.WorkflowExecutionStatus
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		d, err := c.DescribeWorkflowExecution(context.Background(), id, "")
+		if err == nil {
+			if got = d.GetWorkflowExecutionInfo().GetStatus(); got == want {
+				return
+			}
+		}
+	}
+	t.Fatalf("workflow %s is %s, not %s, after 60s", id, got, want)
+}
+
+func TestE2ETemporalRun(t *testing.T) {
+	addr := temporalAddress(t)
+	m := mark(t)
+	queue := "e2e-run-" + m
+	oa, vars, sx := newTemporalFake(t)
+	w := startWorker(t, addr, queue, vars)
+	assert.Contains(t, w.stderr.String(), "namespace default, task queue "+queue)
+	assert.Contains(t, w.stderr.String(), "Researching the web with searxng using openai:gpt-4.1-mini")
+	assert.NotContains(t, w.stderr.String(), openaiKey)
+
+	// The client has no model key: the workers do the work.
+	client := env(t, nil)
+	t.Run("markdown report with the live timeline", func(t *testing.T) {
+		res := run(t, client, "--temporal", addr, "--task-queue", queue, "--loops", "1", "How does Raft elect a leader? "+m)
+		require.Equal(t, 0, res.code, res)
+		assertCitations(t, res.stdout, sx.returned())
+		assertInOrder(t, res.stderr,
+			"Run research-", "on Temporal at "+addr+" (namespace default, task queue "+queue+")",
+			"Generating search queries",
+			`Queries: "raft leader election" · "raft log replication"`,
+			"Reflection 1: sufficient",
+			"Finalizing the answer",
+			"Answer: ",
+			"Done in ")
+		assert.Contains(t, res.stderr, `Searched "raft leader election": 3 sources (127.0.0.1)`)
+		timelineLines(t, res.stderr)
+		assert.NotContains(t, res.all(), openaiKey)
+	})
+	t.Run("json document to a file", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "report.json")
+		res := run(t, client, "--temporal", addr, "--task-queue", queue, "--format", "json", "-o", out, "-q", "What is Raft? "+m)
+		require.Equal(t, 0, res.code, res)
+		assert.Empty(t, res.stdout)
+		assert.Empty(t, res.stderr, "quiet")
+		var doc app.ReportDoc
+		data, err := os.ReadFile(out)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(data, &doc))
+		assert.Equal(t, app.ReportSchema, doc.Schema)
+		assert.Equal(t, "What is Raft? "+m, doc.Question)
+		assert.False(t, doc.Incomplete)
+		assert.NotEmpty(t, doc.Sources)
+		assert.Positive(t, doc.UsageTotal.TotalTokens)
+		assert.Positive(t, doc.Timings.TotalMS, "the run's duration on Temporal")
+	})
+	t.Run("a failed run prints its incomplete report and exits 1", func(t *testing.T) {
+		res := run(t, client, "--temporal", addr, "--task-queue", queue, "--format", "json", "FAIL at the answer "+m)
+		require.Equal(t, 1, res.code, res)
+		var doc app.ReportDoc
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &doc), res)
+		assert.True(t, doc.Incomplete)
+		assert.Contains(t, doc.Error, "failed")
+		assert.Contains(t, res.stderr, "Stopped (incomplete)")
+		assert.Contains(t, res.stderr, "research: run research-")
+	})
+	t.Run("Ctrl-C cancels the run on Temporal", func(t *testing.T) {
+		p := startBin(t, client, "--temporal", addr, "--task-queue", queue, "HANG at the reflection "+m)
+		p.waitStderr(t, "Searched ", 30*time.Second)
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
+		res := p.wait(t, 30*time.Second)
+		require.Equal(t, exitInterrupted, res.code, res)
+		assert.Contains(t, res.stderr, "is cancelled on Temporal")
+		id := strings.Fields(strings.SplitN(res.stderr, "Run ", 2)[1])[0]
+		waitStatus(t, sdkClient(t, addr), id, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED)
+	})
+	_ = oa
+
+	t.Run("the worker stops gracefully", func(t *testing.T) {
+		require.NoError(t, w.cmd.Process.Signal(syscall.SIGTERM))
+		res := w.wait(t, 60*time.Second)
+		assert.Equal(t, 0, res.code, res)
+		assertInOrder(t, res.stderr, "Stopping: no new tasks", "Stopped")
+	})
+}
+
+func TestE2ETemporalRefusals(t *testing.T) {
+	// No server needed: the flags are refused before any connection.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--temporal", "127.0.0.1:7233", "--review", "q?"}, "--review is not available with --temporal"},
+		{[]string{"--temporal", "127.0.0.1:7233", "--thread", "abc", "q?"}, "--thread is not available with --temporal"},
+		{[]string{"--temporal", "127.0.0.1:7233", "--store", "off", "q?"}, "--store does not apply with --temporal"},
+		{[]string{"--temporal", "127.0.0.1:7233", "-m", "openai:gpt-4.1", "q?"}, "--model configures the workers: set it where research worker runs (flag, DEEPGRAPH_MODEL or the config file's model)"},
+		{[]string{"--temporal", "127.0.0.1:7233", "--timeout", "1m", "q?"}, "--timeout is not available with --temporal yet"},
+		{[]string{"--temporal", "localhost", "q?"}, `--temporal "localhost" is not HOST:PORT`},
+		{[]string{"--temporal", "localhost:7233", "--task-queue", "", "q?"}, "--task-queue is empty"},
+		{[]string{"--temporal", "localhost:7233", "--blob-dir", "/no/such/dir", "q?"}, "--blob-dir /no/such/dir: no such file or directory"},
+		{[]string{"--namespace", "x", "q?"}, "--namespace is a setting of runs on Temporal: add --temporal HOST:PORT"},
+		{[]string{"worker"}, "research worker needs the Temporal server: --temporal HOST:PORT"},
+		{[]string{"worker", "--temporal", "localhost:7233", "--format", "json"}, "--format does not apply to a worker"},
+		{[]string{"worker", "--temporal", "localhost:7233", "--concurrency", "0"}, "--concurrency 0: use a whole number from 1 to 100000"},
+		{[]string{"batch", "q.txt", "--out", "x"}, "research batch runs on Temporal: give its address with --temporal HOST:PORT"},
+		{[]string{"batch", "q.txt", "--temporal", "localhost:7233"}, "research batch needs --out DIR"},
+		{[]string{"batch", "--temporal", "localhost:7233", "--out", "x"}, "research batch takes one FILE of questions"},
+		{[]string{"batch", "q.txt", "--temporal", "localhost:7233", "--out", "x", "--format", "json"}, "--format does not apply to research batch"},
+		{[]string{"batch", "q.txt", "--temporal", "localhost:7233", "--out", "x", "--search", "tavily"}, "--search configures the workers"},
+		{[]string{"batch", "/no/such/file.txt", "--temporal", "localhost:7233", "--out", "x"}, "research batch /no/such/file.txt: no such file or directory"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			res := run(t, env(t, nil), tc.args...)
+			assert.Equal(t, exitUsage, res.code, res)
+			assert.Contains(t, res.stderr, tc.want)
+			assert.Empty(t, res.stdout)
+		})
+	}
+	t.Run("several refused flags are named together", func(t *testing.T) {
+		res := run(t, env(t, nil), "--temporal", "localhost:7233", "--review", "--search", "tavily", "q?")
+		assert.Equal(t, exitUsage, res.code, res)
+		assert.Contains(t, res.stderr, "research: --review")
+		assert.Contains(t, res.stderr, "research: --search")
+	})
+	t.Run("no server there", func(t *testing.T) {
+		res := run(t, env(t, nil), "--temporal", "127.0.0.1:1", "q?")
+		assert.Equal(t, exitFailed, res.code, res)
+		assert.Contains(t, res.stderr, "cannot reach Temporal at 127.0.0.1:1")
+		assert.Contains(t, res.stderr, "is a Temporal server running there?")
+	})
+}
+
+// readSummary reads a batch's summary.json.
+func readSummary(t *testing.T, dir string) batchSummary {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, batchSummaryJSON))
+	require.NoError(t, err)
+	var s batchSummary
+	require.NoError(t, json.Unmarshal(data, &s))
+	return s
+}
+
+// hows are the summary's how per question.
+func hows(s batchSummary) []string {
+	var out []string
+	for _, r := range s.Questions {
+		out = append(out, r.How)
+	}
+	return out
+}
+
+func TestE2ETemporalBatch(t *testing.T) {
+	addr := temporalAddress(t)
+	m := mark(t)
+	queue := "e2e-batch-" + m
+	oa, vars, _ := newTemporalFake(t)
+	startWorker(t, addr, queue, vars)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "reports")
+	file := filepath.Join(dir, "questions.txt")
+	require.NoError(t, os.WriteFile(file, []byte("# Raft, "+m+"\n\nHow does Raft elect a leader? "+m+"\n  What is a Raft term? "+m+"  \n"+
+		"How does Raft elect a leader? "+m+"\nFAIL at the answer "+m+"\n"), 0o600))
+	client := env(t, nil)
+	args := []string{"batch", file, "--temporal", addr, "--task-queue", queue, "--out", out, "--loops", "1", "--concurrency", "2"}
+
+	// First pass: two done, one failed (its incomplete report written).
+	res := run(t, client, args...)
+	require.Equal(t, exitFailed, res.code, res)
+	assert.Contains(t, res.stderr, "Batch of 3 questions")
+	assert.Contains(t, res.stderr, "asked twice, run once: line 5")
+	assert.Contains(t, res.stderr, "1 of 3 questions failed")
+	s := readSummary(t, out)
+	assert.Equal(t, batchCounts{Total: 3, Done: 2, Failed: 1}, s.Counts)
+	assert.Equal(t, []string{howStarted, howStarted, howStarted}, hows(s))
+	names := []string{"001-how-does-raft-elect-a-leader-" + m, "002-what-is-a-raft-term-" + m, "003-fail-at-the-answer-" + m}
+	for i, r := range s.Questions {
+		assert.Equal(t, names[i]+".md", r.Report)
+		assert.FileExists(t, filepath.Join(out, names[i]+".md"))
+		assert.FileExists(t, filepath.Join(out, names[i]+".json"))
+		assert.Positive(t, r.Tokens)
+		assert.Positive(t, r.DurationMS)
+		assert.Equal(t, batchID(temporalresearch.Request{Question: r.Question, MaxLoops: 1}), r.WorkflowID)
+	}
+	assert.Equal(t, batchFailed, s.Questions[2].Status)
+	assert.Positive(t, s.Questions[0].SourcesCited)
+	md, err := os.ReadFile(filepath.Join(out, batchSummaryMD))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "| 1 | How does Raft elect a leader? "+m+" | done |")
+	assert.Contains(t, string(md), "| 3 | FAIL at the answer "+m+" | failed: ")
+
+	// Second pass, the failure mended: the done ones are kept, the failed
+	// one runs again.
+	oa.failing.Store(false)
+	calls := oa.count()
+	res = run(t, client, args...)
+	require.Equal(t, 0, res.code, res)
+	assert.Contains(t, res.stderr, "2 reports already in "+out+": skipped")
+	s = readSummary(t, out)
+	assert.Equal(t, batchCounts{Total: 3, Done: 3}, s.Counts)
+	assert.Equal(t, []string{howKept, howKept, howStarted}, hows(s))
+	assert.Greater(t, oa.count(), calls, "the failed question ran again")
+
+	// A report lost while its run completed: fetched, not run again.
+	require.NoError(t, os.Remove(filepath.Join(out, names[0]+".json")))
+	calls = oa.count()
+	res = run(t, client, args...)
+	require.Equal(t, 0, res.code, res)
+	s = readSummary(t, out)
+	assert.Equal(t, []string{howFetched, howKept, howKept}, hows(s))
+	assert.Equal(t, calls, oa.count(), "no model call")
+	assert.FileExists(t, filepath.Join(out, names[0]+".json"))
+	assert.NotContains(t, res.all(), openaiKey)
+}
+
+func TestE2ETemporalBatchDetachAndAttach(t *testing.T) {
+	addr := temporalAddress(t)
+	m := mark(t)
+	queue := "e2e-attach-" + m
+	oa, vars, _ := newTemporalFake(t)
+	startWorker(t, addr, queue, vars)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "reports")
+	file := filepath.Join(dir, "questions.txt")
+	require.NoError(t, os.WriteFile(file, []byte("What is Raft? "+m+"\nHANG at the reflection "+m+"\n"), 0o600))
+	client := env(t, nil)
+	args := []string{"batch", file, "--temporal", addr, "--task-queue", queue, "--out", out}
+
+	p := startBin(t, client, args...)
+	p.waitStderr(t, "[1/2] done", 60*time.Second)
+	require.Eventually(t, func() bool { return oa.hanging.Load() > 0 }, 30*time.Second, 10*time.Millisecond, "the HANG question reached its reflection")
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
+	res := p.wait(t, 30*time.Second)
+	require.Equal(t, exitInterrupted, res.code, res)
+	assert.Contains(t, res.stderr, "1 run goes on on Temporal")
+	assert.Contains(t, res.stderr, "Run the same command again to pick up")
+	s := readSummary(t, out)
+	assert.Equal(t, batchCounts{Total: 2, Done: 1, Running: 1}, s.Counts)
+	id := s.Questions[1].WorkflowID
+	d, err := sdkClient(t, addr).DescribeWorkflowExecution(context.Background(), id, "")
+	require.NoError(t, err)
+	assert.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, d.GetWorkflowExecutionInfo().GetStatus(), "detached, not cancelled")
+
+	// Started again: the running run is followed, not started anew.
+	p = startBin(t, client, args...)
+	p.waitStderr(t, "1 report already in", 30*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	oa.unhang()
+	res = p.wait(t, 60*time.Second)
+	require.Equal(t, 0, res.code, res)
+	s = readSummary(t, out)
+	assert.Equal(t, []string{howKept, howAttached}, hows(s))
+	assert.Equal(t, batchCounts{Total: 2, Done: 2}, s.Counts)
+}
