@@ -237,6 +237,7 @@ func TestE2ETemporalRefusals(t *testing.T) {
 		{[]string{"worker"}, "research worker needs the Temporal server: --temporal HOST:PORT"},
 		{[]string{"worker", "--temporal", "localhost:7233", "--format", "json"}, "--format does not apply to a worker"},
 		{[]string{"worker", "--temporal", "localhost:7233", "--concurrency", "0"}, "--concurrency 0: use a whole number from 1 to 100000"},
+		{[]string{"worker", "--temporal", "localhost:7233", "--max-cost", "0.5"}, "max_cost (flag --max-cost) limits what one run spends, and a worker's runs would share it"},
 		{[]string{"batch", "q.txt", "--out", "x"}, "research batch runs on Temporal: give its address with --temporal HOST:PORT"},
 		{[]string{"batch", "q.txt", "--temporal", "localhost:7233"}, "research batch needs --out DIR"},
 		{[]string{"batch", "--temporal", "localhost:7233", "--out", "x"}, "research batch takes one FILE of questions"},

@@ -97,6 +97,12 @@ func (c *cli) runWorker(cmd *cobra.Command, f workerFlags) error {
 	if err != nil {
 		return err
 	}
+	if cfg.MaxCost > 0 {
+		// costLimit gives a researcher one budget: on a worker, every run it
+		// does would draw on it.
+		return usageErr("max_cost (%s) limits what one run spends, and a worker's runs would share it as one budget: drop it where research worker runs (a per-run limit on Temporal is not available yet)",
+			cfg.Source("max_cost"))
+	}
 	ctx := cmd.Context()
 	logger := c.logger()
 	c.console.setQuiet(c.quiet)
