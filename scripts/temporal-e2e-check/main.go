@@ -29,6 +29,11 @@
 // worker whose identity starts with the prefix (at most --wait), and prints
 // how many there are.
 //
+//	temporal-e2e-check durations --temporal HOST:PORT --question Q
+//
+// prints how long each completed research run of question Q took on the
+// server (its start to its close, as Temporal recorded them) and the median.
+//
 //	temporal-e2e-check freeport
 //
 // prints a free loopback TCP port.
@@ -68,7 +73,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: temporal-e2e-check reports|history|wait|inflight|freeport [flags]")
+		fmt.Fprintln(os.Stderr, "usage: temporal-e2e-check reports|history|wait|inflight|durations|freeport [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -83,8 +88,10 @@ func main() {
 		err = freePort()
 	case "inflight":
 		err = inflight(os.Args[2:])
+	case "durations":
+		err = durations(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown command %q (reports, history, wait, inflight, freeport)", os.Args[1])
+		err = fmt.Errorf("unknown command %q (reports, history, wait, inflight, durations, freeport)", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "temporal-e2e-check:", err)
@@ -218,6 +225,76 @@ func countInflight(ctx context.Context, c client.Client, namespace, prefix strin
 			return n, nil
 		}
 	}
+}
+
+func durations(args []string) error {
+	fs := flag.NewFlagSet("durations", flag.ContinueOnError)
+	hostPort := fs.String("temporal", "127.0.0.1:7233", "Temporal frontend")
+	namespace := fs.String("namespace", "default", "namespace")
+	question := fs.String("question", "", "the runs' question")
+	blobDir := fs.String("blob-dir", "", "the workers' --blob-dir")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	codec := &temporalgraph.Codec{}
+	if *blobDir != "" {
+		codec.Store = temporalgraph.DirStore(*blobDir)
+	}
+	dataConverter = temporalgraph.DataConverter(codec)
+	c, err := client.Dial(client.Options{HostPort: *hostPort, Namespace: *namespace, DataConverter: dataConverter, Logger: quietLogger()})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	type run struct {
+		start time.Time
+		d     time.Duration
+	}
+	var runs []run
+	var token []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: *namespace, PageSize: 1000, NextPageToken: token})
+		if err != nil {
+			return err
+		}
+		for _, e := range resp.Executions {
+			if e.GetType().GetName() != temporalresearch.WorkflowName || e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+				continue
+			}
+			it := c.GetWorkflowHistory(ctx, e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+			ev, err := it.Next()
+			if err != nil {
+				return err
+			}
+			var req temporalresearch.Request
+			if err := dataConverter.FromPayloads(ev.GetWorkflowExecutionStartedEventAttributes().GetInput(), &req); err != nil || req.Question != *question {
+				continue
+			}
+			runs = append(runs, run{e.GetStartTime().AsTime(), e.GetCloseTime().AsTime().Sub(e.GetStartTime().AsTime())})
+		}
+		if token = resp.NextPageToken; len(token) == 0 {
+			break
+		}
+	}
+	if len(runs) == 0 {
+		return fmt.Errorf("no completed run of %q", *question)
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i].start.Before(runs[j].start) })
+	ds := make([]float64, len(runs))
+	texts := make([]string, len(runs))
+	for i, r := range runs {
+		ds[i] = r.d.Seconds()
+		texts[i] = fmt.Sprintf("%.3f", ds[i])
+	}
+	sort.Float64s(ds)
+	med := ds[len(ds)/2]
+	if len(ds)%2 == 0 {
+		med = (ds[len(ds)/2-1] + ds[len(ds)/2]) / 2
+	}
+	fmt.Printf("on the server (workflow start to close, s): %s; median %.3f\n", strings.Join(texts, " "), med)
+	return nil
 }
 
 func freePort() error {
