@@ -40,6 +40,9 @@ type taskFailure struct {
 	Cause    string `json:"cause"`
 	Attempts int    `json:"attempts"`
 	Timeout  bool   `json:"timeout,omitempty"`
+	// Rejected is the interrupt whose answer the node refused (a
+	// graph.AnswerError): the run sets the answer aside and waits again.
+	Rejected string `json:"rejected,omitempty"`
 	// Entries are the failed attempt's timeline entries, its failed
 	// task_end among them: an activity's failure carries no result.
 	Entries []Entry `json:"entries,omitempty"`
@@ -51,8 +54,18 @@ const maxTaskEntries = 1000
 // runTask is the activity: one attempt of one task, heartbeating while the
 // node runs, so that a lost worker is noticed in 3×Heartbeat and the task
 // runs again elsewhere, and so that the run's cancellation reaches the node.
+//
+// The heartbeat's details count the node's own failed attempts: Temporal's
+// attempt number also counts attempts lost with a worker, which must not
+// use up the node's retry policy.
 func (g *Graph[S]) runTask(ctx context.Context, state json.RawMessage, in taskInput) (taskOutput, error) {
-	info := activity.GetInfo(ctx)
+	failures := 0
+	if activity.HasHeartbeatDetails(ctx) {
+		if err := activity.GetHeartbeatDetails(ctx, &failures); err != nil {
+			failures = 0
+		}
+	}
+	attempt := failures + 1
 	beat, stop := context.WithCancel(ctx)
 	defer stop()
 	go func() {
@@ -63,7 +76,7 @@ func (g *Graph[S]) runTask(ctx context.Context, state json.RawMessage, in taskIn
 			case <-beat.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx)
+				activity.RecordHeartbeat(ctx, failures)
 			}
 		}
 	}()
@@ -89,10 +102,11 @@ func (g *Graph[S]) runTask(ctx context.Context, state json.RawMessage, in taskIn
 	}
 	res, err := g.c.RunTask(ctx, graph.TaskInput{
 		Step: in.Step, State: state, Task: graph.RemoteTask{Node: in.Node, Index: in.Index, ArgJSON: in.Arg},
-		Attempt: int(info.Attempt), Scope: in.Scope, Answers: in.Answers,
+		Attempt: attempt, Scope: in.Scope, Answers: in.Answers,
 	}, observe)
+	stop()
 	if err != nil {
-		f := taskFailure{Cause: err.Error(), Attempts: int(info.Attempt), Timeout: errors.Is(err, graph.ErrTimeout)}
+		f := taskFailure{Cause: err.Error(), Attempts: attempt, Timeout: errors.Is(err, graph.ErrTimeout)}
 		var ne *graph.NodeError
 		if !errors.As(err, &ne) {
 			// Not the node's failure — the worker runs another graph, or
@@ -101,10 +115,14 @@ func (g *Graph[S]) runTask(ctx context.Context, state json.RawMessage, in taskIn
 			return out, temporal.NewApplicationError(err.Error(), "deepgraph.TaskError")
 		}
 		f.Cause = ne.Err.Error()
+		if ae := (*graph.AnswerError)(nil); errors.As(err, &ae) {
+			f.Rejected = ae.ID
+		}
 		mu.Lock()
 		f.Entries = out.Entries
 		mu.Unlock()
 		if res.Retry {
+			activity.RecordHeartbeat(ctx, attempt) // this attempt failed: the next is attempt+1
 			return out, temporal.NewApplicationError(err.Error(), errTypeNode, f)
 		}
 		return out, temporal.NewNonRetryableApplicationError(err.Error(), errTypeNode, nil, f)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -42,9 +43,10 @@ const (
 // Codec is a converter.PayloadCodec for large graph states: a payload over
 // CompressAbove bytes is compressed (DEFLATE), and one still over
 // OffloadAbove is stored in Store under its SHA-256 and replaced by that
-// reference, so that the same state sent to every task of a step is stored
-// once. Workers and clients must use the same Codec (DataConverter), and
-// every one of them must reach the Store.
+// reference. The same state sent to every task of a step is compressed and
+// stored once. Workers and clients must use the same settings
+// (DataConverter), and every one of them must reach the Store. A Codec is
+// safe for concurrent use; do not copy one after first use.
 type Codec struct {
 	// Store keeps offloaded payloads. Without one, a payload that stays
 	// over OffloadAbove once compressed fails with an error naming the
@@ -55,6 +57,39 @@ type Codec struct {
 	CompressAbove, OffloadAbove int
 	// Timeout bounds one Store call (default 30s).
 	Timeout time.Duration
+
+	// recent are the last large payloads encoded: a step sends the same
+	// state to each of its tasks, and it is compressed and stored once.
+	mu     sync.Mutex
+	recent []encoded
+}
+
+type encoded struct {
+	sum [sha256.Size]byte
+	p   *commonpb.Payload
+}
+
+// recentPayloads is how many encoded payloads a Codec remembers.
+const recentPayloads = 8
+
+func (c *Codec) lookup(sum [sha256.Size]byte) *commonpb.Payload {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.recent {
+		if e.sum == sum {
+			return e.p
+		}
+	}
+	return nil
+}
+
+func (c *Codec) remember(sum [sha256.Size]byte, p *commonpb.Payload) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.recent) == recentPayloads {
+		c.recent = append(c.recent[:0], c.recent[1:]...)
+	}
+	c.recent = append(c.recent, encoded{sum, p})
 }
 
 // BlobStore keeps offloaded payloads by key. Put must be idempotent: the
@@ -98,6 +133,11 @@ func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 		if err != nil {
 			return nil, fmt.Errorf("temporalgraph: encoding a payload: %w", err)
 		}
+		rawSum := sha256.Sum256(raw)
+		if done := c.lookup(rawSum); done != nil {
+			out[i] = done
+			continue
+		}
 		var buf bytes.Buffer
 		w, _ := flate.NewWriter(&buf, flate.BestSpeed)
 		w.Write(raw)
@@ -110,6 +150,7 @@ func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 		}
 		if buf.Len() <= offload {
 			out[i] = &commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(encodingDeflate)}, Data: buf.Bytes()}
+			c.remember(rawSum, out[i])
 			continue
 		}
 		if c.Store == nil {
@@ -125,6 +166,7 @@ func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 			return nil, fmt.Errorf("temporalgraph: storing a %d-byte payload as blob %s: %w", buf.Len(), key, err)
 		}
 		out[i] = &commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(encodingBlob)}, Data: []byte(key)}
+		c.remember(rawSum, out[i])
 	}
 	return out, nil
 }

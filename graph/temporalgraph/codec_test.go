@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -292,4 +293,34 @@ func TestLargeState(t *testing.T) {
 func equalState(a, b tgState) bool {
 	return fmt.Sprint(a.Log, a.N, a.Total, a.Counts) == fmt.Sprint(b.Log, b.N, b.Total, b.Counts) &&
 		strings.Join(a.Items, "\x00") == strings.Join(b.Items, "\x00") && len(a.Items) == len(b.Items)
+}
+
+// countingStore counts the Puts that reach a DirStore.
+type countingStore struct {
+	temporalgraph.DirStore
+	puts atomic.Int32
+}
+
+func (s *countingStore) Put(ctx context.Context, key string, data []byte) error {
+	s.puts.Add(1)
+	return s.DirStore.Put(ctx, key, data)
+}
+
+// A step sends one state to each of its tasks: the codec compresses and
+// stores it once, and each task's payload is the same reference.
+func TestCodecEncodesAStepsStateOnce(t *testing.T) {
+	store := &countingStore{DirStore: temporalgraph.DirStore(t.TempDir())}
+	c := &temporalgraph.Codec{Store: store}
+	state := payloadOf(t, randomText(7, 1<<20))
+	var first *commonpb.Payload
+	for range 8 {
+		out, err := c.Encode([]*commonpb.Payload{state})
+		require.NoError(t, err)
+		require.Equal(t, "binary/deepgraph-blob", encoding(out[0]))
+		if first == nil {
+			first = out[0]
+		}
+		require.Equal(t, first.Data, out[0].Data)
+	}
+	assert.Equal(t, int32(1), store.puts.Load())
 }

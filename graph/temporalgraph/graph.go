@@ -134,7 +134,7 @@ type Entry struct {
 	Node string `json:"node"`
 	Task int    `json:"task"`
 	// Kind is the kind of event it describes: task_start, custom,
-	// task_end.
+	// task_end, or KindAnswerRejected.
 	Kind string `json:"kind"`
 	// Value is what Options.Progress made of the event, as JSON; Decode
 	// reads it.
@@ -142,6 +142,10 @@ type Entry struct {
 	// Err is the task's error, for a task_end that failed.
 	Err string `json:"error,omitempty"`
 }
+
+// KindAnswerRejected is the Kind of the entry that says a node refused
+// the answer to its interrupt (Err says why): the interrupt waits again.
+const KindAnswerRejected = "answer_rejected"
 
 // Decode decodes an entry's Value into T.
 func Decode[T any](e Entry) (T, error) {

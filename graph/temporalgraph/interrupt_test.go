@@ -198,27 +198,46 @@ func TestInterruptAnsweredBySignal(t *testing.T) {
 	assert.Equal(t, want, got)
 }
 
-// An answer that does not decode into what the node asks for fails the
-// node (graph.RunTask's contract), and so the run; in-process, Resume sets
-// such an answer aside and the run stays paused.
+// An answer of the wrong type is set aside, as in-process: the node
+// refuses it, the timeline says so, the interrupt waits again, and the next
+// answer of the right type goes through.
 func TestInterruptAnswerOfTheWrongType(t *testing.T) {
 	var a asker
 	g := newGraph(t, "ask", a.graph(t), temporalgraph.Options[tgState]{})
 	env := newEnv(t)
 	g.Register(env)
-	var u updateResult
+	var wrong, right updateResult
+	var again temporalgraph.Progress
 	env.RegisterDelayedCallback(func() {
 		if p := queryProgress(t, env, 0); len(p.Interrupts) == 1 {
-			env.UpdateWorkflow(temporalgraph.UpdateAnswer, "u1", u.callbacks(),
+			env.UpdateWorkflow(temporalgraph.UpdateAnswer, "u1", wrong.callbacks(),
 				temporalgraph.AnswerArg{ID: p.Interrupts[0].ID, Value: json.RawMessage(`42`)})
 		}
 	}, time.Minute)
-	_, err := execute(t, env, g, temporalgraph.Input[tgState]{})
-	assert.True(t, u.accepted, "the run takes any JSON answer; the node decides")
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), `node "ask"`)
-	assert.Contains(t, err.Error(), "string")
-	assert.Empty(t, a.answers())
+	env.RegisterDelayedCallback(func() {
+		again = queryProgress(t, env, 0)
+		if len(again.Interrupts) == 1 {
+			env.UpdateWorkflow(temporalgraph.UpdateAnswer, "u2", right.callbacks(),
+				temporalgraph.AnswerArg{ID: again.Interrupts[0].ID, Value: json.RawMessage(`"yes"`)})
+		}
+	}, 2*time.Minute)
+	got, err := execute(t, env, g, temporalgraph.Input[tgState]{})
+	require.NoError(t, err)
+	assert.True(t, wrong.accepted, "the run takes any JSON answer; the node decides")
+	assert.True(t, right.accepted)
+	require.Len(t, again.Interrupts, 1, "the interrupt waits again after the refused answer")
+	var refused []temporalgraph.Entry
+	for _, e := range again.Entries {
+		if e.Kind == temporalgraph.KindAnswerRejected {
+			refused = append(refused, e)
+		}
+	}
+	require.Len(t, refused, 1)
+	assert.Equal(t, "ask", refused[0].Node)
+	assert.Contains(t, refused[0].Err, "is not a string")
+	assert.Equal(t, []string{"yes"}, a.answers())
+	assert.Equal(t, askInProcess(t), got)
+	assert.Equal(t, int32(1), a.otherRuns.Load(), "the other task ran once")
 }
 
 // An answer that comes before its interrupt is asked answers nothing: the

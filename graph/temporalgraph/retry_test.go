@@ -2,6 +2,7 @@ package temporalgraph_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -221,4 +222,32 @@ func TestTimeouts(t *testing.T) {
 	// The environment takes the start and the deadline from two clocks.
 	assert.InDelta(t, 5*time.Minute, startToClose["s1-t0-quick"], float64(time.Second), "Options.TaskTimeout")
 	assert.InDelta(t, 50*time.Millisecond+5*time.Second, startToClose["s2-t0-slow"], float64(time.Second), "the node's, with room for the worker to enforce it")
+}
+
+// Attempts lost with a worker do not use up the node's retry policy: a node
+// allowed two attempts whose first was lost with its worker and whose
+// second failed gets its second attempt of its own.
+func TestLostAttemptsDoNotCountAgainstTheNode(t *testing.T) {
+	var runs atomic.Int32
+	g := tgNew()
+	g.AddNode("flaky", func(context.Context, tgState) (graph.Update[tgState], error) {
+		if runs.Add(1) == 2 {
+			return graph.Update[tgState]{}, errors.New("flaky once")
+		}
+		return graph.Writes(tgLog.Add("done")), nil
+	}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 2, InitialInterval: graph.RetryImmediately}))
+	g.AddEdge(graph.Start, "flaky")
+	g.AddEdge("flaky", graph.End)
+	tg := newGraph(t, "lostcount", tgCompile(t, g), temporalgraph.Options[tgState]{})
+	env := newEnv(t)
+	tg.Register(wrapRegistry{r: env, after: func(ctx context.Context, node string, _ int) error {
+		if activity.GetInfo(ctx).Attempt == 1 {
+			return temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
+		}
+		return nil
+	}})
+	got, err := execute(t, env, tg, temporalgraph.Input[tgState]{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"done"}, got.Log)
+	assert.Equal(t, int32(3), runs.Load(), "lost, failed, succeeded")
 }

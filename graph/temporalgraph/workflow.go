@@ -215,12 +215,15 @@ func (rs *runState[S]) RunTasks(_ context.Context, step graph.RemoteStep) ([]gra
 }
 
 // runTask runs one task as an activity: again with the answers, each time
-// it stops at interrupts, until it finishes or fails.
+// it stops at interrupts, until it finishes or fails. An answer the node
+// refuses — not of the type it asked for — is set aside, and the interrupt
+// waits again, as in-process.
 func (rs *runState[S]) runTask(ctx workflow.Context, step graph.RemoteStep, t graph.RemoteTask) graph.RemoteResult {
 	ref := TaskRef{Step: step.Step, Node: t.Node, Task: t.Index}
 	rs.running = append(rs.running, ref)
 	defer func() { rs.running = slices.DeleteFunc(rs.running, func(r TaskRef) bool { return r == ref }) }()
 	in := taskInput{Step: step.Step, Node: t.Node, Index: t.Index, Arg: t.ArgJSON, Scope: rs.scope}
+	asked := map[string]graph.PendingInterrupt{}
 	for round := 0; ; round++ {
 		opts := rs.g.activityOptions(t)
 		opts.ActivityID = fmt.Sprintf("s%d-t%d-%s", step.Step, t.Index, t.Node)
@@ -232,19 +235,32 @@ func (rs *runState[S]) runTask(ctx workflow.Context, step graph.RemoteStep, t gr
 		for _, e := range out.Entries {
 			rs.add(e)
 		}
-		if err != nil {
-			entries, err := taskError(step.Step, t.Node, err)
+		var wait []graph.PendingInterrupt
+		switch {
+		case err != nil:
+			entries, rejected, err := taskError(step.Step, t.Node, err)
 			for _, e := range entries {
 				rs.add(e)
 			}
-			return graph.RemoteResult{Err: err}
-		}
-		if len(out.Interrupts) == 0 {
+			pi, ok := asked[rejected]
+			if !ok {
+				return graph.RemoteResult{Err: err}
+			}
+			delete(rs.answers, rejected)
+			in.Answers = slices.DeleteFunc(in.Answers, func(a graph.AnswerRecord) bool { return a.ID == rejected })
+			rs.add(Entry{Step: step.Step, Node: t.Node, Task: t.Index, Kind: KindAnswerRejected, Err: err.Error()})
+			wait = []graph.PendingInterrupt{pi}
+		case len(out.Interrupts) == 0:
 			return graph.RemoteResult{Update: out.Update}
+		default:
+			wait = out.Interrupts
+			for _, pi := range wait {
+				asked[pi.ID] = pi
+			}
 		}
-		rs.pending = append(rs.pending, out.Interrupts...)
+		rs.pending = append(rs.pending, wait...)
 		answered := func() bool {
-			for _, pi := range out.Interrupts {
+			for _, pi := range wait {
 				if _, ok := rs.answers[pi.ID]; !ok {
 					return false
 				}
@@ -254,11 +270,11 @@ func (rs *runState[S]) runTask(ctx workflow.Context, step graph.RemoteStep, t gr
 		if err := workflow.Await(ctx, answered); err != nil {
 			return graph.RemoteResult{Err: err}
 		}
-		for _, pi := range out.Interrupts {
+		for _, pi := range wait {
 			in.Answers = append(in.Answers, graph.AnswerRecord{ID: pi.ID, Value: rs.answers[pi.ID]})
 		}
 		rs.pending = slices.DeleteFunc(rs.pending, func(pi graph.PendingInterrupt) bool {
-			return slices.ContainsFunc(out.Interrupts, func(o graph.PendingInterrupt) bool { return o.ID == pi.ID })
+			return slices.ContainsFunc(wait, func(o graph.PendingInterrupt) bool { return o.ID == pi.ID })
 		})
 	}
 }
@@ -289,16 +305,17 @@ func (g *Graph[S]) activityOptions(t graph.RemoteTask) workflow.ActivityOptions 
 }
 
 // taskError turns an activity's failure back into the node's error, with
-// the timeline entries of its last attempt.
-func taskError(step int, node string, err error) ([]Entry, error) {
+// the timeline entries of its last attempt and, when the node refused an
+// answer, the interrupt whose answer it was.
+func taskError(step int, node string, err error) (entries []Entry, rejected string, _ error) {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) && app.Type() == errTypeNode {
 		var f taskFailure
 		if app.HasDetails() && app.Details(&f) == nil {
-			return f.Entries, &graph.NodeError{Node: node, Step: step, Attempts: f.Attempts, Err: &remoteError{msg: f.Cause, timeout: f.Timeout}}
+			return f.Entries, f.Rejected, &graph.NodeError{Node: node, Step: step, Attempts: f.Attempts, Err: &remoteError{msg: f.Cause, timeout: f.Timeout}}
 		}
 	}
-	return nil, &graph.NodeError{Node: node, Step: step, Err: err}
+	return nil, "", &graph.NodeError{Node: node, Step: step, Err: err}
 }
 
 // remoteError is a node's error as the worker that ran it described it.
