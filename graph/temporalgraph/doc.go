@@ -19,13 +19,19 @@
 // State, Send payloads and updates travel as the engine's typed JSON. A
 // research run's state grows past what Temporal accepts in one payload;
 // Codec compresses large payloads and moves the largest into a BlobStore
-// (DirStore, a directory every process shares), leaving a reference.
+// (DirStore, a directory every process shares), leaving a reference. The
+// workflow encodes the state once per step, on its own goroutine: at tens
+// of megabytes that can outlast the SDK's deadlock detector (one second by
+// default), so raise worker.Options.DeadlockDetectionTimeout for such
+// graphs.
 //
 // A node that calls graph.Interrupt stops its task; the run lists the
 // interrupt in its progress and waits for an answer, sent with Run.Answer
 // (a Temporal Update, which refuses an answer to no pending interrupt) or
 // as the SignalAnswer signal. The task then runs again with the answer,
-// while the rest of the step goes on. Static breakpoints
+// while the rest of the step goes on; an answer the node refuses (not of
+// the type it asked for) is set aside, the timeline says so
+// (KindAnswerRejected), and the interrupt waits again. Static breakpoints
 // (graph.WithInterruptBefore/After) are refused: use graph.Interrupt.
 //
 // Progress — the step, the tasks in flight, the timeline and the pending
