@@ -88,49 +88,59 @@ func (r *Run[S]) Result(ctx context.Context) (S, error) {
 }
 
 // Follow calls f with each new timeline entry, polling the progress every
-// interval (default 500ms), until the graph is done or ctx ends, then
-// returns the run's result. onWait, when not nil, is called with the
-// interrupts the run waits on whenever they change.
+// interval (default 500ms), until the run ends or ctx does, then returns the
+// run's result — as soon as the run ends, not at the next poll. onWait,
+// when not nil, is called with the interrupts the run waits on whenever
+// they change.
 func (r *Run[S]) Follow(ctx context.Context, every time.Duration, f func(Entry), onWait func([]graph.PendingInterrupt)) (S, error) {
 	if every <= 0 {
 		every = 500 * time.Millisecond
 	}
+	type result struct {
+		s   S
+		err error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ended := make(chan result, 1)
+	go func() {
+		s, err := r.Result(ctx)
+		ended <- result{s, err}
+	}()
 	next := 0
 	var waiting []string
+	poll := func() {
+		p, err := r.Progress(ctx, next)
+		if err != nil {
+			return // no worker is up, or the run has just ended: the result tells
+		}
+		for _, e := range p.Entries {
+			f(e)
+		}
+		next = p.Next
+		var ids []string
+		for _, pi := range p.Interrupts {
+			ids = append(ids, pi.ID)
+		}
+		if onWait != nil && !slices.Equal(ids, waiting) {
+			waiting = ids
+			onWait(p.Interrupts)
+		}
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		p, err := r.Progress(ctx, next)
-		if err == nil {
-			for _, e := range p.Entries {
-				f(e)
-			}
-			next = p.Next
-			var ids []string
-			for _, pi := range p.Interrupts {
-				ids = append(ids, pi.ID)
-			}
-			if onWait != nil && !slices.Equal(ids, waiting) {
-				waiting = ids
-				onWait(p.Interrupts)
-			}
-			if p.Done {
-				return r.Result(ctx)
-			}
-		}
-		// A query can fail while no worker is up or the run has just
-		// ended; the result tells which.
+		poll()
 		select {
+		case res := <-ended:
+			if ctx.Err() == nil {
+				poll() // the entries of the run's last moments
+			}
+			return res.s, res.err
 		case <-ctx.Done():
 			var zero S
 			return zero, ctx.Err()
 		case <-t.C:
-		}
-		if err != nil {
-			desc, derr := r.c.DescribeWorkflowExecution(ctx, r.id, r.runID)
-			if derr == nil && desc.WorkflowExecutionInfo.GetCloseTime() != nil {
-				return r.Result(ctx)
-			}
 		}
 	}
 }

@@ -60,11 +60,19 @@ type Research struct {
 	g *temporalgraph.Graph[research.State]
 }
 
+// DefaultHeartbeat is how often a research task heartbeats unless
+// Options.Heartbeat says otherwise: research tasks are short, so a lost
+// worker's tasks run again elsewhere within three beats, 6 s.
+const DefaultHeartbeat = 2 * time.Second
+
 // New prepares r's graph for Temporal. opts tune the tasks (heartbeat,
 // timeouts); its Version and Progress are set here.
 func New(r *research.Researcher, opts temporalgraph.Options[research.State]) (*Research, error) {
 	opts.Version = Version
 	opts.Progress = Describe
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = DefaultHeartbeat
+	}
 	g, err := temporalgraph.New(Name, r.Graph(), opts)
 	if err != nil {
 		return nil, err
