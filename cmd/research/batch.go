@@ -589,7 +589,7 @@ func (b *batch) one(ctx context.Context, q batchQuestion, running func(batchRow)
 	row.RunID, row.Status = runID, batchRunning
 	running(row)
 	measured := b.now()
-	rep, err := temporalgraph.Attach[*research.Report](b.c, q.ID, runID).Result(ctx)
+	out, err := temporalgraph.Attach[*temporalresearch.Outcome](b.c, q.ID, runID).Result(ctx)
 	if ctx.Err() != nil {
 		return row // detached: the run goes on
 	}
@@ -598,9 +598,13 @@ func (b *batch) one(ctx context.Context, q batchQuestion, running func(batchRow)
 		row.Status = failureStatus(err)
 		runErr = runFailure(q.ID, err)
 		row.Error = b.redact(runErr.Error())
-		rep, _ = temporalresearch.ReportOf(err)
+		out, _ = temporalresearch.OutcomeOf(err)
 	} else {
 		row.Status = batchDone
+	}
+	var rep *research.Report
+	if out != nil {
+		rep = out.Report
 	}
 	if rep == nil {
 		if err == nil {

@@ -220,7 +220,7 @@ func workflowRun(t *testing.T, id, runID string, rep *research.Report, err error
 	r.On("GetRunID").Return(runID).Maybe()
 	r.On("Get", mock.Anything, mock.Anything).Run(func(args mock.Arguments) {
 		if rep != nil && err == nil {
-			*args.Get(1).(**research.Report) = rep
+			*args.Get(1).(**temporalresearch.Outcome) = &temporalresearch.Outcome{Report: rep}
 		}
 	}).Return(err).Maybe()
 	return r
@@ -273,7 +273,7 @@ func TestBatchRun(t *testing.T) {
 	incomplete := report(qs[5].Request.Question)
 	incomplete.Answer, incomplete.Incomplete = "What was gathered [1](https://example.com/a).", true
 	start(qs[5], "run-6", nil, temporal.NewNonRetryableApplicationError(`graph: node "finalize_answer" failed in step 4: openai: SECRET rejected`,
-		"deepgraph.ResearchFailed", nil, *incomplete))
+		"deepgraph.ResearchFailed", nil, temporalresearch.Outcome{Report: incomplete}))
 	c.On("DescribeWorkflowExecution", mock.Anything, qs[6].ID, "").Return(nil, notFound).Once()
 	start(qs[6], "run-7", nil, &temporal.TerminatedError{})
 

@@ -220,7 +220,7 @@ func (c *cli) runTemporal(cmd *cobra.Command, cfg *config.Config, question strin
 		tl.line(noWorkerHint(t))
 	}
 	c.console.setStatus("waiting for a worker")
-	rep, runErr := run.Follow(ctx, 0, func(e temporalgraph.Entry) { observeEntry(tl, e) }, nil)
+	out, runErr := run.Follow(ctx, 0, func(e temporalgraph.Entry) { observeEntry(tl, e) }, nil)
 	if context.Cause(ctx) == errInterrupted {
 		c.console.stop()
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -234,10 +234,12 @@ func (c *cli) runTemporal(cmd *cobra.Command, cfg *config.Config, question strin
 		return &exitError{code: exitInterrupted}
 	}
 	if runErr != nil {
-		if r, ok := temporalresearch.ReportOf(runErr); ok {
-			rep = r
-		}
+		out, _ = temporalresearch.OutcomeOf(runErr)
 		runErr = runFailure(run.ID(), runErr)
+	}
+	var rep *research.Report
+	if out != nil {
+		rep = out.Report
 	}
 	c.console.stop()
 	if rep == nil {

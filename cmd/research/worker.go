@@ -8,9 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/deepgraph/deepgraph/graph/temporalgraph"
 	"github.com/deepgraph/deepgraph/internal/app"
-	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/research/temporalresearch"
 )
 
@@ -117,7 +115,7 @@ func (c *cli) runWorker(cmd *cobra.Command, f workerFlags) error {
 		return err
 	}
 	defer r.Close()
-	x, err := temporalresearch.New(r.Researcher, temporalgraph.Options[research.State]{})
+	x, err := temporalresearch.New(r.Researcher, temporalresearch.Options{Models: r.Models.Specs()})
 	if err != nil {
 		return err
 	}

@@ -52,7 +52,7 @@ func replayer(t *testing.T, fn any) worker.WorkflowReplayer {
 
 func newResearch(t *testing.T) *temporalresearch.Research {
 	t.Helper()
-	x, err := temporalresearch.New(newResearcher(t, answerReply()), temporalgraph.Options[research.State]{})
+	x, err := temporalresearch.New(newResearcher(t, answerReply()), temporalresearch.Options{})
 	require.NoError(t, err)
 	return x
 }
@@ -70,7 +70,7 @@ func TestReplayRecordedHistory(t *testing.T) {
 		// recorded, and the guard stops the replay.
 		changed := changedGraph(t)
 		require.NotEqual(t, newResearch(t).Graph().Fingerprint(), changed.Fingerprint())
-		wf := func(ctx workflow.Context, req temporalresearch.Request) (*research.Report, error) {
+		wf := func(ctx workflow.Context, req temporalresearch.Request) (*temporalresearch.Outcome, error) {
 			in := research.State{Messages: []schemas.Message{schemas.UserMessage(req.Question)}}
 			_, err := changed.Run(ctx, temporalgraph.Input[research.State]{State: in})
 			return nil, err
@@ -85,7 +85,7 @@ func TestReplayRecordedHistory(t *testing.T) {
 		// The same graph, but the workflow does something first that the
 		// run did not: Temporal's own replay check fails.
 		x := newResearch(t)
-		wf := func(ctx workflow.Context, req temporalresearch.Request) (*research.Report, error) {
+		wf := func(ctx workflow.Context, req temporalresearch.Request) (*temporalresearch.Outcome, error) {
 			if err := workflow.Sleep(ctx, time.Second); err != nil {
 				return nil, err
 			}
@@ -163,8 +163,9 @@ func TestRecordHistory(t *testing.T) {
 	run, err := temporalresearch.Start(ctx, c, client.StartWorkflowOptions{ID: "research-history-" + stamp, TaskQueue: queue},
 		temporalresearch.Request{Question: question})
 	require.NoError(t, err)
-	rep, err := run.Result(ctx)
+	out, err := run.Result(ctx)
 	require.NoError(t, err)
+	rep := out.Report
 	require.False(t, rep.Incomplete)
 	require.Len(t, rep.Sources, 3)
 	require.Equal(t, []string{"raft leader election", "raft log replication", "raft split votes"}, rep.Queries)

@@ -1,14 +1,16 @@
 // Package temporalresearch runs research on Temporal: the deep-search graph
 // of package research as a durable workflow (package graph/temporalgraph),
 // whose tasks — query writing, each web search, reflection, the answer —
-// run as activities on any worker, and whose result is the research.Report.
+// run as activities on any worker, and whose result is an Outcome: the
+// research.Report and the models that wrote it.
 //
 // A worker builds a research.Researcher with its models and back end and
 // registers it (New, Register); a client starts runs with Start, follows
 // them with temporalgraph.Run's Progress and Follow (the timeline's values
-// are research.Activity), and gets the Report with Run.Result. A run that
-// fails ends with an error whose details carry the incomplete report
-// (ReportOf).
+// are research.Activity), answers reviews with Run.Answer (Request.Review),
+// and gets the Outcome with Run.Result. A run that fails, passes its
+// Request.Timeout or is cancelled ends with an error whose details carry
+// the incomplete report (OutcomeOf).
 package temporalresearch
 
 import (
@@ -52,22 +54,45 @@ type Request struct {
 	// whose payload is a research.ReviewRequest, and Run.Answer with a
 	// research.ReviewAnswer continues it.
 	Review bool `json:"review,omitempty"`
+	// Timeout bounds the run: past it, the run stops and fails with the
+	// report of what it had gathered, as a local run's --timeout does.
+	// Zero: no bound.
+	Timeout time.Duration `json:"timeout,omitempty"`
+}
+
+// Outcome is what a research run ends with: its report, and the models
+// that worked on it, per role ("provider:model", as the worker was
+// configured: Options.Models), so that a client can name them and price
+// the run.
+type Outcome struct {
+	Report *research.Report   `json:"report"`
+	Models map[string]string `json:"models,omitempty"`
+}
+
+// Options configure a worker's research workflow.
+type Options struct {
+	// Graph tunes the graph's tasks (heartbeat, timeouts, retries); its
+	// Version and Progress are set by New.
+	Graph temporalgraph.Options[research.State]
+	// Models names the researcher's models per role, for Outcome.Models.
+	Models map[string]string
 }
 
 // Research is the research workflow and its activities, for a worker.
 type Research struct {
-	r *research.Researcher
-	g *temporalgraph.Graph[research.State]
+	r      *research.Researcher
+	g      *temporalgraph.Graph[research.State]
+	models map[string]string
 }
 
 // DefaultHeartbeat is how often a research task heartbeats unless
-// Options.Heartbeat says otherwise: research tasks are short, so a lost
+// Options.Graph.Heartbeat says otherwise: research tasks are short, so a lost
 // worker's tasks run again elsewhere within three beats, 6 s.
 const DefaultHeartbeat = 2 * time.Second
 
-// New prepares r's graph for Temporal. opts tune the tasks (heartbeat,
-// timeouts); its Version and Progress are set here.
-func New(r *research.Researcher, opts temporalgraph.Options[research.State]) (*Research, error) {
+// New prepares r's graph for Temporal.
+func New(r *research.Researcher, o Options) (*Research, error) {
+	opts := o.Graph
 	opts.Version = Version
 	opts.Progress = Describe
 	if opts.Heartbeat <= 0 {
@@ -77,7 +102,7 @@ func New(r *research.Researcher, opts temporalgraph.Options[research.State]) (*R
 	if err != nil {
 		return nil, err
 	}
-	return &Research{r: r, g: g}, nil
+	return &Research{r: r, g: g, models: o.Models}, nil
 }
 
 // Graph is the research graph on Temporal.
@@ -95,10 +120,11 @@ func (x *Research) Register(r temporalgraph.Registry) {
 	r.RegisterActivityWithOptions(x.report, activity.RegisterOptions{Name: reportActivity})
 }
 
-// Workflow runs the research graph for req and returns its report. A run
-// that fails returns an error whose details hold the report of what it had
-// gathered, marked Incomplete (ReportOf reads it).
-func (x *Research) Workflow(ctx workflow.Context, req Request) (*research.Report, error) {
+// Workflow runs the research graph for req and returns its outcome. A run
+// that fails or passes its Timeout returns an error whose details hold the
+// outcome with the report of what it had gathered, marked Incomplete; so
+// does a cancelled run's CanceledError (OutcomeOf reads either).
+func (x *Research) Workflow(ctx workflow.Context, req Request) (*Outcome, error) {
 	q := strings.TrimSpace(req.Question)
 	if q == "" {
 		return nil, temporal.NewNonRetryableApplicationError("temporalresearch: the question is empty", "BadRequest", nil)
@@ -107,31 +133,51 @@ func (x *Research) Workflow(ctx workflow.Context, req Request) (*research.Report
 	if req.Review {
 		in.Review = &req.Review
 	}
-	final, runErr := x.g.Run(ctx, temporalgraph.Input[research.State]{State: in})
-	if runErr != nil && ctx.Err() != nil {
-		return nil, runErr // cancelled
+	gctx, stop := workflow.WithCancel(ctx)
+	timedOut := false
+	if req.Timeout > 0 {
+		timer := workflow.NewTimer(gctx, req.Timeout)
+		workflow.Go(gctx, func(c workflow.Context) {
+			if timer.Get(c, nil) == nil {
+				timedOut = true
+				stop()
+			}
+		})
+	}
+	final, runErr := x.g.Run(gctx, temporalgraph.Input[research.State]{State: in})
+	stop() // the timer
+	cancelled := runErr != nil && ctx.Err() != nil
+	if cancelled {
+		// The report of a cancelled run is built all the same.
+		ctx, _ = workflow.NewDisconnectedContext(ctx)
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
 	})
-	var rep research.Report
-	if err := workflow.ExecuteActivity(actx, reportActivity, final).Get(ctx, &rep); err != nil {
+	out := &Outcome{Models: x.models}
+	if err := workflow.ExecuteActivity(actx, reportActivity, final).Get(ctx, &out.Report); err != nil {
 		if runErr != nil {
 			return nil, runErr
 		}
 		return nil, err
 	}
-	if runErr != nil {
+	switch {
+	case cancelled:
+		return nil, temporal.NewCanceledError(*out)
+	case timedOut:
+		msg := fmt.Sprintf("research: the run took longer than its timeout of %s", req.Timeout)
+		return nil, temporal.NewNonRetryableApplicationError(msg, errTypeFailed, nil, *out)
+	case runErr != nil:
 		// The graph's error, without the "(type: GraphError …)" of its wrapper.
 		msg := runErr.Error()
 		var app *temporal.ApplicationError
 		if errors.As(runErr, &app) {
 			msg = app.Message()
 		}
-		return nil, temporal.NewNonRetryableApplicationError(msg, errTypeFailed, nil, rep)
+		return nil, temporal.NewNonRetryableApplicationError(msg, errTypeFailed, nil, *out)
 	}
-	return &rep, nil
+	return out, nil
 }
 
 // errTypeFailed is the error type of a failed run; its details are the
@@ -143,21 +189,29 @@ func (x *Research) report(_ context.Context, s research.State) (*research.Report
 	return x.r.ReportFrom(s), nil
 }
 
-// ReportOf returns the incomplete report a failed run's error carries.
-func ReportOf(err error) (*research.Report, bool) {
+// OutcomeOf returns the outcome — the incomplete report — that the error
+// of a failed, timed-out or cancelled run carries.
+func OutcomeOf(err error) (*Outcome, bool) {
+	var out Outcome
 	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || app.Type() != errTypeFailed || !app.HasDetails() {
+	var cancelled *temporal.CanceledError
+	switch {
+	case errors.As(err, &app) && app.Type() == errTypeFailed && app.HasDetails():
+		if app.Details(&out) != nil {
+			return nil, false
+		}
+	case errors.As(err, &cancelled) && cancelled.HasDetails():
+		if cancelled.Details(&out) != nil {
+			return nil, false
+		}
+	default:
 		return nil, false
 	}
-	var rep research.Report
-	if app.Details(&rep) != nil {
-		return nil, false
-	}
-	return &rep, true
+	return &out, out.Report != nil
 }
 
 // Start starts a research run on the workers of opts.TaskQueue.
-func Start(ctx context.Context, c client.Client, opts client.StartWorkflowOptions, req Request) (*temporalgraph.Run[*research.Report], error) {
+func Start(ctx context.Context, c client.Client, opts client.StartWorkflowOptions, req Request) (*temporalgraph.Run[*Outcome], error) {
 	if strings.TrimSpace(req.Question) == "" {
 		return nil, errors.New("temporalresearch: the question is empty")
 	}
@@ -168,7 +222,7 @@ func Start(ctx context.Context, c client.Client, opts client.StartWorkflowOption
 	if err != nil {
 		return nil, fmt.Errorf("temporalresearch: starting a research run: %w", err)
 	}
-	return temporalgraph.Attach[*research.Report](c, wr.GetID(), wr.GetRunID()), nil
+	return temporalgraph.Attach[*Outcome](c, wr.GetID(), wr.GetRunID()), nil
 }
 
 // Describe is the timeline of a research run: research.Describe's

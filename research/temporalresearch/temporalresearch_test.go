@@ -116,7 +116,7 @@ func silent() log.Logger {
 // workflow and activities registered.
 func newEnv(t *testing.T, r *research.Researcher) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
-	x, err := temporalresearch.New(r, temporalgraph.Options[research.State]{})
+	x, err := temporalresearch.New(r, temporalresearch.Options{Models: map[string]string{"query": "fake:model"}})
 	require.NoError(t, err)
 	var ts testsuite.WorkflowTestSuite
 	ts.SetLogger(quiet())
@@ -140,8 +140,11 @@ func TestResearchWorkflowEndToEnd(t *testing.T) {
 	env.ExecuteWorkflow(temporalresearch.WorkflowName, temporalresearch.Request{Question: question})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	var rep *research.Report
-	require.NoError(t, env.GetWorkflowResult(&rep))
+	var out *temporalresearch.Outcome
+	require.NoError(t, env.GetWorkflowResult(&out))
+	require.NotNil(t, out)
+	assert.Equal(t, map[string]string{"query": "fake:model"}, out.Models)
+	rep := out.Report
 	require.NotNil(t, rep)
 
 	assert.Equal(t, question, rep.Question)
@@ -260,8 +263,9 @@ func TestFailedAnswerGivesAnIncompleteReport(t *testing.T) {
 	assert.True(t, app.NonRetryable(), "a failed run is not retried")
 	assert.Equal(t, `graph: node "finalize_answer" failed in step 6: fake: Bad Request (400): the answer model refuses`, app.Message())
 
-	rep, ok := temporalresearch.ReportOf(err)
+	out, ok := temporalresearch.OutcomeOf(err)
 	require.True(t, ok, "the error carries the report: %v", err)
+	rep := out.Report
 	assert.True(t, rep.Incomplete)
 	assert.Equal(t, question, rep.Question)
 	assert.Equal(t, []string{"raft leader election", "raft log replication", "raft split votes"}, rep.Queries)
@@ -283,7 +287,7 @@ func TestFailedAnswerGivesAnIncompleteReport(t *testing.T) {
 	assert.Equal(t, research.ActivityFailed, last.Kind)
 	assert.Equal(t, research.NodeFinalizeAnswer, last.Node)
 
-	_, ok = temporalresearch.ReportOf(refused)
+	_, ok = temporalresearch.OutcomeOf(refused)
 	assert.False(t, ok, "another error carries no report")
 }
 
@@ -323,9 +327,50 @@ func TestFailedSearchKeepsTheRoundsOtherFindings(t *testing.T) {
 	env.ExecuteWorkflow(temporalresearch.WorkflowName, temporalresearch.Request{Question: question})
 	err = env.GetWorkflowError()
 	require.ErrorContains(t, err, "the summariser refuses")
-	rep, ok := temporalresearch.ReportOf(err)
+	out, ok := temporalresearch.OutcomeOf(err)
 	require.True(t, ok, "the error carries the report: %v", err)
+	rep := out.Report
 	assert.True(t, rep.Incomplete)
 	assert.Contains(t, rep.Answer, "randomized timeouts")
 	assert.Contains(t, rep.Answer, "(https://raft.github.io/raft.pdf)")
+}
+
+// blockedAtReflection is a researcher whose reflection never answers: a run
+// stops there only by its timeout or a cancellation.
+func blockedAtReflection(t *testing.T) *research.Researcher {
+	t.Helper()
+	m := fake.New(
+		fake.JSON(schemas.SearchQueryList{Query: []string{"raft leader election"}}).When(fake.Schema("SearchQueryList")),
+		summary("raft leader election", "Leaders are elected with randomized timeouts [S1]."),
+		fake.JSON(schemas.Reflection{IsSufficient: true}).When(fake.Schema("Reflection")).Block(),
+	)
+	r, err := research.New(research.Config{QueryModel: m, Backend: &research.SearchBackend{Searcher: fakeSearcher{}}})
+	require.NoError(t, err)
+	return r
+}
+
+// A run past its Timeout stops and fails with the report of what it had.
+func TestTimeoutGivesAnIncompleteReport(t *testing.T) {
+	env := newEnv(t, blockedAtReflection(t))
+	env.ExecuteWorkflow(temporalresearch.WorkflowName, temporalresearch.Request{Question: question, Timeout: time.Second})
+	err := env.GetWorkflowError()
+	require.ErrorContains(t, err, "took longer than its timeout of 1s")
+	out, ok := temporalresearch.OutcomeOf(err)
+	require.True(t, ok, "the error carries the report: %v", err)
+	assert.True(t, out.Report.Incomplete)
+	assert.Contains(t, out.Report.Answer, "randomized timeouts")
+}
+
+// A cancelled run ends cancelled, with the report of what it had.
+func TestCancelledRunCarriesItsReport(t *testing.T) {
+	env := newEnv(t, blockedAtReflection(t))
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Second)
+	env.ExecuteWorkflow(temporalresearch.WorkflowName, temporalresearch.Request{Question: question})
+	err := env.GetWorkflowError()
+	var cancelled *temporal.CanceledError
+	require.ErrorAs(t, err, &cancelled)
+	out, ok := temporalresearch.OutcomeOf(err)
+	require.True(t, ok, "the error carries the report: %v", err)
+	assert.True(t, out.Report.Incomplete)
+	assert.Contains(t, out.Report.Answer, "randomized timeouts")
 }
