@@ -65,7 +65,7 @@ type Request struct {
 // configured: Options.Models), so that a client can name them and price
 // the run.
 type Outcome struct {
-	Report *research.Report   `json:"report"`
+	Report *research.Report  `json:"report"`
 	Models map[string]string `json:"models,omitempty"`
 }
 
