@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -18,54 +17,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/graph/internal/graphtest"
 )
 
-// rmState is the state of the TaskRunner tests. It has a field of each kind
-// and survives JSON whole, as a remote run needs.
-type rmState struct {
-	Log    []string
-	N      int
-	Items  []string
-	Total  int
-	Counts map[string]int
-}
-
-var (
-	rmLog    = graph.Append(func(s *rmState) *[]string { return &s.Log })
-	rmN      = graph.Value(func(s *rmState) *int { return &s.N })
-	rmItems  = graph.Append(func(s *rmState) *[]string { return &s.Items })
-	rmTotal  = graph.Reduce(func(s *rmState) *int { return &s.Total }, func(cur, upd int) int { return cur + upd })
-	rmCounts = graph.Reduce(func(s *rmState) *map[string]int { return &s.Counts }, func(cur, upd map[string]int) map[string]int {
-		out := maps.Clone(cur)
-		if out == nil {
-			out = map[string]int{}
-		}
-		for k, v := range upd {
-			out[k] += v
-		}
-		return out
-	})
-)
-
-func rmNew() *graph.Graph[rmState] { return graph.New[rmState](rmLog, rmN, rmItems, rmTotal, rmCounts) }
-
-func rmLogNode(name string) graph.NodeFunc[rmState] {
-	return func(context.Context, rmState) (graph.Update[rmState], error) {
-		return graph.Writes(rmLog.Add(name)), nil
-	}
-}
-
-func rmCompile(t *testing.T, g *graph.Graph[rmState], opts ...graph.Option) *graph.Compiled[rmState] {
+func rmCompile(t *testing.T, g *graph.Graph[graphtest.State], opts ...graph.Option) *graph.Compiled[graphtest.State] {
 	t.Helper()
 	c, err := g.Compile(opts...)
 	require.NoError(t, err)
 	return c
-}
-
-// rmJob is a Send payload of a struct type, to see it cross JSON.
-type rmJob struct {
-	Name   string
-	Weight int
 }
 
 // loopback is a TaskRunner that does in this process what a worker would do
@@ -176,245 +135,50 @@ func errShape(err error) string {
 // gets its own counters and channels.
 type rmCase struct {
 	name  string
-	build func(t *testing.T) *graph.Compiled[rmState]
-	in    rmState
+	build func(t *testing.T) *graph.Compiled[graphtest.State]
+	in    graphtest.State
 	opts  []graph.RunOption
 	// check holds for both runs.
-	check func(t *testing.T, out rmState, err error)
+	check func(t *testing.T, out graphtest.State, err error)
+	// tasks, if not 0, is how many times the runner runs a task.
+	tasks int
 	// otherMessage: the errors' messages differ, for the reason given.
 	otherMessage string
 }
 
+// rmCases are the shapes every runner shares (graphtest.Shapes), then the
+// failures, retries, panics and timeouts of the loopback's own.
 func rmCases() []rmCase {
-	return []rmCase{
-		{
-			name: "sequence",
-			build: func(t *testing.T) *graph.Compiled[rmState] {
-				g := rmNew()
-				for _, n := range []string{"a", "b", "c"} {
-					g.AddNode(n, rmLogNode(n))
-				}
-				g.AddNode("count", func(_ context.Context, s rmState) (graph.Update[rmState], error) {
-					return graph.Writes(rmN.Set(len(s.Log))), nil
-				})
-				g.AddSequence(graph.Start, "a", "b", "c", "count", graph.End)
-				return rmCompile(t, g)
-			},
-			in: rmState{Log: []string{"input"}},
-			check: func(t *testing.T, out rmState, err error) {
+	var cases []rmCase
+	for _, sh := range graphtest.Shapes() {
+		tc := rmCase{
+			name: sh.Name,
+			build: func(t *testing.T) *graph.Compiled[graphtest.State] {
+				c, err := sh.Build()
 				require.NoError(t, err)
-				assert.Equal(t, []string{"input", "a", "b", "c"}, out.Log)
-				assert.Equal(t, 4, out.N)
+				return c
 			},
-		},
-		{
-			// Task i waits until task i+1 has finished, so the tasks finish
-			// in reverse order, in both runs; each records its rank. The
-			// merge is in task order all the same.
-			name: "Send fan-out finishing in reverse order",
-			build: func(t *testing.T) *graph.Compiled[rmState] {
-				const width = 6
-				done := make([]chan struct{}, width)
-				for i := range done {
-					done[i] = make(chan struct{})
-				}
-				var rank atomic.Int32
-				g := rmNew()
-				g.AddNode("split", rmLogNode("split"))
-				graph.AddTask(g, "work", func(ctx context.Context, i int) (graph.Update[rmState], error) {
-					if i+1 < width {
-						select {
-						case <-done[i+1]:
-						case <-time.After(10 * time.Second):
-							return graph.Update[rmState]{}, fmt.Errorf("task %d: task %d never finished: the tasks do not run in parallel", i, i+1)
-						}
-					}
-					r := rank.Add(1)
-					close(done[i])
-					return graph.Writes(rmItems.Add(fmt.Sprint(i)), rmLog.Add(fmt.Sprintf("%d finished #%d", i, r))), nil
-				})
-				g.AddEdge(graph.Start, "split")
-				graph.AddFanOut(g, "split", "work", func(rmState) []int { return []int{0, 1, 2, 3, 4, 5} })
-				g.AddEdge("work", graph.End)
-				return rmCompile(t, g)
-			},
-			check: func(t *testing.T, out rmState, err error) {
-				require.NoError(t, err)
-				assert.Equal(t, []string{"0", "1", "2", "3", "4", "5"}, out.Items)
-				assert.Equal(t, []string{"split", "0 finished #6", "1 finished #5", "2 finished #4", "3 finished #3", "4 finished #2", "5 finished #1"}, out.Log)
-			},
-		},
-		{
-			name: "conditional loop with a counter",
-			build: func(t *testing.T) *graph.Compiled[rmState] {
-				g := rmNew()
-				g.AddNode("inc", func(_ context.Context, s rmState) (graph.Update[rmState], error) {
-					return graph.Writes(rmN.Set(s.N+1), rmLog.Add(fmt.Sprint("inc ", s.N))), nil
-				})
-				g.AddNode("done", rmLogNode("done"))
-				g.AddEdge(graph.Start, "inc")
-				g.AddConditional("inc", func(s rmState) graph.Route {
-					if s.N < 5 {
-						return graph.Goto("inc")
-					}
-					return graph.Goto("done")
-				}, "inc", "done")
-				g.AddEdge("done", graph.End)
-				return rmCompile(t, g)
-			},
-			in: rmState{N: 1},
-			check: func(t *testing.T, out rmState, err error) {
-				require.NoError(t, err)
-				assert.Equal(t, 5, out.N)
-				assert.Equal(t, []string{"inc 1", "inc 2", "inc 3", "inc 4", "done"}, out.Log)
-			},
-		},
-		{
-			name: "waiting edge",
-			build: func(t *testing.T) *graph.Compiled[rmState] {
-				g := rmNew()
-				for _, n := range []string{"a", "b", "c", "d", "e"} {
-					g.AddNode(n, rmLogNode(n))
-				}
-				g.AddEdge(graph.Start, "a")
-				g.AddSequence("a", "b", "c")
-				g.AddEdge("a", "d")
-				g.AddJoin([]string{"c", "d"}, "e")
-				g.AddEdge("e", graph.End)
-				return rmCompile(t, g)
-			},
-			check: func(t *testing.T, out rmState, err error) {
-				require.NoError(t, err)
-				assert.Equal(t, []string{"a", "b", "d", "c", "e"}, out.Log)
-			},
-		},
-		{
-			name: "Goto and Send commands",
-			build: func(t *testing.T) *graph.Compiled[rmState] {
-				g := rmNew()
-				g.AddNode("decide", func(context.Context, rmState) (graph.Update[rmState], error) {
-					return graph.Writes(rmLog.Add("decide")).Goto("after").
-						Send(graph.Send{Node: "work", Arg: rmJob{Name: "z", Weight: 2}}, graph.Send{Node: "work", Arg: rmJob{Name: "y", Weight: 3}}), nil
-				}, graph.Destinations("after", "work"))
-				g.AddNode("after", rmLogNode("after"))
-				graph.AddTask(g, "work", func(_ context.Context, j rmJob) (graph.Update[rmState], error) {
-					return graph.Writes(rmItems.Add(fmt.Sprintf("%s:%d", j.Name, j.Weight)), rmTotal.Merge(j.Weight)), nil
-				})
-				g.AddEdge(graph.Start, "decide")
-				g.AddEdge("after", graph.End)
-				g.AddEdge("work", graph.End)
-				return rmCompile(t, g)
-			},
-			check: func(t *testing.T, out rmState, err error) {
-				require.NoError(t, err)
-				assert.Equal(t, []string{"decide", "after"}, out.Log)
-				assert.Equal(t, []string{"z:2", "y:3"}, out.Items)
-				assert.Equal(t, 5, out.Total)
-			},
-		},
-		{
-			name: "Reduce fields",
-			build: func(t *testing.T) *graph.Compiled[rmState] {
-				g := rmNew()
-				g.AddNode("split", rmLogNode("split"))
-				graph.AddTask(g, "weigh", func(_ context.Context, i int) (graph.Update[rmState], error) {
-					parity := map[bool]string{true: "even", false: "odd"}[i%2 == 0]
-					return graph.Writes(rmTotal.Merge(i), rmCounts.Merge(map[string]int{parity: 1})), nil
-				})
-				g.AddEdge(graph.Start, "split")
-				graph.AddFanOut(g, "split", "weigh", func(rmState) []int { return []int{1, 2, 3, 4, 5} })
-				g.AddEdge("weigh", graph.End)
-				return rmCompile(t, g)
-			},
-			in: rmState{Total: 100, Counts: map[string]int{"seed": 1}},
-			check: func(t *testing.T, out rmState, err error) {
-				require.NoError(t, err)
-				assert.Equal(t, 115, out.Total)
-				assert.Equal(t, map[string]int{"seed": 1, "even": 2, "odd": 3}, out.Counts)
-			},
-		},
-		{
-			name: "a Set wins over the step's Appends",
-			build: func(t *testing.T) *graph.Compiled[rmState] {
-				g := rmNew()
-				g.AddNode("add1", func(context.Context, rmState) (graph.Update[rmState], error) {
-					return graph.Writes(rmItems.Add("one")), nil
-				})
-				g.AddNode("reset", func(context.Context, rmState) (graph.Update[rmState], error) {
-					return graph.Writes(rmItems.Set([]string{"fresh"}), rmItems.Add("by reset")), nil
-				})
-				g.AddNode("add2", func(context.Context, rmState) (graph.Update[rmState], error) {
-					return graph.Writes(rmItems.Add("two")), nil
-				})
-				for _, n := range []string{"add1", "reset", "add2"} {
-					g.AddEdge(graph.Start, n)
-					g.AddEdge(n, graph.End)
-				}
-				return rmCompile(t, g)
-			},
-			in: rmState{Items: []string{"old"}},
-			check: func(t *testing.T, out rmState, err error) {
-				require.NoError(t, err)
-				assert.Equal(t, []string{"fresh", "by reset"}, out.Items)
-			},
-		},
-		{
-			name: "subgraph",
-			build: func(t *testing.T) *graph.Compiled[rmState] {
-				inner := rmNew()
-				inner.AddNode("x", rmLogNode("x"))
-				inner.AddNode("y", func(ctx context.Context, s rmState) (graph.Update[rmState], error) {
-					graph.Emit(ctx, "from y")
-					return graph.Writes(rmLog.Add("y"), rmN.Set(s.N+10)), nil
-				})
-				inner.AddSequence(graph.Start, "x", "y", graph.End)
-				g := rmNew()
-				g.AddNode("before", rmLogNode("before"))
-				g.AddSubgraph("sub", rmCompile(t, inner))
-				g.AddNode("sibling", rmLogNode("sibling"))
-				g.AddNode("after", rmLogNode("after"))
-				g.AddEdge(graph.Start, "before")
-				g.AddEdge("before", "sub")
-				g.AddEdge("before", "sibling")
-				g.AddJoin([]string{"sub", "sibling"}, "after")
-				g.AddEdge("after", graph.End)
-				return rmCompile(t, g)
-			},
-			in: rmState{N: 1},
-			check: func(t *testing.T, out rmState, err error) {
-				require.NoError(t, err)
-				assert.Equal(t, []string{"before", "x", "y", "sibling", "after"}, out.Log)
-				assert.Equal(t, 11, out.N)
-			},
-		},
-		{
-			name: "recursion limit",
-			build: func(t *testing.T) *graph.Compiled[rmState] {
-				g := rmNew()
-				g.AddNode("loop", func(_ context.Context, s rmState) (graph.Update[rmState], error) {
-					return graph.Writes(rmN.Set(s.N + 1)), nil
-				})
-				g.AddEdge(graph.Start, "loop")
-				g.AddConditional("loop", func(rmState) graph.Route { return graph.Goto("loop") }, "loop")
-				return rmCompile(t, g)
-			},
-			opts: []graph.RunOption{graph.RecursionLimit(4)},
-			check: func(t *testing.T, out rmState, err error) {
-				require.ErrorIs(t, err, graph.ErrRecursionLimit)
-				assert.Equal(t, 4, out.N, "the state of the last completed step comes back with the error")
-			},
-		},
+			in:    sh.In,
+			check: func(t *testing.T, out graphtest.State, err error) { require.NoError(t, sh.Check(out, err)) },
+			tasks: sh.Tasks,
+		}
+		if sh.RecursionLimit > 0 {
+			tc.opts = []graph.RunOption{graph.RecursionLimit(sh.RecursionLimit)}
+		}
+		cases = append(cases, tc)
+	}
+	return append(cases, []rmCase{
 		{
 			name: "a node fails",
-			build: func(t *testing.T) *graph.Compiled[rmState] {
-				g := rmNew()
-				g.AddNode("first", rmLogNode("first"))
-				g.AddNode("fine", func(context.Context, rmState) (graph.Update[rmState], error) {
+			build: func(t *testing.T) *graph.Compiled[graphtest.State] {
+				g := graphtest.New()
+				g.AddNode("first", graphtest.LogNode("first"))
+				g.AddNode("fine", func(context.Context, graphtest.State) (graph.Update[graphtest.State], error) {
 					time.Sleep(20 * time.Millisecond)
-					return graph.Writes(rmLog.Add("fine")), nil
+					return graph.Writes(graphtest.Log.Add("fine")), nil
 				})
-				g.AddNode("bad", func(context.Context, rmState) (graph.Update[rmState], error) {
-					return graph.Update[rmState]{}, errBoom
+				g.AddNode("bad", func(context.Context, graphtest.State) (graph.Update[graphtest.State], error) {
+					return graph.Update[graphtest.State]{}, errBoom
 				})
 				g.AddEdge(graph.Start, "first")
 				g.AddEdge("first", "fine")
@@ -423,7 +187,7 @@ func rmCases() []rmCase {
 				g.AddEdge("bad", graph.End)
 				return rmCompile(t, g)
 			},
-			check: func(t *testing.T, out rmState, err error) {
+			check: func(t *testing.T, out graphtest.State, err error) {
 				require.ErrorIs(t, err, errBoom)
 				var ne *graph.NodeError
 				require.ErrorAs(t, err, &ne)
@@ -434,20 +198,20 @@ func rmCases() []rmCase {
 		},
 		{
 			name: "a node of a subgraph fails",
-			build: func(t *testing.T) *graph.Compiled[rmState] {
-				inner := rmNew()
-				inner.AddNode("x", rmLogNode("x"))
-				inner.AddNode("y", func(context.Context, rmState) (graph.Update[rmState], error) {
-					return graph.Update[rmState]{}, errBoom
+			build: func(t *testing.T) *graph.Compiled[graphtest.State] {
+				inner := graphtest.New()
+				inner.AddNode("x", graphtest.LogNode("x"))
+				inner.AddNode("y", func(context.Context, graphtest.State) (graph.Update[graphtest.State], error) {
+					return graph.Update[graphtest.State]{}, errBoom
 				})
 				inner.AddSequence(graph.Start, "x", "y", graph.End)
-				g := rmNew()
-				g.AddNode("before", rmLogNode("before"))
+				g := graphtest.New()
+				g.AddNode("before", graphtest.LogNode("before"))
 				g.AddSubgraph("sub", rmCompile(t, inner))
 				g.AddSequence(graph.Start, "before", "sub", graph.End)
 				return rmCompile(t, g)
 			},
-			check: func(t *testing.T, out rmState, err error) {
+			check: func(t *testing.T, out graphtest.State, err error) {
 				require.ErrorIs(t, err, errBoom)
 				var ne *graph.NodeError
 				require.ErrorAs(t, err, &ne)
@@ -458,56 +222,56 @@ func rmCases() []rmCase {
 		},
 		{
 			name: "a retried subgraph succeeds on its second attempt",
-			build: func(t *testing.T) *graph.Compiled[rmState] {
+			build: func(t *testing.T) *graph.Compiled[graphtest.State] {
 				var calls atomic.Int32
-				inner := rmNew()
-				inner.AddNode("y", func(context.Context, rmState) (graph.Update[rmState], error) {
+				inner := graphtest.New()
+				inner.AddNode("y", func(context.Context, graphtest.State) (graph.Update[graphtest.State], error) {
 					if calls.Add(1) == 1 {
-						return graph.Update[rmState]{}, errBoom
+						return graph.Update[graphtest.State]{}, errBoom
 					}
-					return graph.Writes(rmLog.Add("y")), nil
+					return graph.Writes(graphtest.Log.Add("y")), nil
 				})
 				inner.AddSequence(graph.Start, "y", graph.End)
-				g := rmNew()
+				g := graphtest.New()
 				g.AddSubgraph("sub", rmCompile(t, inner), graph.WithRetry(graph.RetryPolicy{MaxAttempts: 2, InitialInterval: graph.RetryImmediately}))
 				g.AddSequence(graph.Start, "sub", graph.End)
 				return rmCompile(t, g)
 			},
-			check: func(t *testing.T, out rmState, err error) {
+			check: func(t *testing.T, out graphtest.State, err error) {
 				require.NoError(t, err)
 				assert.Equal(t, []string{"y"}, out.Log)
 			},
 		},
 		{
 			name: "a retried node succeeds on its third attempt",
-			build: func(t *testing.T) *graph.Compiled[rmState] {
+			build: func(t *testing.T) *graph.Compiled[graphtest.State] {
 				var calls atomic.Int32
-				g := rmNew()
-				g.AddNode("flaky", func(context.Context, rmState) (graph.Update[rmState], error) {
+				g := graphtest.New()
+				g.AddNode("flaky", func(context.Context, graphtest.State) (graph.Update[graphtest.State], error) {
 					if n := calls.Add(1); n < 3 {
-						return graph.Update[rmState]{}, fmt.Errorf("transient %d", n)
+						return graph.Update[graphtest.State]{}, fmt.Errorf("transient %d", n)
 					}
-					return graph.Writes(rmLog.Add(fmt.Sprint("ok after ", calls.Load()))), nil
+					return graph.Writes(graphtest.Log.Add(fmt.Sprint("ok after ", calls.Load()))), nil
 				}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 3, InitialInterval: graph.RetryImmediately}))
 				g.AddSequence(graph.Start, "flaky", graph.End)
 				return rmCompile(t, g)
 			},
-			check: func(t *testing.T, out rmState, err error) {
+			check: func(t *testing.T, out graphtest.State, err error) {
 				require.NoError(t, err)
 				assert.Equal(t, []string{"ok after 3"}, out.Log)
 			},
 		},
 		{
 			name: "a retried node runs out of attempts",
-			build: func(t *testing.T) *graph.Compiled[rmState] {
-				g := rmNew()
-				g.AddNode("flaky", func(context.Context, rmState) (graph.Update[rmState], error) {
-					return graph.Update[rmState]{}, errBoom
+			build: func(t *testing.T) *graph.Compiled[graphtest.State] {
+				g := graphtest.New()
+				g.AddNode("flaky", func(context.Context, graphtest.State) (graph.Update[graphtest.State], error) {
+					return graph.Update[graphtest.State]{}, errBoom
 				}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 2, InitialInterval: graph.RetryImmediately}))
 				g.AddSequence(graph.Start, "flaky", graph.End)
 				return rmCompile(t, g)
 			},
-			check: func(t *testing.T, out rmState, err error) {
+			check: func(t *testing.T, out graphtest.State, err error) {
 				require.ErrorIs(t, err, errBoom)
 				var ne *graph.NodeError
 				require.ErrorAs(t, err, &ne)
@@ -516,14 +280,14 @@ func rmCases() []rmCase {
 		},
 		{
 			name: "a node panics",
-			build: func(t *testing.T) *graph.Compiled[rmState] {
-				g := rmNew()
-				g.AddNode("p", func(context.Context, rmState) (graph.Update[rmState], error) { panic("kaboom") },
+			build: func(t *testing.T) *graph.Compiled[graphtest.State] {
+				g := graphtest.New()
+				g.AddNode("p", func(context.Context, graphtest.State) (graph.Update[graphtest.State], error) { panic("kaboom") },
 					graph.WithRetry(graph.RetryPolicy{MaxAttempts: 3, InitialInterval: graph.RetryImmediately}))
 				g.AddSequence(graph.Start, "p", graph.End)
 				return rmCompile(t, g)
 			},
-			check: func(t *testing.T, out rmState, err error) {
+			check: func(t *testing.T, out graphtest.State, err error) {
 				var pe *graph.PanicError
 				require.ErrorAs(t, err, &pe)
 				assert.Equal(t, "kaboom", pe.Value)
@@ -531,40 +295,42 @@ func rmCases() []rmCase {
 		},
 		{
 			name: "a node times out",
-			build: func(t *testing.T) *graph.Compiled[rmState] {
-				g := rmNew()
-				g.AddNode("slow", func(ctx context.Context, _ rmState) (graph.Update[rmState], error) {
+			build: func(t *testing.T) *graph.Compiled[graphtest.State] {
+				g := graphtest.New()
+				g.AddNode("slow", func(ctx context.Context, _ graphtest.State) (graph.Update[graphtest.State], error) {
 					select {
 					case <-ctx.Done():
-						return graph.Update[rmState]{}, ctx.Err()
+						return graph.Update[graphtest.State]{}, ctx.Err()
 					case <-time.After(5 * time.Second):
-						return graph.Writes(rmLog.Add("slow")), nil
+						return graph.Writes(graphtest.Log.Add("slow")), nil
 					}
 				}, graph.WithTimeout(20*time.Millisecond))
 				g.AddSequence(graph.Start, "slow", graph.End)
 				return rmCompile(t, g)
 			},
-			check: func(t *testing.T, out rmState, err error) {
+			check: func(t *testing.T, out graphtest.State, err error) {
 				require.ErrorIs(t, err, graph.ErrTimeout)
 				require.ErrorIs(t, err, context.DeadlineExceeded)
 			},
 		},
 		{
 			name: "two tasks set one field",
-			build: func(t *testing.T) *graph.Compiled[rmState] {
-				g := rmNew()
+			build: func(t *testing.T) *graph.Compiled[graphtest.State] {
+				g := graphtest.New()
 				for i, n := range []string{"left", "right"} {
-					g.AddNode(n, func(context.Context, rmState) (graph.Update[rmState], error) { return graph.Writes(rmN.Set(i)), nil })
+					g.AddNode(n, func(context.Context, graphtest.State) (graph.Update[graphtest.State], error) {
+						return graph.Writes(graphtest.N.Set(i)), nil
+					})
 					g.AddEdge(graph.Start, n)
 					g.AddEdge(n, graph.End)
 				}
 				return rmCompile(t, g)
 			},
-			check: func(t *testing.T, out rmState, err error) {
+			check: func(t *testing.T, out graphtest.State, err error) {
 				require.ErrorIs(t, err, graph.ErrConflict)
 			},
 		},
-	}
+	}...)
 }
 
 func TestRemoteRunGivesTheSameStateAsInProcess(t *testing.T) {
@@ -575,11 +341,15 @@ func TestRemoteRunGivesTheSameStateAsInProcess(t *testing.T) {
 			tc.check(t, want, wantErr)
 
 			engine := tc.build(t)
-			lb := &loopback[rmState]{c: tc.build(t), scope: "run-1"}
+			lb := &loopback[graphtest.State]{c: tc.build(t), scope: "run-1"}
 			got, gotErr := engine.Invoke(ctx, tc.in, append(slices.Clip(tc.opts), graph.WithTaskRunner(lb))...)
 			tc.check(t, got, gotErr)
 
-			assert.Positive(t, lb.calls.Load(), "the tasks ran through the TaskRunner")
+			if tc.tasks > 0 {
+				assert.Equal(t, int32(tc.tasks), lb.calls.Load(), "each task ran once through the TaskRunner")
+			} else {
+				assert.Positive(t, lb.calls.Load(), "the tasks ran through the TaskRunner")
+			}
 			assert.True(t, reflect.DeepEqual(want, got), "final states differ:\nin-process: %#v\nremote:     %#v", want, got)
 			assert.Equal(t, errShape(wantErr), errShape(gotErr))
 			var pe *graph.PanicError
@@ -591,26 +361,26 @@ func TestRemoteRunGivesTheSameStateAsInProcess(t *testing.T) {
 }
 
 // rmAsk fans out to a, b and c; b and c ask a question and add the answer.
-func rmAsk(t *testing.T, opts ...graph.Option) *graph.Compiled[rmState] {
-	g := rmNew()
-	g.AddNode("split", rmLogNode("split"))
-	graph.AddTask(g, "work", func(ctx context.Context, item string) (graph.Update[rmState], error) {
+func rmAsk(t *testing.T, opts ...graph.Option) *graph.Compiled[graphtest.State] {
+	g := graphtest.New()
+	g.AddNode("split", graphtest.LogNode("split"))
+	graph.AddTask(g, "work", func(ctx context.Context, item string) (graph.Update[graphtest.State], error) {
 		if item == "a" {
-			return graph.Writes(rmItems.Add(item)), nil
+			return graph.Writes(graphtest.Items.Add(item)), nil
 		}
 		ans, err := graph.Interrupt[string](ctx, "what about "+item+"?")
 		if err != nil {
-			return graph.Update[rmState]{}, err
+			return graph.Update[graphtest.State]{}, err
 		}
 		n, err := graph.Interrupt[int](ctx, "how many "+item+"?")
 		if err != nil {
-			return graph.Update[rmState]{}, err
+			return graph.Update[graphtest.State]{}, err
 		}
-		return graph.Writes(rmItems.Add(fmt.Sprintf("%s=%s×%d", item, ans, n))), nil
+		return graph.Writes(graphtest.Items.Add(fmt.Sprintf("%s=%s×%d", item, ans, n))), nil
 	})
-	g.AddNode("join", rmLogNode("join"))
+	g.AddNode("join", graphtest.LogNode("join"))
 	g.AddEdge(graph.Start, "split")
-	graph.AddFanOut(g, "split", "work", func(rmState) []string { return []string{"a", "b", "c"} })
+	graph.AddFanOut(g, "split", "work", func(graphtest.State) []string { return []string{"a", "b", "c"} })
 	g.AddEdge("work", "join")
 	g.AddEdge("join", graph.End)
 	return rmCompile(t, g, opts...)
@@ -631,7 +401,7 @@ func TestRemoteInterruptsAnsweredByTheRunnerGiveTheStateOfResume(t *testing.T) {
 
 	// In-process: pause, answer, resume, until the run ends.
 	local := rmAsk(t, graph.WithCheckpointer(graph.NewMemorySaver()))
-	want, err := local.Invoke(ctx, rmState{}, graph.Thread("t"))
+	want, err := local.Invoke(ctx, graphtest.State{}, graph.Thread("t"))
 	for rounds := 0; errors.Is(err, graph.ErrInterrupted); rounds++ {
 		require.Less(t, rounds, 5)
 		var ie *graph.InterruptError
@@ -646,8 +416,8 @@ func TestRemoteInterruptsAnsweredByTheRunnerGiveTheStateOfResume(t *testing.T) {
 	assert.Equal(t, []string{"a", "b=yes to what about b×11", "c=yes to what about c×11"}, want.Items)
 
 	// Remote: the runner answers; the engine never sees the interrupts.
-	lb := &loopback[rmState]{c: rmAsk(t), scope: "run-7", answer: answer}
-	got, err := rmAsk(t).Invoke(ctx, rmState{}, graph.WithTaskRunner(lb))
+	lb := &loopback[graphtest.State]{c: rmAsk(t), scope: "run-7", answer: answer}
+	got, err := rmAsk(t).Invoke(ctx, graphtest.State{}, graph.WithTaskRunner(lb))
 	require.NoError(t, err)
 	assert.True(t, reflect.DeepEqual(want, got), "in-process %#v\nremote %#v", want, got)
 	// a: once; b and c: asked, asked again, answered.
@@ -655,25 +425,27 @@ func TestRemoteInterruptsAnsweredByTheRunnerGiveTheStateOfResume(t *testing.T) {
 }
 
 func TestRemoteStepDescribesTheTasks(t *testing.T) {
-	g := rmNew()
-	g.AddNode("split", rmLogNode("split"))
-	graph.AddTask(g, "work", func(_ context.Context, j rmJob) (graph.Update[rmState], error) {
-		return graph.Writes(rmItems.Add(j.Name)), nil
+	g := graphtest.New()
+	g.AddNode("split", graphtest.LogNode("split"))
+	graph.AddTask(g, "work", func(_ context.Context, j graphtest.Job) (graph.Update[graphtest.State], error) {
+		return graph.Writes(graphtest.Items.Add(j.Name)), nil
 	}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 4}), graph.WithTimeout(time.Minute))
 	g.AddEdge(graph.Start, "split")
-	graph.AddFanOut(g, "split", "work", func(rmState) []rmJob { return []rmJob{{"p", 1}, {"q", 2}} })
+	graph.AddFanOut(g, "split", "work", func(graphtest.State) []graphtest.Job {
+		return []graphtest.Job{{Name: "p", Weight: 1}, {Name: "q", Weight: 2}}
+	})
 	g.AddEdge("work", graph.End)
-	lb := &loopback[rmState]{c: rmCompile(t, g)}
-	out, err := rmCompile(t, g).Invoke(context.Background(), rmState{N: 9}, graph.WithTaskRunner(lb))
+	lb := &loopback[graphtest.State]{c: rmCompile(t, g)}
+	out, err := rmCompile(t, g).Invoke(context.Background(), graphtest.State{N: 9}, graph.WithTaskRunner(lb))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"p", "q"}, out.Items)
 
 	require.Len(t, lb.seen, 2)
 	first := lb.seen[0]
 	assert.Equal(t, 1, first.Step)
-	var st rmState
+	var st graphtest.State
 	require.NoError(t, json.Unmarshal(first.State, &st))
-	assert.Equal(t, rmState{N: 9}, st, "the state the step reads")
+	assert.Equal(t, graphtest.State{N: 9}, st, "the state the step reads")
 	require.Len(t, first.Tasks, 1)
 	assert.Equal(t, "split", first.Tasks[0].Node)
 	assert.Nil(t, first.Tasks[0].Arg)
@@ -686,7 +458,7 @@ func TestRemoteStepDescribesTheTasks(t *testing.T) {
 	require.NoError(t, json.Unmarshal(second.State, &st))
 	assert.Equal(t, []string{"split"}, st.Log)
 	require.Len(t, second.Tasks, 2)
-	for i, want := range []rmJob{{"p", 1}, {"q", 2}} {
+	for i, want := range []graphtest.Job{{Name: "p", Weight: 1}, {Name: "q", Weight: 2}} {
 		task := second.Tasks[i]
 		assert.Equal(t, "work", task.Node)
 		assert.Equal(t, i, task.Index)
@@ -711,24 +483,24 @@ func (b brokenRunner) RunTasks(context.Context, graph.RemoteStep) ([]graph.Remot
 }
 
 func TestTaskRunnerFailures(t *testing.T) {
-	c := rmCompile(t, rmNew().AddNode("a", rmLogNode("a")).AddSequence(graph.Start, "a", graph.End))
+	c := rmCompile(t, graphtest.New().AddNode("a", graphtest.LogNode("a")).AddSequence(graph.Start, "a", graph.End))
 	ctx := context.Background()
 
 	t.Run("the runner fails", func(t *testing.T) {
 		broke := errors.New("the queue is gone")
-		_, err := c.Invoke(ctx, rmState{}, graph.WithTaskRunner(brokenRunner{err: broke}))
+		_, err := c.Invoke(ctx, graphtest.State{}, graph.WithTaskRunner(brokenRunner{err: broke}))
 		require.ErrorIs(t, err, broke)
 		assert.Contains(t, err.Error(), "step 1")
 		var ne *graph.NodeError
 		assert.False(t, errors.As(err, &ne), "a broken runner is not a node's failure")
 	})
 	t.Run("too few results", func(t *testing.T) {
-		_, err := c.Invoke(ctx, rmState{}, graph.WithTaskRunner(brokenRunner{}))
+		_, err := c.Invoke(ctx, graphtest.State{}, graph.WithTaskRunner(brokenRunner{}))
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "returned 0 results for 1 tasks")
 	})
 	t.Run("a task's own error names its node", func(t *testing.T) {
-		_, err := c.Invoke(ctx, rmState{}, graph.WithTaskRunner(brokenRunner{res: []graph.RemoteResult{{Err: errBoom, Attempts: 2}}}))
+		_, err := c.Invoke(ctx, graphtest.State{}, graph.WithTaskRunner(brokenRunner{res: []graph.RemoteResult{{Err: errBoom, Attempts: 2}}}))
 		require.ErrorIs(t, err, errBoom)
 		var ne *graph.NodeError
 		require.ErrorAs(t, err, &ne)
@@ -737,23 +509,23 @@ func TestTaskRunnerFailures(t *testing.T) {
 		assert.Equal(t, 2, ne.Attempts)
 	})
 	t.Run("an update that does not decode", func(t *testing.T) {
-		_, err := c.Invoke(ctx, rmState{}, graph.WithTaskRunner(brokenRunner{res: []graph.RemoteResult{{Update: json.RawMessage(`{"writes":[{"field":"Nope","op":"add","value":[]}]}`)}}}))
+		_, err := c.Invoke(ctx, graphtest.State{}, graph.WithTaskRunner(brokenRunner{res: []graph.RemoteResult{{Update: json.RawMessage(`{"writes":[{"field":"Nope","op":"add","value":[]}]}`)}}}))
 		var ne *graph.NodeError
 		require.ErrorAs(t, err, &ne)
 		assert.Equal(t, "a", ne.Node)
 		assert.Contains(t, err.Error(), `unknown field "Nope"`)
 	})
 	t.Run("the run is cancelled", func(t *testing.T) {
-		g := rmNew()
-		g.AddNode("wait", func(ctx context.Context, _ rmState) (graph.Update[rmState], error) {
+		g := graphtest.New()
+		g.AddNode("wait", func(ctx context.Context, _ graphtest.State) (graph.Update[graphtest.State], error) {
 			<-ctx.Done()
-			return graph.Update[rmState]{}, ctx.Err()
+			return graph.Update[graphtest.State]{}, ctx.Err()
 		})
 		g.AddSequence(graph.Start, "wait", graph.End)
 		ctx, cancel := context.WithCancel(ctx)
 		time.AfterFunc(20*time.Millisecond, cancel)
-		lb := &loopback[rmState]{c: rmCompile(t, g)}
-		_, err := rmCompile(t, g).Invoke(ctx, rmState{}, graph.WithTaskRunner(lb))
+		lb := &loopback[graphtest.State]{c: rmCompile(t, g)}
+		_, err := rmCompile(t, g).Invoke(ctx, graphtest.State{}, graph.WithTaskRunner(lb))
 		require.ErrorIs(t, err, context.Canceled)
 		var ne *graph.NodeError
 		assert.False(t, errors.As(err, &ne), "cancellation is not a node failure: %v", err)
@@ -768,39 +540,39 @@ type rmQuestion struct {
 
 // rmWorker is a graph whose nodes exercise RunTask one by one; it is never
 // invoked.
-func rmWorker(t *testing.T) *graph.Compiled[rmState] {
-	g := rmNew()
-	g.AddNode("ok", func(_ context.Context, s rmState) (graph.Update[rmState], error) {
-		return graph.Writes(rmLog.Add(fmt.Sprint("ok ", s.N))), nil
+func rmWorker(t *testing.T) *graph.Compiled[graphtest.State] {
+	g := graphtest.New()
+	g.AddNode("ok", func(_ context.Context, s graphtest.State) (graph.Update[graphtest.State], error) {
+		return graph.Writes(graphtest.Log.Add(fmt.Sprint("ok ", s.N))), nil
 	})
-	g.AddNode("flaky", func(context.Context, rmState) (graph.Update[rmState], error) {
-		return graph.Update[rmState]{}, errBoom
+	g.AddNode("flaky", func(context.Context, graphtest.State) (graph.Update[graphtest.State], error) {
+		return graph.Update[graphtest.State]{}, errBoom
 	}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 3}))
-	g.AddNode("permanent", func(context.Context, rmState) (graph.Update[rmState], error) {
-		return graph.Update[rmState]{}, graph.Permanent(errBoom)
+	g.AddNode("permanent", func(context.Context, graphtest.State) (graph.Update[graphtest.State], error) {
+		return graph.Update[graphtest.State]{}, graph.Permanent(errBoom)
 	}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 3}))
-	g.AddNode("panics", func(context.Context, rmState) (graph.Update[rmState], error) { panic("kaboom") },
+	g.AddNode("panics", func(context.Context, graphtest.State) (graph.Update[graphtest.State], error) { panic("kaboom") },
 		graph.WithRetry(graph.RetryPolicy{MaxAttempts: 3}))
-	g.AddNode("slow", func(ctx context.Context, _ rmState) (graph.Update[rmState], error) {
+	g.AddNode("slow", func(ctx context.Context, _ graphtest.State) (graph.Update[graphtest.State], error) {
 		<-ctx.Done()
-		return graph.Update[rmState]{}, ctx.Err()
+		return graph.Update[graphtest.State]{}, ctx.Err()
 	}, graph.WithTimeout(10*time.Millisecond))
-	g.AddNode("ask", func(ctx context.Context, s rmState) (graph.Update[rmState], error) {
+	g.AddNode("ask", func(ctx context.Context, s graphtest.State) (graph.Update[graphtest.State], error) {
 		n, err := graph.Interrupt[int](ctx, rmQuestion{Text: "how many?", N: s.N})
 		if err != nil {
-			return graph.Update[rmState]{}, err
+			return graph.Update[graphtest.State]{}, err
 		}
-		return graph.Writes(rmN.Set(n)), nil
+		return graph.Writes(graphtest.N.Set(n)), nil
 	})
-	g.AddNode("emits", func(ctx context.Context, _ rmState) (graph.Update[rmState], error) {
+	g.AddNode("emits", func(ctx context.Context, _ graphtest.State) (graph.Update[graphtest.State], error) {
 		graph.Emit(ctx, "a")
 		graph.Emit(ctx, "b")
-		return graph.Writes(rmLog.Add(fmt.Sprint("streaming=", graph.Streaming(ctx)))), nil
+		return graph.Writes(graphtest.Log.Add(fmt.Sprint("streaming=", graph.Streaming(ctx)))), nil
 	})
-	inner := rmNew()
-	inner.AddNode("y", func(ctx context.Context, _ rmState) (graph.Update[rmState], error) {
+	inner := graphtest.New()
+	inner.AddNode("y", func(ctx context.Context, _ graphtest.State) (graph.Update[graphtest.State], error) {
 		graph.Emit(ctx, "from y")
-		return graph.Writes(rmLog.Add("y")), nil
+		return graph.Writes(graphtest.Log.Add("y")), nil
 	})
 	inner.AddSequence(graph.Start, "y", graph.End)
 	g.AddSubgraph("sub", rmCompile(t, inner))
@@ -808,30 +580,30 @@ func rmWorker(t *testing.T) *graph.Compiled[rmState] {
 		g.AddEdge(graph.Start, n)
 		g.AddEdge(n, graph.End)
 	}
-	graph.AddTask(g, "work", func(_ context.Context, j rmJob) (graph.Update[rmState], error) {
-		return graph.Writes(rmItems.Add(fmt.Sprintf("%s:%d", j.Name, j.Weight))), nil
+	graph.AddTask(g, "work", func(_ context.Context, j graphtest.Job) (graph.Update[graphtest.State], error) {
+		return graph.Writes(graphtest.Items.Add(fmt.Sprintf("%s:%d", j.Name, j.Weight))), nil
 	})
-	graph.AddFanOut(g, "ok", "work", func(rmState) []rmJob { return nil })
+	graph.AddFanOut(g, "ok", "work", func(graphtest.State) []graphtest.Job { return nil })
 	g.AddEdge("work", graph.End)
 	return rmCompile(t, g)
 }
 
 // rmInput is attempt 1 of task 1 of step 3 of run-A, on a state with N 4.
 func rmInput(t *testing.T, node string) graph.TaskInput {
-	state, err := json.Marshal(rmState{N: 4, Log: []string{"before"}})
+	state, err := json.Marshal(graphtest.State{N: 4, Log: []string{"before"}})
 	require.NoError(t, err)
 	return graph.TaskInput{Step: 3, State: state, Task: graph.RemoteTask{Node: node, Index: 1}, Attempt: 1, Scope: "run-A"}
 }
 
 // rmUpdate decodes an update as the engine does, by merging it as the
 // only task of a one-node graph, and returns the state it makes.
-func rmUpdate(t *testing.T, data json.RawMessage) rmState {
+func rmUpdate(t *testing.T, data json.RawMessage) graphtest.State {
 	t.Helper()
 	require.NotEmpty(t, data)
-	c := rmCompile(t, rmNew().AddNode("replay", func(context.Context, rmState) (graph.Update[rmState], error) {
-		return graph.Update[rmState]{}, nil
+	c := rmCompile(t, graphtest.New().AddNode("replay", func(context.Context, graphtest.State) (graph.Update[graphtest.State], error) {
+		return graph.Update[graphtest.State]{}, nil
 	}).AddSequence(graph.Start, "replay", graph.End))
-	out, err := c.Invoke(context.Background(), rmState{}, graph.WithTaskRunner(brokenRunner{res: []graph.RemoteResult{{Update: data}}}))
+	out, err := c.Invoke(context.Background(), graphtest.State{}, graph.WithTaskRunner(brokenRunner{res: []graph.RemoteResult{{Update: data}}}))
 	require.NoError(t, err)
 	return out
 }
@@ -986,8 +758,8 @@ func TestRunTask(t *testing.T) {
 	t.Run("events", func(t *testing.T) {
 		var mu sync.Mutex
 		var events []string
-		var end graph.Event[rmState]
-		observe := func(ev graph.Event[rmState]) {
+		var end graph.Event[graphtest.State]
+		observe := func(ev graph.Event[graphtest.State]) {
 			mu.Lock()
 			defer mu.Unlock()
 			s := fmt.Sprintf("%s %d %s %d", ev.Kind, ev.Step, ev.Node, ev.Task)
@@ -1004,7 +776,7 @@ func TestRunTask(t *testing.T) {
 		// RunTask returns after its last call of observe.
 		assert.Equal(t, []string{"task_start 3 emits 1", "custom 3 emits 1 a", "custom 3 emits 1 b", "task_end 3 emits 1"}, events)
 		require.NoError(t, end.Err)
-		written, ok := rmLog.Written(end.Update)
+		written, ok := graphtest.Log.Written(end.Update)
 		require.True(t, ok)
 		assert.Equal(t, []string{"streaming=true"}, written)
 		assert.Equal(t, []string{"streaming=true"}, rmUpdate(t, out.Update).Log)
@@ -1030,20 +802,20 @@ func TestRunTask(t *testing.T) {
 }
 
 func TestTaskRunnerRefusesStaticBreakpoints(t *testing.T) {
-	g := rmNew()
-	g.AddNode("a", rmLogNode("a"))
-	g.AddNode("b", rmLogNode("b"))
+	g := graphtest.New()
+	g.AddNode("a", graphtest.LogNode("a"))
+	g.AddNode("b", graphtest.LogNode("b"))
 	g.AddSequence(graph.Start, "a", "b", graph.End)
 	for _, opt := range []graph.Option{graph.WithInterruptBefore("b"), graph.WithInterruptAfter("a")} {
 		c := rmCompile(t, g, graph.WithCheckpointer(graph.NewMemorySaver()), opt)
-		lb := &loopback[rmState]{c: c}
+		lb := &loopback[graphtest.State]{c: c}
 		ctx := context.Background()
-		_, err := c.Invoke(ctx, rmState{}, graph.Thread("bp"), graph.WithTaskRunner(lb))
+		_, err := c.Invoke(ctx, graphtest.State{}, graph.Thread("bp"), graph.WithTaskRunner(lb))
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "WithInterruptBefore and WithInterruptAfter")
 		assert.Contains(t, err.Error(), "TaskRunner")
 		assert.Contains(t, err.Error(), "graph.Interrupt")
-		for _, err := range c.Stream(ctx, rmState{}, graph.Thread("bp"), graph.WithTaskRunner(lb)) {
+		for _, err := range c.Stream(ctx, graphtest.State{}, graph.Thread("bp"), graph.WithTaskRunner(lb)) {
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "TaskRunner")
 		}
@@ -1053,25 +825,25 @@ func TestTaskRunnerRefusesStaticBreakpoints(t *testing.T) {
 		assert.Zero(t, lb.calls.Load(), "nothing ran")
 
 		// Without a runner the breakpoint pauses as usual.
-		_, err = c.Invoke(ctx, rmState{}, graph.Thread("bp"))
+		_, err = c.Invoke(ctx, graphtest.State{}, graph.Thread("bp"))
 		require.ErrorIs(t, err, graph.ErrInterrupted)
 	}
 }
 
 // rmStreamGraph is split → three work tasks → join, with Emits along the way.
-func rmStreamGraph(t *testing.T) *graph.Compiled[rmState] {
-	g := rmNew()
-	g.AddNode("split", func(ctx context.Context, _ rmState) (graph.Update[rmState], error) {
+func rmStreamGraph(t *testing.T) *graph.Compiled[graphtest.State] {
+	g := graphtest.New()
+	g.AddNode("split", func(ctx context.Context, _ graphtest.State) (graph.Update[graphtest.State], error) {
 		graph.Emit(ctx, "splitting")
-		return graph.Writes(rmLog.Add("split")), nil
+		return graph.Writes(graphtest.Log.Add("split")), nil
 	})
-	graph.AddTask(g, "work", func(_ context.Context, i int) (graph.Update[rmState], error) {
+	graph.AddTask(g, "work", func(_ context.Context, i int) (graph.Update[graphtest.State], error) {
 		time.Sleep(time.Duration(3-i) * 2 * time.Millisecond)
-		return graph.Writes(rmItems.Add(fmt.Sprint(i)), rmTotal.Merge(i)), nil
+		return graph.Writes(graphtest.Items.Add(fmt.Sprint(i)), graphtest.Total.Merge(i)), nil
 	})
-	g.AddNode("join", rmLogNode("join"))
+	g.AddNode("join", graphtest.LogNode("join"))
 	g.AddEdge(graph.Start, "split")
-	graph.AddFanOut(g, "split", "work", func(rmState) []int { return []int{0, 1, 2} })
+	graph.AddFanOut(g, "split", "work", func(graphtest.State) []int { return []int{0, 1, 2} })
 	g.AddEdge("work", "join")
 	g.AddEdge("join", graph.End)
 	return rmCompile(t, g)
@@ -1082,15 +854,15 @@ func rmStreamGraph(t *testing.T) *graph.Compiled[rmState] {
 // the steps, and the final state.
 type rmStreamed struct {
 	starts, ends []string
-	steps        []rmState
-	final        rmState
+	steps        []graphtest.State
+	final        graphtest.State
 	ended        bool
 }
 
-func rmCollect(t *testing.T, c *graph.Compiled[rmState], opts ...graph.RunOption) rmStreamed {
+func rmCollect(t *testing.T, c *graph.Compiled[graphtest.State], opts ...graph.RunOption) rmStreamed {
 	t.Helper()
 	var s rmStreamed
-	for ev, err := range c.Stream(context.Background(), rmState{}, opts...) {
+	for ev, err := range c.Stream(context.Background(), graphtest.State{}, opts...) {
 		require.NoError(t, err)
 		switch ev.Kind {
 		case graph.EventTaskStart:
@@ -1110,7 +882,7 @@ func rmCollect(t *testing.T, c *graph.Compiled[rmState], opts ...graph.RunOption
 
 func TestRemoteStream(t *testing.T) {
 	want := rmCollect(t, rmStreamGraph(t))
-	lb := &loopback[rmState]{c: rmStreamGraph(t)}
+	lb := &loopback[graphtest.State]{c: rmStreamGraph(t)}
 	got := rmCollect(t, rmStreamGraph(t), graph.WithTaskRunner(lb))
 	require.True(t, want.ended)
 	require.True(t, got.ended)
@@ -1125,8 +897,8 @@ func TestRemoteStream(t *testing.T) {
 	assert.Equal(t, int32(3), lb.steps.Load())
 
 	// Breaking out of a remote stream stops the run.
-	lb = &loopback[rmState]{c: rmStreamGraph(t)}
-	for ev, err := range rmStreamGraph(t).Stream(context.Background(), rmState{}, graph.WithTaskRunner(lb)) {
+	lb = &loopback[graphtest.State]{c: rmStreamGraph(t)}
+	for ev, err := range rmStreamGraph(t).Stream(context.Background(), graphtest.State{}, graph.WithTaskRunner(lb)) {
 		require.NoError(t, err)
 		if ev.Kind == graph.EventTaskEnd {
 			break
@@ -1136,22 +908,22 @@ func TestRemoteStream(t *testing.T) {
 }
 
 func TestMergeUpdates(t *testing.T) {
-	c := rmCompile(t, rmNew().AddNode("a", rmLogNode("a")).AddEdge(graph.Start, "a").AddEdge("a", graph.End))
-	enc := func(u graph.Update[rmState]) json.RawMessage {
+	c := rmCompile(t, graphtest.New().AddNode("a", graphtest.LogNode("a")).AddEdge(graph.Start, "a").AddEdge("a", graph.End))
+	enc := func(u graph.Update[graphtest.State]) json.RawMessage {
 		data, err := json.Marshal(u)
 		require.NoError(t, err)
 		return data
 	}
-	start := rmState{Log: []string{"before"}, Total: 1}
+	start := graphtest.State{Log: []string{"before"}, Total: 1}
 	got, err := c.MergeUpdates(start,
-		enc(graph.Writes(rmLog.Add("x"), rmTotal.Merge(2)).Goto("a")),
-		enc(graph.Writes(rmLog.Add("y"), rmN.Set(7), rmTotal.Merge(3))))
+		enc(graph.Writes(graphtest.Log.Add("x"), graphtest.Total.Merge(2)).Goto("a")),
+		enc(graph.Writes(graphtest.Log.Add("y"), graphtest.N.Set(7), graphtest.Total.Merge(3))))
 	require.NoError(t, err)
-	require.Equal(t, rmState{Log: []string{"before", "x", "y"}, N: 7, Total: 6}, got)
+	require.Equal(t, graphtest.State{Log: []string{"before", "x", "y"}, N: 7, Total: 6}, got)
 	require.Equal(t, []string{"before"}, start.Log, "the state given is not changed")
 
 	// A Set wins over the other updates' writes to its field, as in a step.
-	got, err = c.MergeUpdates(start, enc(graph.Writes(rmLog.Add("x"))), enc(graph.Writes(rmLog.Set([]string{"only"}))))
+	got, err = c.MergeUpdates(start, enc(graph.Writes(graphtest.Log.Add("x"))), enc(graph.Writes(graphtest.Log.Set([]string{"only"}))))
 	require.NoError(t, err)
 	require.Equal(t, []string{"only"}, got.Log)
 

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/graph/internal/graphtest"
 	"github.com/deepgraph/deepgraph/graph/temporalgraph"
 )
 
@@ -20,25 +21,25 @@ func TestCancellation(t *testing.T) {
 	started := make(chan struct{})
 	observed := make(chan error, 1)
 	var afterRuns atomic.Int32
-	g := tgNew()
-	g.AddNode("first", tgLogNode("first"))
-	g.AddNode("long", func(ctx context.Context, _ tgState) (graph.Update[tgState], error) {
+	g := graphtest.New()
+	g.AddNode("first", graphtest.LogNode("first"))
+	g.AddNode("long", func(ctx context.Context, _ graphtest.State) (graph.Update[graphtest.State], error) {
 		close(started)
 		select {
 		case <-ctx.Done():
 			observed <- ctx.Err()
-			return graph.Update[tgState]{}, ctx.Err()
+			return graph.Update[graphtest.State]{}, ctx.Err()
 		case <-time.After(10 * time.Second):
 			observed <- nil
-			return graph.Writes(tgLog.Add("long")), nil
+			return graph.Writes(graphtest.Log.Add("long")), nil
 		}
 	})
-	g.AddNode("after", func(context.Context, tgState) (graph.Update[tgState], error) {
+	g.AddNode("after", func(context.Context, graphtest.State) (graph.Update[graphtest.State], error) {
 		afterRuns.Add(1)
-		return graph.Writes(tgLog.Add("after")), nil
+		return graph.Writes(graphtest.Log.Add("after")), nil
 	})
 	g.AddSequence(graph.Start, "first", "long", "after", graph.End)
-	tg := newGraph(t, "cancel", tgCompile(t, g), temporalgraph.Options[tgState]{Heartbeat: 50 * time.Millisecond})
+	tg := newGraph(t, "cancel", tgCompile(t, g), temporalgraph.Options[graphtest.State]{Heartbeat: 50 * time.Millisecond})
 
 	env := newEnv(t)
 	tg.Register(env)
@@ -58,7 +59,7 @@ func TestCancellation(t *testing.T) {
 	}
 	env.RegisterDelayedCallback(cancelWhenLongRuns, 20*time.Millisecond)
 	start := time.Now()
-	_, err := execute(t, env, tg, temporalgraph.Input[tgState]{})
+	_, err := execute(t, env, tg, temporalgraph.Input[graphtest.State]{})
 	require.Error(t, err)
 	var canceled *temporal.CanceledError
 	assert.ErrorAs(t, err, &canceled, "the workflow ends cancelled: %v", err)

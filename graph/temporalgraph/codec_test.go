@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/graph/internal/graphtest"
 	"github.com/deepgraph/deepgraph/graph/temporalgraph"
 )
 
@@ -76,7 +77,7 @@ func roundTrip(t *testing.T, c *temporalgraph.Codec, p *commonpb.Payload, wantEn
 func TestCodec(t *testing.T) {
 	t.Run("small payloads pass unchanged", func(t *testing.T) {
 		c := &temporalgraph.Codec{}
-		p := payloadOf(t, tgState{Log: []string{"small"}})
+		p := payloadOf(t, graphtest.State{Log: []string{"small"}})
 		enc := roundTrip(t, c, p, "json/plain")
 		assert.True(t, proto.Equal(p, enc))
 	})
@@ -178,10 +179,10 @@ func TestCodec(t *testing.T) {
 	})
 	t.Run("as the data converter", func(t *testing.T) {
 		dc := temporalgraph.DataConverter(&temporalgraph.Codec{Store: temporalgraph.DirStore(t.TempDir())})
-		for _, v := range []tgState{{Log: []string{"a"}}, {Items: []string{strings.Repeat("b", 20000)}}, {Items: []string{randomText(9, 1<<19)}}} {
+		for _, v := range []graphtest.State{{Log: []string{"a"}}, {Items: []string{strings.Repeat("b", 20000)}}, {Items: []string{randomText(9, 1<<19)}}} {
 			p, err := dc.ToPayload(v)
 			require.NoError(t, err)
-			var back tgState
+			var back graphtest.State
 			require.NoError(t, dc.FromPayload(p, &back))
 			assert.Equal(t, v, back)
 		}
@@ -228,35 +229,35 @@ func bigChunk() int {
 
 // bigGraph builds a state of 4×bigChunk bytes: four Send tasks add a chunk
 // of text each, then measure reads it all.
-func bigGraph(t *testing.T) *graph.Compiled[tgState] {
+func bigGraph(t *testing.T) *graph.Compiled[graphtest.State] {
 	chunk := bigChunk()
-	g := tgNew()
-	g.AddNode("split", tgLogNode("split"))
-	graph.AddTask(g, "write", func(_ context.Context, i int) (graph.Update[tgState], error) {
-		return graph.Writes(tgItems.Add(randomText(uint64(100+i), chunk))), nil
+	g := graphtest.New()
+	g.AddNode("split", graphtest.LogNode("split"))
+	graph.AddTask(g, "write", func(_ context.Context, i int) (graph.Update[graphtest.State], error) {
+		return graph.Writes(graphtest.Items.Add(randomText(uint64(100+i), chunk))), nil
 	})
-	g.AddNode("measure", func(_ context.Context, s tgState) (graph.Update[tgState], error) {
+	g.AddNode("measure", func(_ context.Context, s graphtest.State) (graph.Update[graphtest.State], error) {
 		n := 0
 		for _, it := range s.Items {
 			n += len(it)
 		}
-		return graph.Writes(tgN.Set(n), tgLog.Add(fmt.Sprint("measured ", len(s.Items)))), nil
+		return graph.Writes(graphtest.N.Set(n), graphtest.Log.Add(fmt.Sprint("measured ", len(s.Items)))), nil
 	})
 	g.AddEdge(graph.Start, "split")
-	graph.AddFanOut(g, "split", "write", func(tgState) []int { return []int{0, 1, 2, 3} })
+	graph.AddFanOut(g, "split", "write", func(graphtest.State) []int { return []int{0, 1, 2, 3} })
 	g.AddEdge("write", "measure")
 	g.AddEdge("measure", graph.End)
 	return tgCompile(t, g)
 }
 
 func TestLargeState(t *testing.T) {
-	want, err := bigGraph(t).Invoke(context.Background(), tgState{})
+	want, err := bigGraph(t).Invoke(context.Background(), graphtest.State{})
 	require.NoError(t, err)
 	require.Equal(t, 4*bigChunk(), want.N)
 
 	dir := t.TempDir()
 	codec := &temporalgraph.Codec{Store: temporalgraph.DirStore(dir)}
-	g := newGraph(t, "big", bigGraph(t), temporalgraph.Options[tgState]{})
+	g := newGraph(t, "big", bigGraph(t), temporalgraph.Options[graphtest.State]{})
 	env := newEnv(t)
 	env.SetDataConverter(temporalgraph.DataConverter(codec))
 	// The workflow encodes and decodes the 8 MB state on its own goroutine
@@ -265,7 +266,7 @@ func TestLargeState(t *testing.T) {
 	// detection, and over it with the race detector.
 	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: 20 * time.Second})
 	g.Register(env)
-	got, err := execute(t, env, g, temporalgraph.Input[tgState]{})
+	got, err := execute(t, env, g, temporalgraph.Input[graphtest.State]{})
 	require.NoError(t, err)
 	assert.Equal(t, want.N, got.N)
 	assert.Equal(t, []string{"split", "measured 4"}, got.Log)
@@ -284,13 +285,13 @@ func TestLargeState(t *testing.T) {
 	require.NoError(t, err)
 	assert.Less(t, proto.Size(p), 1024)
 	assert.Equal(t, "binary/deepgraph-blob", encoding(p))
-	var back tgState
+	var back graphtest.State
 	require.NoError(t, dc.FromPayload(p, &back))
 	assert.True(t, equalState(want, back))
 }
 
 // equalState compares states without printing megabytes when they differ.
-func equalState(a, b tgState) bool {
+func equalState(a, b graphtest.State) bool {
 	return fmt.Sprint(a.Log, a.N, a.Total, a.Counts) == fmt.Sprint(b.Log, b.N, b.Total, b.Counts) &&
 		strings.Join(a.Items, "\x00") == strings.Join(b.Items, "\x00") && len(a.Items) == len(b.Items)
 }

@@ -17,14 +17,15 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/graph/internal/graphtest"
 	"github.com/deepgraph/deepgraph/graph/temporalgraph"
 )
 
 // twoStep is Start → a → next → End.
-func twoStep(t *testing.T, next string) *graph.Compiled[tgState] {
-	g := tgNew()
-	g.AddNode("a", tgLogNode("a"))
-	g.AddNode(next, tgLogNode(next))
+func twoStep(t *testing.T, next string) *graph.Compiled[graphtest.State] {
+	g := graphtest.New()
+	g.AddNode("a", graphtest.LogNode("a"))
+	g.AddNode(next, graphtest.LogNode(next))
 	g.AddSequence(graph.Start, "a", next, graph.End)
 	return tgCompile(t, g)
 }
@@ -32,41 +33,41 @@ func twoStep(t *testing.T, next string) *graph.Compiled[tgState] {
 func TestNew(t *testing.T) {
 	c := twoStep(t, "b")
 	for _, name := range []string{"", "a b", "a/b", "a@b", "a:b", "é", "a\n"} {
-		_, err := temporalgraph.New(name, c, temporalgraph.Options[tgState]{})
+		_, err := temporalgraph.New(name, c, temporalgraph.Options[graphtest.State]{})
 		require.Error(t, err, "name %q", name)
 		assert.Contains(t, err.Error(), "letters, digits")
 	}
-	_, err := temporalgraph.New[tgState]("ok", nil, temporalgraph.Options[tgState]{})
+	_, err := temporalgraph.New[graphtest.State]("ok", nil, temporalgraph.Options[graphtest.State]{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "nil")
 
-	g := newGraph(t, "My.graph-1_x", c, temporalgraph.Options[tgState]{})
+	g := newGraph(t, "My.graph-1_x", c, temporalgraph.Options[graphtest.State]{})
 	assert.Equal(t, "My.graph-1_x@v1", g.WorkflowName(), "the version defaults to v1")
 	assert.Equal(t, "My.graph-1_x@v1.task", g.ActivityName())
 	assert.Same(t, c, g.Compiled())
-	g = newGraph(t, "research", c, temporalgraph.Options[tgState]{Version: "v2"})
+	g = newGraph(t, "research", c, temporalgraph.Options[graphtest.State]{Version: "v2"})
 	assert.Equal(t, "research@v2", g.WorkflowName())
 	assert.Equal(t, "research@v2.task", g.ActivityName())
 }
 
 func TestFingerprint(t *testing.T) {
-	fp := func(c *graph.Compiled[tgState], opts temporalgraph.Options[tgState]) string {
+	fp := func(c *graph.Compiled[graphtest.State], opts temporalgraph.Options[graphtest.State]) string {
 		return newGraph(t, "fp", c, opts).Fingerprint()
 	}
-	b := fp(twoStep(t, "b"), temporalgraph.Options[tgState]{})
+	b := fp(twoStep(t, "b"), temporalgraph.Options[graphtest.State]{})
 	assert.NotEmpty(t, b)
-	assert.Equal(t, b, fp(twoStep(t, "b"), temporalgraph.Options[tgState]{}), "the same graph, built again")
-	assert.Equal(t, b, fp(twoStep(t, "b"), temporalgraph.Options[tgState]{Version: "v9", Heartbeat: time.Second}), "options are not the graph")
-	assert.NotEqual(t, b, fp(twoStep(t, "c"), temporalgraph.Options[tgState]{}), "another node")
+	assert.Equal(t, b, fp(twoStep(t, "b"), temporalgraph.Options[graphtest.State]{}), "the same graph, built again")
+	assert.Equal(t, b, fp(twoStep(t, "b"), temporalgraph.Options[graphtest.State]{Version: "v9", Heartbeat: time.Second}), "options are not the graph")
+	assert.NotEqual(t, b, fp(twoStep(t, "c"), temporalgraph.Options[graphtest.State]{}), "another node")
 
-	g := tgNew()
-	g.AddNode("a", tgLogNode("a"))
-	g.AddNode("b", tgLogNode("b"))
+	g := graphtest.New()
+	g.AddNode("a", graphtest.LogNode("a"))
+	g.AddNode("b", graphtest.LogNode("b"))
 	g.AddEdge(graph.Start, "a")
 	g.AddEdge(graph.Start, "b")
 	g.AddEdge("a", graph.End)
 	g.AddEdge("b", graph.End)
-	assert.NotEqual(t, b, fp(tgCompile(t, g), temporalgraph.Options[tgState]{}), "the same nodes, other edges")
+	assert.NotEqual(t, b, fp(tgCompile(t, g), temporalgraph.Options[graphtest.State]{}), "the same nodes, other edges")
 }
 
 // history is the start of a run's history as a server records it: the
@@ -86,7 +87,7 @@ func history(t *testing.T, workflowType, activityType, fingerprint string) *hist
 	}
 	started := ev(1, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED)
 	started.Attributes = &historypb.HistoryEvent_WorkflowExecutionStartedEventAttributes{WorkflowExecutionStartedEventAttributes: &historypb.WorkflowExecutionStartedEventAttributes{
-		WorkflowType: &commonpb.WorkflowType{Name: workflowType}, TaskQueue: q, Input: payloads(temporalgraph.Input[tgState]{}),
+		WorkflowType: &commonpb.WorkflowType{Name: workflowType}, TaskQueue: q, Input: payloads(temporalgraph.Input[graphtest.State]{}),
 		WorkflowRunTimeout: durationpb.New(time.Hour), WorkflowTaskTimeout: durationpb.New(10 * time.Second),
 		OriginalExecutionRunId: "run-1", FirstExecutionRunId: "run-1",
 	}}
@@ -111,7 +112,7 @@ func history(t *testing.T, workflowType, activityType, fingerprint string) *hist
 	return &historypb.History{Events: []*historypb.HistoryEvent{started, scheduled, taskStarted, completed, sideEffect, version, activity}}
 }
 
-func replay(t *testing.T, g *temporalgraph.Graph[tgState], h *historypb.History) error {
+func replay(t *testing.T, g *temporalgraph.Graph[graphtest.State], h *historypb.History) error {
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(g.Workflow, workflow.RegisterOptions{Name: g.WorkflowName()})
 	return r.ReplayWorkflowHistory(testLogger(t), h)
@@ -122,13 +123,13 @@ func replay(t *testing.T, g *temporalgraph.Graph[tgState], h *historypb.History)
 // workflow panics at once — though its first step, the one recorded, is
 // the same — naming the rule.
 func TestFingerprintGuardOnReplay(t *testing.T) {
-	recorded := newGraph(t, "fp", twoStep(t, "b"), temporalgraph.Options[tgState]{})
+	recorded := newGraph(t, "fp", twoStep(t, "b"), temporalgraph.Options[graphtest.State]{})
 	h := history(t, recorded.WorkflowName(), recorded.ActivityName(), recorded.Fingerprint())
 
-	same := newGraph(t, "fp", twoStep(t, "b"), temporalgraph.Options[tgState]{})
+	same := newGraph(t, "fp", twoStep(t, "b"), temporalgraph.Options[graphtest.State]{})
 	require.NoError(t, replay(t, same, h), "the same graph replays its own history")
 
-	changed := newGraph(t, "fp", twoStep(t, "c"), temporalgraph.Options[tgState]{})
+	changed := newGraph(t, "fp", twoStep(t, "c"), temporalgraph.Options[graphtest.State]{})
 	require.Equal(t, recorded.WorkflowName(), changed.WorkflowName())
 	err := replay(t, changed, h)
 	require.Error(t, err, "a changed graph went on with a run started on another")

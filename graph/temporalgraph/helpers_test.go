@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"maps"
 	"reflect"
 	"sync"
 	"testing"
@@ -18,48 +17,13 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/graph/internal/graphtest"
 	"github.com/deepgraph/deepgraph/graph/temporalgraph"
-)
-
-// tgState is the state of the tests: a field of each kind, JSON-safe.
-type tgState struct {
-	Log    []string       `json:"log,omitempty"`
-	N      int            `json:"n,omitempty"`
-	Items  []string       `json:"items,omitempty"`
-	Total  int            `json:"total,omitempty"`
-	Counts map[string]int `json:"counts,omitempty"`
-}
-
-var (
-	tgLog    = graph.Append(func(s *tgState) *[]string { return &s.Log })
-	tgN      = graph.Value(func(s *tgState) *int { return &s.N })
-	tgItems  = graph.Append(func(s *tgState) *[]string { return &s.Items })
-	tgTotal  = graph.Reduce(func(s *tgState) *int { return &s.Total }, func(cur, upd int) int { return cur + upd })
-	tgCounts = graph.Reduce(func(s *tgState) *map[string]int { return &s.Counts }, func(cur, upd map[string]int) map[string]int {
-		out := maps.Clone(cur)
-		if out == nil {
-			out = map[string]int{}
-		}
-		for k, v := range upd {
-			out[k] += v
-		}
-		return out
-	})
 )
 
 var errBoom = errors.New("boom")
 
-func tgNew() *graph.Graph[tgState] {
-	return graph.New[tgState](tgLog, tgN, tgItems, tgTotal, tgCounts)
-}
-
-func tgLogNode(name string) graph.NodeFunc[tgState] {
-	return func(context.Context, tgState) (graph.Update[tgState], error) {
-		return graph.Writes(tgLog.Add(name)), nil
-	}
-}
-
-func tgCompile(t *testing.T, g *graph.Graph[tgState], opts ...graph.Option) *graph.Compiled[tgState] {
+func tgCompile(t *testing.T, g *graph.Graph[graphtest.State], opts ...graph.Option) *graph.Compiled[graphtest.State] {
 	t.Helper()
 	c, err := g.Compile(opts...)
 	require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/graph/internal/graphtest"
 	"github.com/deepgraph/deepgraph/graph/temporalgraph"
 )
 
@@ -27,26 +28,26 @@ type asker struct {
 	gate chan struct{}
 }
 
-func (a *asker) graph(t *testing.T, opts ...graph.Option) *graph.Compiled[tgState] {
-	g := tgNew()
-	g.AddNode("ask", func(ctx context.Context, _ tgState) (graph.Update[tgState], error) {
+func (a *asker) graph(t *testing.T, opts ...graph.Option) *graph.Compiled[graphtest.State] {
+	g := graphtest.New()
+	g.AddNode("ask", func(ctx context.Context, _ graphtest.State) (graph.Update[graphtest.State], error) {
 		if a.askRuns.Add(1) == 1 && a.gate != nil {
 			<-a.gate
 		}
 		answer, err := graph.Interrupt[string](ctx, "approve?")
 		if err != nil {
-			return graph.Update[tgState]{}, err
+			return graph.Update[graphtest.State]{}, err
 		}
 		a.mu.Lock()
 		a.seen = append(a.seen, answer)
 		a.mu.Unlock()
-		return graph.Writes(tgLog.Add("ask: " + answer)), nil
+		return graph.Writes(graphtest.Log.Add("ask: " + answer)), nil
 	})
-	g.AddNode("other", func(context.Context, tgState) (graph.Update[tgState], error) {
+	g.AddNode("other", func(context.Context, graphtest.State) (graph.Update[graphtest.State], error) {
 		a.otherRuns.Add(1)
-		return graph.Writes(tgLog.Add("other"), tgN.Set(7)), nil
+		return graph.Writes(graphtest.Log.Add("other"), graphtest.N.Set(7)), nil
 	})
-	g.AddNode("after", tgLogNode("after"))
+	g.AddNode("after", graphtest.LogNode("after"))
 	g.AddEdge(graph.Start, "ask")
 	g.AddEdge(graph.Start, "other")
 	g.AddJoin([]string{"ask", "other"}, "after")
@@ -85,11 +86,11 @@ func (u *updateResult) callbacks() *testsuite.TestUpdateCallback {
 }
 
 // The same graph in-process: the interrupt pauses the run, Resume answers.
-func askInProcess(t *testing.T) tgState {
+func askInProcess(t *testing.T) graphtest.State {
 	var a asker
 	c := a.graph(t, graph.WithCheckpointer(graph.NewMemorySaver()))
 	ctx := context.Background()
-	_, err := c.Invoke(ctx, tgState{}, graph.Thread("t"))
+	_, err := c.Invoke(ctx, graphtest.State{}, graph.Thread("t"))
 	require.ErrorIs(t, err, graph.ErrInterrupted)
 	out, err := c.Resume(ctx, graph.Thread("t"), graph.Answer("yes"))
 	require.NoError(t, err)
@@ -101,7 +102,7 @@ func TestInterruptAnsweredByUpdate(t *testing.T) {
 	want := askInProcess(t)
 
 	var a asker
-	g := newGraph(t, "ask", a.graph(t), temporalgraph.Options[tgState]{})
+	g := newGraph(t, "ask", a.graph(t), temporalgraph.Options[graphtest.State]{})
 	env := newEnv(t)
 	g.Register(env)
 
@@ -122,7 +123,7 @@ func TestInterruptAnsweredByUpdate(t *testing.T) {
 		}
 	}, 2*time.Minute)
 
-	got, err := execute(t, env, g, temporalgraph.Input[tgState]{})
+	got, err := execute(t, env, g, temporalgraph.Input[graphtest.State]{})
 	require.NoError(t, err)
 
 	// While it waited, the run listed the interrupt and the task.
@@ -171,7 +172,7 @@ func TestInterruptAnsweredBySignal(t *testing.T) {
 	want := askInProcess(t)
 
 	var a asker
-	g := newGraph(t, "ask", a.graph(t), temporalgraph.Options[tgState]{})
+	g := newGraph(t, "ask", a.graph(t), temporalgraph.Options[graphtest.State]{})
 	env := newEnv(t)
 	g.Register(env)
 	var id string
@@ -188,7 +189,7 @@ func TestInterruptAnsweredBySignal(t *testing.T) {
 		env.SignalWorkflow(temporalgraph.SignalAnswer, temporalgraph.AnswerArg{ID: id, Value: json.RawMessage(`"yes"`)})
 	}, 2*time.Minute)
 
-	got, err := execute(t, env, g, temporalgraph.Input[tgState]{})
+	got, err := execute(t, env, g, temporalgraph.Input[graphtest.State]{})
 	require.NoError(t, err)
 	require.NotEmpty(t, id, "no interrupt was pending")
 	require.Len(t, afterBadSignal.Interrupts, 1, "the run still waits after a signal to no interrupt")
@@ -203,7 +204,7 @@ func TestInterruptAnsweredBySignal(t *testing.T) {
 // answer of the right type goes through.
 func TestInterruptAnswerOfTheWrongType(t *testing.T) {
 	var a asker
-	g := newGraph(t, "ask", a.graph(t), temporalgraph.Options[tgState]{})
+	g := newGraph(t, "ask", a.graph(t), temporalgraph.Options[graphtest.State]{})
 	env := newEnv(t)
 	g.Register(env)
 	var wrong, right updateResult
@@ -221,7 +222,7 @@ func TestInterruptAnswerOfTheWrongType(t *testing.T) {
 				temporalgraph.AnswerArg{ID: again.Interrupts[0].ID, Value: json.RawMessage(`"yes"`)})
 		}
 	}, 2*time.Minute)
-	got, err := execute(t, env, g, temporalgraph.Input[tgState]{})
+	got, err := execute(t, env, g, temporalgraph.Input[graphtest.State]{})
 	require.NoError(t, err)
 	assert.True(t, wrong.accepted, "the run takes any JSON answer; the node decides")
 	assert.True(t, right.accepted)
@@ -245,7 +246,7 @@ func TestInterruptAnswerOfTheWrongType(t *testing.T) {
 func TestEarlyAnswerIgnored(t *testing.T) {
 	// Interrupt IDs are stable: learn the one this run will ask under.
 	var first asker
-	g := newGraph(t, "ask", first.graph(t), temporalgraph.Options[tgState]{})
+	g := newGraph(t, "ask", first.graph(t), temporalgraph.Options[graphtest.State]{})
 	env := newEnv(t)
 	g.Register(env)
 	var id string
@@ -255,14 +256,14 @@ func TestEarlyAnswerIgnored(t *testing.T) {
 			env.SignalWorkflow(temporalgraph.SignalAnswer, temporalgraph.AnswerArg{ID: id, Value: json.RawMessage(`"yes"`)})
 		}
 	}, time.Minute)
-	_, err := execute(t, env, g, temporalgraph.Input[tgState]{})
+	_, err := execute(t, env, g, temporalgraph.Input[graphtest.State]{})
 	require.NoError(t, err)
 	require.NotEmpty(t, id)
 
 	for _, via := range []string{"signal", "update"} {
 		t.Run(via, func(t *testing.T) {
 			a := asker{gate: make(chan struct{})}
-			g := newGraph(t, "ask", a.graph(t), temporalgraph.Options[tgState]{})
+			g := newGraph(t, "ask", a.graph(t), temporalgraph.Options[graphtest.State]{})
 			env := newEnv(t)
 			g.Register(env)
 			var u updateResult
@@ -282,7 +283,7 @@ func TestEarlyAnswerIgnored(t *testing.T) {
 					env.SignalWorkflow(temporalgraph.SignalAnswer, temporalgraph.AnswerArg{ID: p.Interrupts[0].ID, Value: json.RawMessage(`"late"`)})
 				}
 			}, time.Minute)
-			_, err := execute(t, env, g, temporalgraph.Input[tgState]{})
+			_, err := execute(t, env, g, temporalgraph.Input[graphtest.State]{})
 			require.NoError(t, err)
 			assert.Equal(t, []string{"late"}, a.answers())
 			if via == "update" {

@@ -13,32 +13,33 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/graph/internal/graphtest"
 	"github.com/deepgraph/deepgraph/graph/temporalgraph"
 )
 
 // progressGraph is a → slow → b: a emits "hello"; slow fails its first
 // attempt and is retried a minute later (on the test environment's clock),
 // long enough to query the run in the middle.
-func progressGraph(t *testing.T) *graph.Compiled[tgState] {
+func progressGraph(t *testing.T) *graph.Compiled[graphtest.State] {
 	var slowRuns atomic.Int32
-	g := tgNew()
-	g.AddNode("a", func(ctx context.Context, _ tgState) (graph.Update[tgState], error) {
+	g := graphtest.New()
+	g.AddNode("a", func(ctx context.Context, _ graphtest.State) (graph.Update[graphtest.State], error) {
 		graph.Emit(ctx, "hello")
-		return graph.Writes(tgLog.Add("a")), nil
+		return graph.Writes(graphtest.Log.Add("a")), nil
 	})
-	g.AddNode("slow", func(ctx context.Context, _ tgState) (graph.Update[tgState], error) {
+	g.AddNode("slow", func(ctx context.Context, _ graphtest.State) (graph.Update[graphtest.State], error) {
 		if slowRuns.Add(1) == 1 {
-			return graph.Update[tgState]{}, errBoom
+			return graph.Update[graphtest.State]{}, errBoom
 		}
-		return graph.Writes(tgLog.Add("slow")), nil
+		return graph.Writes(graphtest.Log.Add("slow")), nil
 	}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Minute}))
-	g.AddNode("b", tgLogNode("b"))
+	g.AddNode("b", graphtest.LogNode("b"))
 	g.AddSequence(graph.Start, "a", "slow", "b", graph.End)
 	return tgCompile(t, g)
 }
 
 // describe is an Options.Progress that describes every event as a string.
-func describe(ev graph.Event[tgState]) (any, bool) {
+func describe(ev graph.Event[graphtest.State]) (any, bool) {
 	switch ev.Kind {
 	case graph.EventCustom:
 		return fmt.Sprintf("%s says %v", ev.Node, ev.Value), true
@@ -74,7 +75,7 @@ func lines(t *testing.T, es []temporalgraph.Entry) []string {
 func TestProgress(t *testing.T) {
 	t.Run("with Options.Progress", func(t *testing.T) {
 		t.Parallel()
-		g := newGraph(t, "progress", progressGraph(t), temporalgraph.Options[tgState]{Progress: describe})
+		g := newGraph(t, "progress", progressGraph(t), temporalgraph.Options[graphtest.State]{Progress: describe})
 		env := newEnv(t)
 		g.Register(env)
 		var mid temporalgraph.Progress
@@ -83,7 +84,7 @@ func TestProgress(t *testing.T) {
 			mid = queryProgress(t, env, 0)
 			fromMid = queryProgress(t, env, mid.Next)
 		}, 30*time.Second)
-		out, err := execute(t, env, g, temporalgraph.Input[tgState]{})
+		out, err := execute(t, env, g, temporalgraph.Input[graphtest.State]{})
 		require.NoError(t, err)
 		assert.Equal(t, []string{"a", "slow", "b"}, out.Log)
 
@@ -94,7 +95,7 @@ func TestProgress(t *testing.T) {
 		assert.Equal(t, []string{
 			"0 1 a 0 task_start: task_start a",
 			"1 1 a 0 custom: a says hello",
-			"2 1 a 0 task_end: a wrote [log]",
+			"2 1 a 0 task_end: a wrote [Log]",
 			"3 2 slow 0 task_start: task_start slow",
 		}, lines(t, mid.Entries))
 		assert.Equal(t, 4, mid.Next)
@@ -108,9 +109,9 @@ func TestProgress(t *testing.T) {
 		assert.Empty(t, end.Running)
 		assert.Equal(t, 3, end.Step)
 		assert.Equal(t, []string{
-			"4 2 slow 0 task_end: slow wrote [log]",
+			"4 2 slow 0 task_end: slow wrote [Log]",
 			"5 3 b 0 task_start: task_start b",
-			"6 3 b 0 task_end: b wrote [log]",
+			"6 3 b 0 task_end: b wrote [Log]",
 		}, lines(t, end.Entries))
 		assert.Equal(t, 7, end.Next)
 		all := queryProgress(t, env, 0)
@@ -124,10 +125,10 @@ func TestProgress(t *testing.T) {
 	})
 	t.Run("without Options.Progress", func(t *testing.T) {
 		t.Parallel()
-		g := newGraph(t, "progress", progressGraph(t), temporalgraph.Options[tgState]{})
+		g := newGraph(t, "progress", progressGraph(t), temporalgraph.Options[graphtest.State]{})
 		env := newEnv(t)
 		g.Register(env)
-		_, err := execute(t, env, g, temporalgraph.Input[tgState]{})
+		_, err := execute(t, env, g, temporalgraph.Input[graphtest.State]{})
 		require.NoError(t, err)
 		p := queryProgress(t, env, 0)
 		assert.True(t, p.Done)
@@ -144,8 +145,8 @@ func TestProgress(t *testing.T) {
 	})
 	t.Run("Progress skips events", func(t *testing.T) {
 		t.Parallel()
-		g := newGraph(t, "progress", progressGraph(t), temporalgraph.Options[tgState]{
-			Progress: func(ev graph.Event[tgState]) (any, bool) {
+		g := newGraph(t, "progress", progressGraph(t), temporalgraph.Options[graphtest.State]{
+			Progress: func(ev graph.Event[graphtest.State]) (any, bool) {
 				if ev.Kind != graph.EventCustom {
 					return nil, false
 				}
@@ -154,7 +155,7 @@ func TestProgress(t *testing.T) {
 		})
 		env := newEnv(t)
 		g.Register(env)
-		_, err := execute(t, env, g, temporalgraph.Input[tgState]{})
+		_, err := execute(t, env, g, temporalgraph.Input[graphtest.State]{})
 		require.NoError(t, err)
 		p := queryProgress(t, env, 0)
 		assert.Equal(t, []string{
@@ -169,15 +170,15 @@ func TestProgress(t *testing.T) {
 	})
 	t.Run("a failed run", func(t *testing.T) {
 		t.Parallel()
-		gr := tgNew()
-		gr.AddNode("bad", func(context.Context, tgState) (graph.Update[tgState], error) {
-			return graph.Update[tgState]{}, errBoom
+		gr := graphtest.New()
+		gr.AddNode("bad", func(context.Context, graphtest.State) (graph.Update[graphtest.State], error) {
+			return graph.Update[graphtest.State]{}, errBoom
 		})
 		gr.AddSequence(graph.Start, "bad", graph.End)
-		g := newGraph(t, "progress", tgCompile(t, gr), temporalgraph.Options[tgState]{})
+		g := newGraph(t, "progress", tgCompile(t, gr), temporalgraph.Options[graphtest.State]{})
 		env := newEnv(t)
 		g.Register(env)
-		_, err := execute(t, env, g, temporalgraph.Input[tgState]{})
+		_, err := execute(t, env, g, temporalgraph.Input[graphtest.State]{})
 		require.Error(t, err)
 		var app *temporal.ApplicationError
 		require.True(t, errors.As(err, &app))

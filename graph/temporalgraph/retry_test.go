@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/graph/internal/graphtest"
 	"github.com/deepgraph/deepgraph/graph/temporalgraph"
 )
 
@@ -72,16 +73,16 @@ func TestNodeRetries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var runs atomic.Int32
-			g := tgNew()
-			g.AddNode("flaky", func(context.Context, tgState) (graph.Update[tgState], error) {
+			g := graphtest.New()
+			g.AddNode("flaky", func(context.Context, graphtest.State) (graph.Update[graphtest.State], error) {
 				if n := runs.Add(1); n <= tc.failures {
-					return graph.Update[tgState]{}, tc.fail(n)
+					return graph.Update[graphtest.State]{}, tc.fail(n)
 				}
-				return graph.Writes(tgLog.Add(fmt.Sprint("ok after ", runs.Load()))), nil
+				return graph.Writes(graphtest.Log.Add(fmt.Sprint("ok after ", runs.Load()))), nil
 			}, tc.opts...)
-			g.AddNode("before", tgLogNode("before"))
+			g.AddNode("before", graphtest.LogNode("before"))
 			g.AddSequence(graph.Start, "before", "flaky", graph.End)
-			tg := newGraph(t, "retry", tgCompile(t, g), temporalgraph.Options[tgState]{})
+			tg := newGraph(t, "retry", tgCompile(t, g), temporalgraph.Options[graphtest.State]{})
 
 			env := newEnv(t)
 			tg.Register(env)
@@ -91,7 +92,7 @@ func TestNodeRetries(t *testing.T) {
 					attempts = append(attempts, info.Attempt)
 				}
 			})
-			out, err := execute(t, env, tg, temporalgraph.Input[tgState]{})
+			out, err := execute(t, env, tg, temporalgraph.Input[graphtest.State]{})
 			assert.Equal(t, tc.wantRuns, runs.Load(), "the node's body ran so many times")
 			var want []int32
 			for i := range tc.wantRuns {
@@ -113,15 +114,15 @@ func TestNodeRetries(t *testing.T) {
 
 // lostWorkerGraph fans out to five work tasks, none with a retry policy,
 // counting how often each body runs.
-func lostWorkerGraph(t *testing.T, runs *[5]atomic.Int32) *graph.Compiled[tgState] {
-	g := tgNew()
-	g.AddNode("split", tgLogNode("split"))
-	graph.AddTask(g, "work", func(_ context.Context, i int) (graph.Update[tgState], error) {
+func lostWorkerGraph(t *testing.T, runs *[5]atomic.Int32) *graph.Compiled[graphtest.State] {
+	g := graphtest.New()
+	g.AddNode("split", graphtest.LogNode("split"))
+	graph.AddTask(g, "work", func(_ context.Context, i int) (graph.Update[graphtest.State], error) {
 		runs[i].Add(1)
-		return graph.Writes(tgItems.Add(fmt.Sprint(i)), tgTotal.Merge(i)), nil
+		return graph.Writes(graphtest.Items.Add(fmt.Sprint(i)), graphtest.Total.Merge(i)), nil
 	})
 	g.AddEdge(graph.Start, "split")
-	graph.AddFanOut(g, "split", "work", func(tgState) []int { return []int{0, 1, 2, 3, 4} })
+	graph.AddFanOut(g, "split", "work", func(graphtest.State) []int { return []int{0, 1, 2, 3, 4} })
 	g.AddEdge("work", graph.End)
 	return tgCompile(t, g)
 }
@@ -132,7 +133,7 @@ func lostWorkerGraph(t *testing.T, runs *[5]atomic.Int32) *graph.Compiled[tgStat
 // does not run again.
 func TestLostWorker(t *testing.T) {
 	var inProcess [5]atomic.Int32
-	want, err := lostWorkerGraph(t, &inProcess).Invoke(context.Background(), tgState{})
+	want, err := lostWorkerGraph(t, &inProcess).Invoke(context.Background(), graphtest.State{})
 	require.NoError(t, err)
 	require.Equal(t, []string{"0", "1", "2", "3", "4"}, want.Items)
 
@@ -146,10 +147,10 @@ func TestLostWorker(t *testing.T) {
 	t.Run("retried under InfraRetries", func(t *testing.T) {
 		t.Parallel()
 		var runs [5]atomic.Int32
-		g := newGraph(t, "lost", lostWorkerGraph(t, &runs), temporalgraph.Options[tgState]{})
+		g := newGraph(t, "lost", lostWorkerGraph(t, &runs), temporalgraph.Options[graphtest.State]{})
 		env := newEnv(t)
 		g.Register(wrapRegistry{r: env, after: lose})
-		got, err := execute(t, env, g, temporalgraph.Input[tgState]{})
+		got, err := execute(t, env, g, temporalgraph.Input[graphtest.State]{})
 		require.NoError(t, err)
 		assert.Equal(t, want, got)
 		for i := range runs {
@@ -163,10 +164,10 @@ func TestLostWorker(t *testing.T) {
 	t.Run("InfraRetries -1: the run fails", func(t *testing.T) {
 		t.Parallel()
 		var runs [5]atomic.Int32
-		g := newGraph(t, "lost", lostWorkerGraph(t, &runs), temporalgraph.Options[tgState]{InfraRetries: -1})
+		g := newGraph(t, "lost", lostWorkerGraph(t, &runs), temporalgraph.Options[graphtest.State]{InfraRetries: -1})
 		env := newEnv(t)
 		g.Register(wrapRegistry{r: env, after: lose})
-		_, err := execute(t, env, g, temporalgraph.Input[tgState]{})
+		_, err := execute(t, env, g, temporalgraph.Input[graphtest.State]{})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), `node "work"`)
 		assert.Contains(t, err.Error(), "timeout")
@@ -176,7 +177,7 @@ func TestLostWorker(t *testing.T) {
 		t.Parallel()
 		// Task 2's worker is lost on every attempt: 1 + InfraRetries.
 		var runs [5]atomic.Int32
-		g := newGraph(t, "lost", lostWorkerGraph(t, &runs), temporalgraph.Options[tgState]{InfraRetries: 2})
+		g := newGraph(t, "lost", lostWorkerGraph(t, &runs), temporalgraph.Options[graphtest.State]{InfraRetries: 2})
 		env := newEnv(t)
 		g.Register(wrapRegistry{r: env, after: func(ctx context.Context, node string, index int) error {
 			if node == "work" && index == 2 {
@@ -184,7 +185,7 @@ func TestLostWorker(t *testing.T) {
 			}
 			return nil
 		}})
-		_, err := execute(t, env, g, temporalgraph.Input[tgState]{})
+		_, err := execute(t, env, g, temporalgraph.Input[graphtest.State]{})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), `node "work"`)
 		assert.Equal(t, int32(3), runs[2].Load())
@@ -194,16 +195,16 @@ func TestLostWorker(t *testing.T) {
 // A node's timeout and the options become the activity's timeouts; the
 // node's own timeout fails it on the worker.
 func TestTimeouts(t *testing.T) {
-	g := tgNew()
-	g.AddNode("quick", tgLogNode("quick"))
+	g := graphtest.New()
+	g.AddNode("quick", graphtest.LogNode("quick"))
 	var slowRuns atomic.Int32
-	g.AddNode("slow", func(ctx context.Context, _ tgState) (graph.Update[tgState], error) {
+	g.AddNode("slow", func(ctx context.Context, _ graphtest.State) (graph.Update[graphtest.State], error) {
 		slowRuns.Add(1)
 		<-ctx.Done()
-		return graph.Update[tgState]{}, ctx.Err()
+		return graph.Update[graphtest.State]{}, ctx.Err()
 	}, graph.WithTimeout(50*time.Millisecond))
 	g.AddSequence(graph.Start, "quick", "slow", graph.End)
-	tg := newGraph(t, "timeouts", tgCompile(t, g), temporalgraph.Options[tgState]{Heartbeat: 2 * time.Second, TaskTimeout: 5 * time.Minute})
+	tg := newGraph(t, "timeouts", tgCompile(t, g), temporalgraph.Options[graphtest.State]{Heartbeat: 2 * time.Second, TaskTimeout: 5 * time.Minute})
 	env := newEnv(t)
 	tg.Register(env)
 	heartbeat := map[string]time.Duration{}
@@ -213,7 +214,7 @@ func TestTimeouts(t *testing.T) {
 		startToClose[info.ActivityID] = info.Deadline.Sub(info.StartedTime)
 	})
 	start := time.Now()
-	_, err := execute(t, env, tg, temporalgraph.Input[tgState]{})
+	_, err := execute(t, env, tg, temporalgraph.Input[graphtest.State]{})
 	require.Error(t, err)
 	assert.Less(t, time.Since(start), 5*time.Second)
 	assert.Contains(t, err.Error(), `node "slow"`)
@@ -229,16 +230,16 @@ func TestTimeouts(t *testing.T) {
 // second failed gets its second attempt of its own.
 func TestLostAttemptsDoNotCountAgainstTheNode(t *testing.T) {
 	var runs atomic.Int32
-	g := tgNew()
-	g.AddNode("flaky", func(context.Context, tgState) (graph.Update[tgState], error) {
+	g := graphtest.New()
+	g.AddNode("flaky", func(context.Context, graphtest.State) (graph.Update[graphtest.State], error) {
 		if runs.Add(1) == 2 {
-			return graph.Update[tgState]{}, errors.New("flaky once")
+			return graph.Update[graphtest.State]{}, errors.New("flaky once")
 		}
-		return graph.Writes(tgLog.Add("done")), nil
+		return graph.Writes(graphtest.Log.Add("done")), nil
 	}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 2, InitialInterval: graph.RetryImmediately}))
 	g.AddEdge(graph.Start, "flaky")
 	g.AddEdge("flaky", graph.End)
-	tg := newGraph(t, "lostcount", tgCompile(t, g), temporalgraph.Options[tgState]{})
+	tg := newGraph(t, "lostcount", tgCompile(t, g), temporalgraph.Options[graphtest.State]{})
 	env := newEnv(t)
 	tg.Register(wrapRegistry{r: env, after: func(ctx context.Context, node string, _ int) error {
 		if activity.GetInfo(ctx).Attempt == 1 {
@@ -246,7 +247,7 @@ func TestLostAttemptsDoNotCountAgainstTheNode(t *testing.T) {
 		}
 		return nil
 	}})
-	got, err := execute(t, env, tg, temporalgraph.Input[tgState]{})
+	got, err := execute(t, env, tg, temporalgraph.Input[graphtest.State]{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"done"}, got.Log)
 	assert.Equal(t, int32(3), runs.Load(), "lost, failed, succeeded")
