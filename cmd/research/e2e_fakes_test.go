@@ -13,19 +13,19 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/deepgraph/deepgraph/internal/fakeproviders"
 )
 
 // Fakes of the providers' wire protocols, shared by the end-to-end tests.
+// What they share with scripts/fakeapi (reading a chat request, writing a
+// completion or a SearXNG search) is in internal/fakeproviders.
 
 const (
-	geminiKey  = "AIzaSy-e2e-gemini-key-0123456789"
-	openaiKey  = "sk-e2e-openai-key-abcdefghijklmnop"
-	tavilyKey  = "tvly-e2e-tavily-key-secret"
-	shortURLRe = `https://vertexaisearch\.cloud\.google\.com/id/[^)\s]+`
+	geminiKey = "AIzaSy-e2e-gemini-key-0123456789"
+	openaiKey = "sk-e2e-openai-key-abcdefghijklmnop"
+	tavilyKey = "tvly-e2e-tavily-key-secret"
 )
-
-// markerRe finds citation markers the answer model must copy.
-var markerRe = regexp.MustCompile(`\[[^\]\n]+\]\(` + shortURLRe + `\)`)
 
 // lockedBuffer is a bytes.Buffer safe for a process's writes and a test's
 // reads at once.
@@ -83,12 +83,6 @@ func hangUntilGone(r *http.Request) {
 	case <-r.Context().Done():
 	case <-time.After(30 * time.Second):
 	}
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 // ---------------------------------------------------------------- Gemini
@@ -207,23 +201,23 @@ func (f *fakeGemini) serve(w http.ResponseWriter, r *http.Request) {
 	n := f.add(r, body)
 	m := geminiPath.FindStringSubmatch(r.URL.Path)
 	if r.Method != http.MethodPost || m == nil {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{"code": 404, "message": "no such method " + r.URL.Path, "status": "NOT_FOUND"}})
+		fakeproviders.WriteJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{"code": 404, "message": "no such method " + r.URL.Path, "status": "NOT_FOUND"}})
 		return
 	}
 	if r.Header.Get("x-goog-api-key") != f.key {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"code": 400,
+		fakeproviders.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"code": 400,
 			"message": "API key not valid. Please pass a valid API key.", "status": "INVALID_ARGUMENT",
 			"details": []any{map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID", "domain": "googleapis.com"}}}})
 		return
 	}
 	var req geminiRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"code": 400, "message": err.Error(), "status": "INVALID_ARGUMENT"}})
+		fakeproviders.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"code": 400, "message": err.Error(), "status": "INVALID_ARGUMENT"}})
 		return
 	}
 	c := geminiCall{n: n, model: m[1], stream: m[2] == "streamGenerateContent", req: req, w: w, r: r}
 	if c.stream && r.URL.Query().Get("alt") != "sse" {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"code": 400, "message": "this fake streams SSE only", "status": "INVALID_ARGUMENT"}})
+		fakeproviders.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"code": 400, "message": "this fake streams SSE only", "status": "INVALID_ARGUMENT"}})
 		return
 	}
 	f.mu.Lock()
@@ -251,7 +245,7 @@ func (f *fakeGemini) deepResearch(c geminiCall) {
 		if first {
 			f.reply(c, `{"is_sufficient": false, "knowledge_gap": "Die Anzahl der Tore fehlt.", "follow_up_queries": ["Euro 2024 Tore Anzahl"]}`, nil)
 		} else {
-			f.reply(c, `{"is_sufficient": true, "knowledge_gap": "", "follow_up_queries": []}`, nil)
+			f.reply(c, fakeproviders.SufficientReflection, nil)
 		}
 	case c.req.grounded():
 		q := researchQuery(c.req.prompt())
@@ -318,20 +312,17 @@ func (f *fakeGemini) reply(c geminiCall, text string, grounding map[string]any) 
 		cand["groundingMetadata"] = grounding
 	}
 	if !c.stream {
-		writeJSON(c.w, http.StatusOK, map[string]any{"candidates": []any{cand}, "usageMetadata": usage, "modelVersion": c.model + "-001"})
+		fakeproviders.WriteJSON(c.w, http.StatusOK, map[string]any{"candidates": []any{cand}, "usageMetadata": usage, "modelVersion": c.model + "-001"})
 		return
 	}
 	c.w.Header().Set("Content-Type", "text/event-stream")
 	c.w.WriteHeader(http.StatusOK)
 	fl, _ := c.w.(http.Flusher)
 	// The text in two chunks, then the finish with usage.
-	half := len(text) / 2
-	for half > 0 && half < len(text) && (text[half]&0xC0) == 0x80 {
-		half--
-	}
+	first, second := fakeproviders.SplitHalf(text)
 	chunks := []map[string]any{
-		{"candidates": []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": text[:half]}}}, "index": 0}}, "modelVersion": c.model + "-001"},
-		{"candidates": []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": text[half:]}}}, "index": 0}}, "modelVersion": c.model + "-001"},
+		{"candidates": []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": first}}}, "index": 0}}, "modelVersion": c.model + "-001"},
+		{"candidates": []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": second}}}, "index": 0}}, "modelVersion": c.model + "-001"},
 		{"candidates": []any{map[string]any{"content": map[string]any{"role": "model", "parts": []any{map[string]any{"text": ""}}}, "finishReason": "STOP", "index": 0}}, "usageMetadata": usage, "modelVersion": c.model + "-001"},
 	}
 	if grounding != nil {
@@ -350,11 +341,7 @@ func (f *fakeGemini) reply(c geminiCall, text string, grounding map[string]any) 
 // in the summaries part of the prompt (the prompt's own example above it is
 // not a marker to copy), plus one invented link that must be dropped.
 func answerFrom(prompt, lead string) string {
-	summaries := prompt
-	if i := strings.LastIndex(prompt, "Summaries:"); i >= 0 {
-		summaries = prompt[i:]
-	}
-	markers := markerRe.FindAllString(summaries, -1)
+	markers := fakeproviders.CitationMarkers(prompt)
 	if len(markers) == 0 {
 		return "Dazu wurde nichts gefunden: the search found nothing about this question."
 	}
@@ -363,79 +350,16 @@ func answerFrom(prompt, lead string) string {
 
 // ---------------------------------------------------------------- OpenAI
 
-// openaiRequest is the part of a chat completions body the fake reads.
-type openaiRequest struct {
-	Model    string `json:"model"`
-	Messages []struct {
-		Role       string          `json:"role"`
-		Content    json.RawMessage `json:"content"`
-		ToolCallID string          `json:"tool_call_id"`
-		ToolCalls  []struct {
-			ID       string `json:"id"`
-			Function struct {
-				Name      string `json:"name"`
-				Arguments string `json:"arguments"`
-			} `json:"function"`
-		} `json:"tool_calls"`
-	} `json:"messages"`
-	ResponseFormat *struct {
-		Type       string `json:"type"`
-		JSONSchema *struct {
-			Name   string          `json:"name"`
-			Schema json.RawMessage `json:"schema"`
-		} `json:"json_schema"`
-	} `json:"response_format"`
-	Tools []struct {
-		Function struct {
-			Name string `json:"name"`
-		} `json:"function"`
-	} `json:"tools"`
-	Stream bool `json:"stream"`
-}
+// openaiRequest is the part of a chat completions body the fake reads,
+// with its methods under the names the scripts use.
+type openaiRequest struct{ fakeproviders.ChatRequest }
 
-// text returns a message's text (a string, or an array of text parts).
-func msgText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Text string `json:"text"`
-	}
-	_ = json.Unmarshal(raw, &parts)
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p.Text)
-	}
-	return b.String()
-}
+func (o openaiRequest) prompt() string { return o.Prompt() }
 
-func (o openaiRequest) prompt() string {
-	var b strings.Builder
-	for _, m := range o.Messages {
-		b.WriteString(msgText(m.Content))
-		b.WriteString("\n")
-	}
-	return b.String()
-}
+func (o openaiRequest) schema() string { return o.Schema() }
 
-func (o openaiRequest) schema() string {
-	if o.ResponseFormat == nil || o.ResponseFormat.JSONSchema == nil {
-		return ""
-	}
-	return o.ResponseFormat.JSONSchema.Name
-}
-
-// toolResults counts the tool messages so far (agent scripts).
-func (o openaiRequest) toolResults() []string {
-	var out []string
-	for _, m := range o.Messages {
-		if m.Role == "tool" {
-			out = append(out, msgText(m.Content))
-		}
-	}
-	return out
-}
+// toolResults are the texts of the tool messages so far (agent scripts).
+func (o openaiRequest) toolResults() []string { return o.ToolResults() }
 
 // oaReply is what an OpenAI script answers.
 type oaReply struct {
@@ -481,18 +405,18 @@ func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	n := f.add(r, body)
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{"message": "unknown path " + r.URL.Path, "type": "invalid_request_error"}})
+		fakeproviders.WriteOpenAIError(w, http.StatusNotFound, "unknown path "+r.URL.Path)
 		return
 	}
 	if r.Header.Get("Authorization") != "Bearer "+f.key {
-		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{
+		fakeproviders.WriteJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{
 			"message": "Incorrect API key provided: " + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") + ". You can find your API key at https://platform.openai.com/account/api-keys.",
 			"type":    "invalid_request_error", "param": nil, "code": "invalid_api_key"}})
 		return
 	}
 	var req openaiRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"message": err.Error(), "type": "invalid_request_error"}})
+		fakeproviders.WriteOpenAIError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	rep := f.script(oaCallCtx{n: n, req: req, r: r})
@@ -509,56 +433,11 @@ func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, rep.ErrBody)
 		return
 	}
-	usage := map[string]any{"prompt_tokens": 100, "completion_tokens": 30, "total_tokens": 130}
-	finish := "stop"
-	if len(rep.ToolCalls) > 0 {
-		finish = "tool_calls"
+	c := fakeproviders.Completion{ID: fmt.Sprintf("chatcmpl-%d", n), Model: req.Model, Content: rep.Content, Stream: req.Stream}
+	for i, call := range rep.ToolCalls {
+		c.ToolCalls = append(c.ToolCalls, fakeproviders.ToolCall{ID: fmt.Sprintf("call_%d_%d", n, i), Name: call.Name, Args: call.Args})
 	}
-	if !req.Stream {
-		msg := map[string]any{"role": "assistant", "content": rep.Content}
-		if len(rep.ToolCalls) > 0 {
-			var calls []any
-			for i, c := range rep.ToolCalls {
-				calls = append(calls, map[string]any{"id": fmt.Sprintf("call_%d_%d", n, i), "type": "function",
-					"function": map[string]any{"name": c.Name, "arguments": c.Args}})
-			}
-			msg["tool_calls"] = calls
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion", "model": req.Model,
-			"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}}, "usage": usage})
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
-	send := func(v any) {
-		b, _ := json.Marshal(v)
-		_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
-		if fl != nil {
-			fl.Flush()
-		}
-	}
-	chunk := func(delta map[string]any, finish any) map[string]any {
-		return map[string]any{"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion.chunk", "model": req.Model,
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
-	}
-	send(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
-	if rep.Content != "" {
-		half := len(rep.Content) / 2
-		for half > 0 && half < len(rep.Content) && (rep.Content[half]&0xC0) == 0x80 {
-			half--
-		}
-		send(chunk(map[string]any{"content": rep.Content[:half]}, nil))
-		send(chunk(map[string]any{"content": rep.Content[half:]}, nil))
-	}
-	for i, c := range rep.ToolCalls {
-		send(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": fmt.Sprintf("call_%d_%d", n, i), "type": "function",
-			"function": map[string]any{"name": c.Name, "arguments": ""}}}}, nil))
-		send(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": c.Args}}}}, nil))
-	}
-	send(chunk(map[string]any{}, finish))
-	send(map[string]any{"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion.chunk", "model": req.Model, "choices": []any{}, "usage": usage})
-	_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	fakeproviders.WriteCompletion(w, c)
 }
 
 // searchResearchScript is the default research script for a model behind a
@@ -575,23 +454,13 @@ func searchResearchScript(queries ...string) func(c oaCallCtx) oaReply {
 			b, _ := json.Marshal(map[string]any{"rationale": "two aspects", "query": queries})
 			return oaReply{Content: string(b)}
 		case "Reflection":
-			return oaReply{Content: `{"is_sufficient": true, "knowledge_gap": "", "follow_up_queries": []}`}
+			return oaReply{Content: fakeproviders.SufficientReflection}
 		}
 		if strings.Contains(p, `<source label="S`) {
-			return oaReply{Content: summaryCiting(p)}
+			return oaReply{Content: fakeproviders.CiteSources(p, "Fact %d from the sources [%s].")}
 		}
 		return oaReply{Content: answerFrom(p, "Raft elects a leader by randomized timeouts and replicates its log.")}
 	}
-}
-
-// summaryCiting writes a summary citing each source label in the prompt.
-func summaryCiting(prompt string) string {
-	labels := regexp.MustCompile(`<source label="(S\d+)"`).FindAllStringSubmatch(prompt, -1)
-	var b strings.Builder
-	for i, l := range labels {
-		fmt.Fprintf(&b, "Fact %d from the sources [%s]. ", i+1, l[1])
-	}
-	return strings.TrimSpace(b.String())
 }
 
 // ------------------------------------------------------- SearXNG and web
@@ -619,7 +488,7 @@ func newFakeSearXNG(t *testing.T, webURL string) *fakeSearXNG {
 func (f *fakeSearXNG) serve(w http.ResponseWriter, r *http.Request) {
 	f.add(r, nil)
 	if r.URL.Path != "/search" || r.URL.Query().Get("format") != "json" {
-		http.Error(w, "Forbidden: the json format is not enabled", http.StatusForbidden)
+		fakeproviders.WriteSearXNGNoJSON(w)
 		return
 	}
 	q := r.URL.Query().Get("q")
@@ -628,12 +497,12 @@ func (f *fakeSearXNG) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	if respond != nil {
 		if status, body := respond(q); status != 0 {
-			writeJSON(w, status, body)
+			fakeproviders.WriteJSON(w, status, body)
 			return
 		}
 	}
 	if r.URL.Query().Get("pageno") != "" && r.URL.Query().Get("pageno") != "1" {
-		writeJSON(w, http.StatusOK, map[string]any{"query": q, "number_of_results": 0, "results": []any{}})
+		fakeproviders.WriteSearXNGLaterPage(w, q)
 		return
 	}
 	slug := strings.ReplaceAll(strings.ToLower(q), " ", "-")
@@ -642,15 +511,12 @@ func (f *fakeSearXNG) serve(w http.ResponseWriter, r *http.Request) {
 	for i := 1; i <= 3; i++ {
 		u := fmt.Sprintf("%s/page/%s/%d", f.web, slug, i)
 		f.urls[u] = true
-		results = append(results, map[string]any{
-			"url": u, "title": fmt.Sprintf("Page %d about %s", i, q), "content": fmt.Sprintf("SNIPPET-%d for %s.", i, q),
-			"engine": "duckduckgo", "engines": []string{"duckduckgo", "brave"}, "score": 3.0 - float64(i)/2,
-			"category": "general", "parsed_url": []string{"http", "127.0.0.1", "/page"}, "positions": []int{i},
-		})
+		res := fakeproviders.SearXNGResult(u, q, fmt.Sprintf("SNIPPET-%d for %s.", i, q), i)
+		res["parsed_url"] = []string{"http", "127.0.0.1", "/page"}
+		results = append(results, res)
 	}
 	f.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"query": q, "number_of_results": len(results), "results": results,
-		"answers": []any{}, "corrections": []any{}, "infoboxes": []any{}, "suggestions": []any{}, "unresponsive_engines": []any{}})
+	fakeproviders.WriteSearXNG(w, q, results)
 }
 
 // setRespond replaces the default answer (see respond).

@@ -59,6 +59,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/deepgraph/deepgraph/internal/fakeproviders"
 )
 
 func main() {
@@ -180,9 +182,9 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		f.mu.Unlock()
 		slices.Sort(urls)
-		writeJSON(w, http.StatusOK, urls)
+		fakeproviders.WriteJSON(w, http.StatusOK, urls)
 	case r.URL.Path == "/_fake/stats":
-		writeJSON(w, http.StatusOK, f.stats())
+		fakeproviders.WriteJSON(w, http.StatusOK, f.stats())
 	case r.URL.Path == "/healthz":
 		_, _ = io.WriteString(w, "ok\n")
 	default:
@@ -224,68 +226,9 @@ func sleep(r *http.Request, d time.Duration) bool {
 	}
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 // ---------------------------------------------------------------- model
 
-// chatRequest is the part of a chat completions body the fake reads.
-type chatRequest struct {
-	Model    string `json:"model"`
-	Messages []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	} `json:"messages"`
-	ResponseFormat *struct {
-		Type       string `json:"type"`
-		JSONSchema *struct {
-			Name string `json:"name"`
-		} `json:"json_schema"`
-	} `json:"response_format"`
-	Stream bool `json:"stream"`
-}
-
-// msgText returns a message's text (a string, or an array of text parts).
-func msgText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Text string `json:"text"`
-	}
-	_ = json.Unmarshal(raw, &parts)
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p.Text)
-	}
-	return b.String()
-}
-
-func (c chatRequest) prompt() string {
-	var b strings.Builder
-	for _, m := range c.Messages {
-		b.WriteString(msgText(m.Content))
-		b.WriteString("\n")
-	}
-	return b.String()
-}
-
-func (c chatRequest) schema() string {
-	if c.ResponseFormat == nil || c.ResponseFormat.JSONSchema == nil {
-		return ""
-	}
-	return c.ResponseFormat.JSONSchema.Name
-}
-
 var (
-	// sourceLabelRe finds the source labels of a summarising prompt.
-	sourceLabelRe = regexp.MustCompile(`<source label="(S\d+)"`)
-	// markerRe finds the citation markers the answer must copy.
-	markerRe = regexp.MustCompile(`\[[^\]\n]+\]\(https://vertexaisearch\.cloud\.google\.com/id/[^)\s]+\)`)
 	// The question, as each prompt of the research graph states it.
 	topicRe      = regexp.MustCompile(`\nTopic: ([^\n]*)`) // the last one; the first is the prompt's example
 	summaryForRe = regexp.MustCompile(`search query "([^"\n]*)"\. The summary feeds a report that answers: ([^\n]*)`)
@@ -295,8 +238,8 @@ var (
 )
 
 // kind classifies a request of the research graph and names its question.
-func kind(c chatRequest, p string) (k, question string) {
-	switch c.schema() {
+func kind(c fakeproviders.ChatRequest, p string) (k, question string) {
+	switch c.Schema() {
 	case "SearchQueryList":
 		if m := topicRe.FindAllStringSubmatch(p, -1); m != nil {
 			return "queries", strings.TrimSpace(m[len(m)-1][1])
@@ -329,22 +272,22 @@ func shortHash(parts ...string) string {
 func (f *fake) chat(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	if r.Method != http.MethodPost {
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": map[string]any{"message": "use POST", "type": "invalid_request_error"}})
+		fakeproviders.WriteOpenAIError(w, http.StatusMethodNotAllowed, "use POST")
 		return
 	}
 	if f.o.apiKey != "" && r.Header.Get("Authorization") != "Bearer "+f.o.apiKey {
-		writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{
+		fakeproviders.WriteJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{
 			"message": "Incorrect API key provided (the fake wants --api-key).", "type": "invalid_request_error", "code": "invalid_api_key"}})
 		return
 	}
-	var req chatRequest
+	var req fakeproviders.ChatRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{"message": err.Error(), "type": "invalid_request_error"}})
+		fakeproviders.WriteOpenAIError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	p := req.prompt()
+	p := req.Prompt()
 	k, question := kind(req, p)
-	key := k + "/" + shortHash(question) + "/" + shortHash(req.Model, req.schema(), p)
+	key := k + "/" + shortHash(question) + "/" + shortHash(req.Model, req.Schema(), p)
 
 	f.modelCalls.Add(1)
 	f.mu.Lock()
@@ -363,7 +306,7 @@ func (f *fake) chat(w http.ResponseWriter, r *http.Request) {
 }
 
 // answer is the research graph's model, played from the prompt alone.
-func (f *fake) answer(req chatRequest, k, question, p string) string {
+func (f *fake) answer(req fakeproviders.ChatRequest, k, question, p string) string {
 	switch k {
 	case "queries":
 		b, _ := json.Marshal(map[string]any{"rationale": "the aspects of the question", "query": queriesFor(question, f.o.queries)})
@@ -378,23 +321,14 @@ func (f *fake) answer(req chatRequest, k, question, p string) string {
 				"follow_up_queries": []string{fmt.Sprintf("%s follow-up %d", trimQuestion(question), round+1)}})
 			return string(b)
 		}
-		return `{"is_sufficient": true, "knowledge_gap": "", "follow_up_queries": []}`
+		return fakeproviders.SufficientReflection
 	case "summary":
-		labels := sourceLabelRe.FindAllStringSubmatch(p, -1)
-		if len(labels) == 0 {
-			return "The sources do not cover this query."
+		if s := fakeproviders.CiteSources(p, "Fact %d about the query from the sources [%s]."); s != "" {
+			return s
 		}
-		var b strings.Builder
-		for i, l := range labels {
-			fmt.Fprintf(&b, "Fact %d about the query from the sources [%s]. ", i+1, l[1])
-		}
-		return strings.TrimSpace(b.String())
+		return "The sources do not cover this query."
 	case "answer":
-		summaries := p
-		if i := strings.LastIndex(p, "Summaries:"); i >= 0 {
-			summaries = p[i:]
-		}
-		markers := markerRe.FindAllString(summaries, -1)
+		markers := fakeproviders.CitationMarkers(p)
 		if len(markers) == 0 {
 			return "The search found nothing about this question."
 		}
@@ -427,44 +361,14 @@ func queriesFor(question string, n int) []string {
 }
 
 // reply writes content as a chat completion, unary or streamed.
-func (f *fake) reply(w http.ResponseWriter, req chatRequest, n int, content string) {
-	id := fmt.Sprintf("chatcmpl-fake-%d", n)
-	usage := map[string]any{"prompt_tokens": 100, "completion_tokens": 30, "total_tokens": 130}
-	if !req.Stream {
-		writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
-			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": content}, "finish_reason": "stop"}},
-			"usage":   usage})
-		return
+func (f *fake) reply(w http.ResponseWriter, req fakeproviders.ChatRequest, n int, content string) {
+	c := fakeproviders.Completion{ID: fmt.Sprintf("chatcmpl-fake-%d", n), Model: req.Model, Content: content, Stream: req.Stream}
+	if req.Stream {
+		w.Header().Set("Cache-Control", "no-cache")
+	} else {
+		c.Created = time.Now().Unix()
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
-	send := func(v any) {
-		b, _ := json.Marshal(v)
-		_, _ = fmt.Fprintf(w, "data: %s\n\n", b)
-		if fl != nil {
-			fl.Flush()
-		}
-	}
-	chunk := func(delta map[string]any, finish any) map[string]any {
-		return map[string]any{"id": id, "object": "chat.completion.chunk", "model": req.Model,
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
-	}
-	send(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
-	// The text in two chunks, split on a rune boundary.
-	half := len(content) / 2
-	for half > 0 && half < len(content) && (content[half]&0xC0) == 0x80 {
-		half--
-	}
-	send(chunk(map[string]any{"content": content[:half]}, nil))
-	send(chunk(map[string]any{"content": content[half:]}, nil))
-	send(chunk(map[string]any{}, "stop"))
-	send(map[string]any{"id": id, "object": "chat.completion.chunk", "model": req.Model, "choices": []any{}, "usage": usage})
-	_, _ = io.WriteString(w, "data: [DONE]\n\n")
-	if fl != nil {
-		fl.Flush()
-	}
+	fakeproviders.WriteCompletion(w, c)
 }
 
 // ------------------------------------------------------- search and pages
@@ -489,7 +393,7 @@ func slug(q string) string {
 func (f *fake) search(w http.ResponseWriter, r *http.Request) {
 	f.searches.Add(1)
 	if r.URL.Query().Get("format") != "json" {
-		http.Error(w, "Forbidden: the json format is not enabled", http.StatusForbidden)
+		fakeproviders.WriteSearXNGNoJSON(w)
 		return
 	}
 	if !sleep(r, f.o.searchLatency) {
@@ -497,7 +401,7 @@ func (f *fake) search(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query().Get("q")
 	if p := r.URL.Query().Get("pageno"); p != "" && p != "1" {
-		writeJSON(w, http.StatusOK, map[string]any{"query": q, "number_of_results": 0, "results": []any{}})
+		fakeproviders.WriteSearXNGLaterPage(w, q)
 		return
 	}
 	s := slug(q)
@@ -506,15 +410,10 @@ func (f *fake) search(w http.ResponseWriter, r *http.Request) {
 	for i := 1; i <= resultsPerQuery; i++ {
 		u := fmt.Sprintf("%s/page/%s/%d", f.base, s, i)
 		f.urls[u] = true
-		results = append(results, map[string]any{
-			"url": u, "title": fmt.Sprintf("Page %d about %s", i, q), "content": fmt.Sprintf("Snippet %d for %s.", i, q),
-			"engine": "duckduckgo", "engines": []string{"duckduckgo", "brave"}, "score": 3.0 - float64(i)/2,
-			"category": "general", "positions": []int{i},
-		})
+		results = append(results, fakeproviders.SearXNGResult(u, q, fmt.Sprintf("Snippet %d for %s.", i, q), i))
 	}
 	f.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"query": q, "number_of_results": len(results), "results": results,
-		"answers": []any{}, "corrections": []any{}, "infoboxes": []any{}, "suggestions": []any{}, "unresponsive_engines": []any{}})
+	fakeproviders.WriteSearXNG(w, q, results)
 }
 
 var pagePath = regexp.MustCompile(`^/page/([a-z0-9-]+)/(\d+)$`)
