@@ -436,4 +436,16 @@ func TestTemporalRequest(t *testing.T) {
 	assert.Equal(t, temporalresearch.Request{Question: "q", MaxLoops: 4}, request(load(t, "--loops", "4"), "q"))
 	assert.Equal(t, temporalresearch.Request{Question: "q", InitialQueries: 1, MaxLoops: 1}, request(load(t, "--effort", "low"), "q"))
 	assert.Equal(t, temporalresearch.Request{Question: "q", InitialQueries: 2, MaxLoops: 10}, request(load(t, "--effort", "high", "--queries", "2"), "q"))
+	assert.Equal(t, temporalresearch.Request{Question: "q", Timeout: 90 * time.Second}, request(load(t, "--timeout", "90s"), "q"), "the workers enforce the client's timeout")
+	assert.Equal(t, batchID(temporalresearch.Request{Question: "q"}), batchID(request(load(t, "--timeout", "90s"), "q")),
+		"a batch's timeout does not change its runs: a question answered within any timeout is not run again")
+}
+
+func TestModelList(t *testing.T) {
+	assert.Equal(t, "openai:gpt-4.1-mini", modelList(map[string]string{"query": "openai:gpt-4.1-mini", "research": "openai:gpt-4.1-mini",
+		"reflection": "openai:gpt-4.1-mini", "answer": "openai:gpt-4.1-mini"}), "one model for every role, named once")
+	assert.Equal(t, "openai:gpt-4.1-mini, openai:gpt-4.1, anthropic:claude-haiku-4-5", modelList(map[string]string{
+		"answer": "openai:gpt-4.1", "query": "openai:gpt-4.1-mini", "research": "openai:gpt-4.1-mini", "reflection": "openai:gpt-4.1-mini",
+		"compaction": "anthropic:claude-haiku-4-5"}), "in the roles' order, then the other roles")
+	assert.Empty(t, modelList(nil))
 }

@@ -123,8 +123,10 @@ queries.
 
 With --temporal HOST:PORT the run goes to a Temporal server instead, where
 research workers (research worker) do the work with their own models and
-search; this command shows the timeline and writes the report as above,
-and Ctrl-C cancels the run. research batch runs a file of questions there.
+search; this command shows the timeline, asks for --review's answers and
+writes the report as above (--timeout bounds the run on the workers), and
+Ctrl-C cancels the run and prints what it had gathered. research batch
+runs a file of questions there.
 
 Exit status: 0 success, 1 the run failed, 2 configuration or usage error,
 6 paused for an answer (research resume ID --answer … continues), 130

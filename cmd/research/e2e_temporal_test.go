@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,11 +59,13 @@ func mark(t *testing.T) string {
 
 // temporalFake is the fake OpenAI of the Temporal tests: the search
 // research script, but a question with FAIL fails at the answer while
-// failing is on, and one with HANG waits at the reflection until released
-// (or its caller goes).
+// failing is on, one with HANG waits at the reflection until released
+// (or its caller goes), and the first reflection on a question with GAP
+// finds a gap ("raft term numbers" to search).
 type temporalFake struct {
 	*fakeOpenAI
 	failing atomic.Bool
+	gapped  atomic.Bool
 	hanging atomic.Int32 // HANG calls waiting
 	mu      sync.Mutex
 	release chan struct{}
@@ -88,6 +92,8 @@ func newTemporalFake(t *testing.T) (*temporalFake, map[string]string, *fakeSearX
 			case <-c.r.Context().Done():
 				return oaReply{Hang: true}
 			}
+		case strings.Contains(p, "GAP") && c.req.schema() == "Reflection" && f.gapped.CompareAndSwap(false, true):
+			return oaReply{Content: `{"is_sufficient": false, "knowledge_gap": "The term numbers are missing.", "follow_up_queries": ["raft term numbers"]}`}
 		case strings.Contains(p, "FAIL") && f.failing.Load() && c.req.schema() == "" && !strings.Contains(p, `<source label="S`):
 			return oaReply{Status: http.StatusBadRequest, ErrBody: `{"error":{"message":"This model's maximum context length is exceeded","type":"invalid_request_error","code":"context_length_exceeded"}}`}
 		}
@@ -169,6 +175,9 @@ func TestE2ETemporalRun(t *testing.T) {
 			"Answer: ",
 			"Done in ")
 		assert.Contains(t, res.stderr, `Searched "raft leader election": 3 sources (127.0.0.1)`)
+		// The workers' models, and the cost at the client's prices.
+		assertInOrder(t, res.stderr, "Models (on the workers): openai:gpt-4.1-mini", "Done in ")
+		assert.Regexp(t, `Done in .* · \$0\.\d{4}\n`, res.stderr)
 		timelineLines(t, res.stderr)
 		assert.NotContains(t, res.all(), openaiKey)
 	})
@@ -188,6 +197,37 @@ func TestE2ETemporalRun(t *testing.T) {
 		assert.NotEmpty(t, doc.Sources)
 		assert.Positive(t, doc.UsageTotal.TotalTokens)
 		assert.Positive(t, doc.Timings.TotalMS, "the run's duration on Temporal")
+		// The workers' models, priced at the client's prices.
+		for _, role := range app.Roles {
+			assert.Equal(t, "openai:gpt-4.1-mini", doc.Models[role], "role %s", role)
+		}
+		require.NotNil(t, doc.Cost.TotalUSD, "gpt-4.1-mini has a price")
+		assert.Positive(t, *doc.Cost.TotalUSD)
+		assert.Equal(t, "openai:gpt-4.1-mini", doc.Cost.ByRole["answer"].Model)
+		assert.Empty(t, doc.Cost.Unknown)
+	})
+	t.Run("the client's prices price the run", func(t *testing.T) {
+		cfg := filepath.Join(t.TempDir(), "config.yaml")
+		require.NoError(t, os.WriteFile(cfg, []byte("prices:\n  openai:gpt-4.1-mini: {input: 1000000, output: 0}\n"), 0o600))
+		res := run(t, client, "--config", cfg, "--temporal", addr, "--task-queue", queue, "--format", "json", "-q", "What is a Raft log? "+m)
+		require.Equal(t, 0, res.code, res)
+		var doc app.ReportDoc
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &doc), res)
+		require.NotNil(t, doc.Cost.TotalUSD)
+		assert.Equal(t, float64(doc.UsageTotal.PromptTokens), *doc.Cost.TotalUSD, "a dollar a prompt token, as the client's config file says")
+	})
+	t.Run("--timeout stops the run on the workers with its incomplete report", func(t *testing.T) {
+		res := run(t, client, "--temporal", addr, "--task-queue", queue, "--timeout", "4s", "--format", "json", "HANG at the reflection, timed "+m)
+		require.Equal(t, 1, res.code, "exit status 1, as a local --timeout: %s", res)
+		assert.Contains(t, res.stderr, "did not finish within the timeout of 4s (timeout); the report above is incomplete")
+		assert.Contains(t, res.stderr, "Stopped (incomplete)")
+		var doc app.ReportDoc
+		require.NoError(t, json.Unmarshal([]byte(res.stdout), &doc), res)
+		assert.True(t, doc.Incomplete)
+		assert.Equal(t, "timed out after 4s", doc.Error, "as a local run's document")
+		assert.NotEmpty(t, doc.Sources, "what it had gathered")
+		assert.Equal(t, "openai:gpt-4.1-mini", doc.Models["answer"])
+		assert.Less(t, res.elapsed, 20*time.Second)
 	})
 	t.Run("a failed run prints its incomplete report and exits 1", func(t *testing.T) {
 		res := run(t, client, "--temporal", addr, "--task-queue", queue, "--format", "json", "FAIL at the answer "+m)
@@ -199,18 +239,22 @@ func TestE2ETemporalRun(t *testing.T) {
 		assert.Contains(t, res.stderr, "Stopped (incomplete)")
 		assert.Contains(t, res.stderr, "research: run research-")
 	})
-	t.Run("Ctrl-C cancels the run on Temporal", func(t *testing.T) {
+	t.Run("Ctrl-C cancels the run on Temporal and prints its incomplete report", func(t *testing.T) {
 		p := startBin(t, client, "--temporal", addr, "--task-queue", queue, "HANG at the reflection "+m)
 		p.waitStderr(t, "Searched ", 30*time.Second)
+		require.Eventually(t, func() bool { return oa.hanging.Load() > 0 }, 30*time.Second, 10*time.Millisecond, "the run reached its reflection")
+		sent := time.Now()
 		require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
 		res := p.wait(t, 30*time.Second)
 		require.Equal(t, exitInterrupted, res.code, res)
+		assert.Less(t, time.Since(sent), cancelWait, "the report came before the wait's bound")
 		assert.Contains(t, res.stderr, "is cancelled on Temporal")
+		assert.Contains(t, res.stdout, "**Incomplete report.**", "as a local Ctrl-C")
+		assertCitations(t, res.stdout, sx.returned())
+		assertInOrder(t, res.stderr, "Cancelling run research-", "Stopped (incomplete)", "research: interrupted: run research-")
 		id := strings.Fields(strings.SplitN(res.stderr, "Run ", 2)[1])[0]
 		waitStatus(t, sdkClient(t, addr), id, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED)
 	})
-	_ = oa
-
 	t.Run("the worker stops gracefully", func(t *testing.T) {
 		require.NoError(t, w.cmd.Process.Signal(syscall.SIGTERM))
 		res := w.wait(t, 60*time.Second)
@@ -225,11 +269,9 @@ func TestE2ETemporalRefusals(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--temporal", "127.0.0.1:7233", "--review", "q?"}, "--review is not available with --temporal"},
 		{[]string{"--temporal", "127.0.0.1:7233", "--thread", "abc", "q?"}, "--thread is not available with --temporal"},
 		{[]string{"--temporal", "127.0.0.1:7233", "--store", "off", "q?"}, "--store does not apply with --temporal"},
 		{[]string{"--temporal", "127.0.0.1:7233", "-m", "openai:gpt-4.1", "q?"}, "--model configures the workers: set it where research worker runs (flag, DEEPGRAPH_MODEL or the config file's model)"},
-		{[]string{"--temporal", "127.0.0.1:7233", "--timeout", "1m", "q?"}, "--timeout is not available with --temporal yet"},
 		{[]string{"--temporal", "localhost", "q?"}, `--temporal "localhost" is not HOST:PORT`},
 		{[]string{"--temporal", "localhost:7233", "--task-queue", "", "q?"}, "--task-queue is empty"},
 		{[]string{"--temporal", "localhost:7233", "--blob-dir", "/no/such/dir", "q?"}, "--blob-dir /no/such/dir: no such file or directory"},
@@ -253,10 +295,15 @@ func TestE2ETemporalRefusals(t *testing.T) {
 		})
 	}
 	t.Run("several refused flags are named together", func(t *testing.T) {
-		res := run(t, env(t, nil), "--temporal", "localhost:7233", "--review", "--search", "tavily", "q?")
+		res := run(t, env(t, nil), "--temporal", "localhost:7233", "--thread", "abc", "--search", "tavily", "q?")
 		assert.Equal(t, exitUsage, res.code, res)
-		assert.Contains(t, res.stderr, "research: --review")
+		assert.Contains(t, res.stderr, "research: --thread")
 		assert.Contains(t, res.stderr, "research: --search")
+	})
+	t.Run("--review and --timeout travel with the run", func(t *testing.T) {
+		res := run(t, env(t, nil), "--temporal", "127.0.0.1:1", "--review", "--timeout", "1m", "q?")
+		assert.Equal(t, exitFailed, res.code, res)
+		assert.Contains(t, res.stderr, "cannot reach Temporal at 127.0.0.1:1", "accepted, then the connection failed")
 	})
 	t.Run("no server there", func(t *testing.T) {
 		res := run(t, env(t, nil), "--temporal", "127.0.0.1:1", "q?")
@@ -386,4 +433,144 @@ func TestE2ETemporalBatchDetachAndAttach(t *testing.T) {
 	s = readSummary(t, out)
 	assert.Equal(t, []string{howKept, howAttached}, hows(s))
 	assert.Equal(t, batchCounts{Total: 2, Done: 2}, s.Counts)
+}
+
+// searchesFor counts the searches of query the fake SearXNG received (their
+// first pages).
+func searchesFor(sx *fakeSearXNG, query string) int {
+	n := 0
+	for _, r := range sx.all() {
+		if v, err := url.ParseQuery(r.RawQuery); err == nil && v.Get("q") == query && (v.Get("pageno") == "" || v.Get("pageno") == "1") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestE2ETemporalReview answers a run's reviews on a terminal, as a person
+// does with a local --review: new queries at the first, Enter at the
+// follow-up; and without a terminal the run waits on Temporal for an
+// answer sent as the command says.
+func TestE2ETemporalReview(t *testing.T) {
+	addr := temporalAddress(t)
+	m := mark(t)
+	queue := "e2e-review-" + m
+	oa, vars, sx := newTemporalFake(t)
+	startWorker(t, addr, queue, vars)
+	clientEnv := env(t, nil)
+
+	t.Run("on a terminal", func(t *testing.T) {
+		master, slave := openPTY(t)
+		p := startBinIn(t, slave, clientEnv, "--temporal", addr, "--task-queue", queue, "--review", "--loops", "2", "GAP in how Raft elects a leader "+m)
+		const prompt = "[review the queries before they are searched]"
+		p.waitCount(t, prompt, 1, 30*time.Second)
+		assert.Contains(t, p.stderr.String(), `Waiting for a review of 2 queries: "raft leader election" · "raft log replication"`)
+		assert.Contains(t, p.stderr.String(), "1. raft leader election\n  2. raft log replication")
+		assert.Zero(t, searchesFor(sx, "raft leader election"), "nothing searched before the review")
+		_, err := master.WriteString("raft election timeout; raft votes\n")
+		require.NoError(t, err)
+
+		p.waitCount(t, prompt, 2, 30*time.Second)
+		assert.Contains(t, p.stderr.String(), "Reflection 1 found missing: The term numbers are missing.\n  1. raft term numbers")
+		_, err = master.WriteString("\n")
+		require.NoError(t, err)
+
+		res := p.wait(t, 60*time.Second)
+		require.Equal(t, 0, res.code, res)
+		assertCitations(t, res.stdout, sx.returned())
+		assert.NotContains(t, res.stderr, "Paused:")
+		assert.Equal(t, 1, strings.Count(res.stderr, "Waiting for a review of 2 queries"), "each review shown once")
+		for q, n := range map[string]int{"raft election timeout": 1, "raft votes": 1, "raft term numbers": 1, "raft leader election": 0, "raft log replication": 0} {
+			assert.Equal(t, n, searchesFor(sx, q), "searches of %q", q)
+		}
+	})
+
+	t.Run("Ctrl-C at the prompt cancels the run and prints what it has", func(t *testing.T) {
+		_, slave := openPTY(t)
+		p := startBinIn(t, slave, clientEnv, "--temporal", addr, "--task-queue", queue, "--review", "What is a Raft term? "+m)
+		p.waitStderr(t, "[review the queries before they are searched]", 30*time.Second)
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
+		res := p.wait(t, 30*time.Second)
+		require.Equal(t, exitInterrupted, res.code, res)
+		assert.Contains(t, res.stdout, "**Incomplete report.**")
+		assertInOrder(t, res.stderr, "Stopped (incomplete)", "research: interrupted: run research-", "is cancelled on Temporal")
+		id := strings.Fields(strings.SplitN(res.stderr, "Run ", 2)[1])[0]
+		waitStatus(t, sdkClient(t, addr), id, enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED)
+	})
+
+	t.Run("without a terminal it waits on Temporal", func(t *testing.T) {
+		calls := oa.count()
+		res := run(t, clientEnv, "--temporal", addr, "--task-queue", queue, "--review", "--timeout", "10m", "How does Raft replicate its log? "+m)
+		require.Equal(t, exitNeedsInput, res.code, "as a local --review without a terminal: %s", res)
+		id := strings.Fields(strings.SplitN(res.stderr, "Run ", 2)[1])[0]
+		assert.Contains(t, res.stderr, "Paused: run "+id+" waits on Temporal for a review of the queries it is about to search:\n  1. raft leader election")
+		assert.Contains(t, res.stderr, "(or its timeout of 10m0s passes)")
+		assert.Empty(t, res.stdout, "no report yet")
+		sdk := sdkClient(t, addr)
+		waitStatus(t, sdk, id, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING)
+
+		// The answer as the printed command sends it: plain JSON, no codec.
+		cmdLine := regexp.MustCompile(`temporal workflow update execute --address (\S+) --namespace default --workflow-id (\S+) --name (\S+) --input '([^']+)'`).
+			FindStringSubmatch(res.stderr)
+		require.NotNil(t, cmdLine, res.stderr)
+		assert.Equal(t, []string{addr, id, temporalgraph.UpdateAnswer}, cmdLine[1:4])
+		var arg temporalgraph.AnswerArg
+		require.NoError(t, json.Unmarshal([]byte(cmdLine[4]), &arg))
+		plain, err := client.Dial(client.Options{HostPort: addr})
+		require.NoError(t, err)
+		defer plain.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		h, err := plain.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: cmdLine[3],
+			Args: []any{json.RawMessage(cmdLine[4])}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		require.NoError(t, err)
+		require.NoError(t, h.Get(ctx, nil))
+		var out *temporalresearch.Outcome
+		require.NoError(t, sdk.GetWorkflow(ctx, id, "").Get(ctx, &out))
+		require.NotNil(t, out.Report)
+		assert.NotEmpty(t, out.Report.Answer, "approved, it went on to its answer")
+		assert.Greater(t, oa.count(), calls)
+	})
+}
+
+// TestE2ETemporalReviewWithoutAWorker answers a review while no worker is
+// up: the answer waits, as the run does, and a worker that comes takes it.
+func TestE2ETemporalReviewWithoutAWorker(t *testing.T) {
+	addr := temporalAddress(t)
+	m := mark(t)
+	queue := "e2e-review-lost-" + m
+	_, vars, sx := newTemporalFake(t)
+	w := startWorker(t, addr, queue, vars)
+	master, slave := openPTY(t)
+	p := startBinIn(t, slave, env(t, nil), "--temporal", addr, "--task-queue", queue, "--review", "What is Raft? "+m)
+	p.waitStderr(t, "[review the queries before they are searched]", 30*time.Second)
+	require.NoError(t, w.cmd.Process.Signal(syscall.SIGKILL))
+	w.wait(t, 10*time.Second)
+	_, err := master.WriteString("raft votes\n")
+	require.NoError(t, err)
+	time.Sleep(2 * time.Second)
+	assert.NotContains(t, p.stderr.String(), "Searched ", "nobody to search yet")
+	startWorker(t, addr, queue, vars)
+	res := p.wait(t, 60*time.Second)
+	require.Equal(t, 0, res.code, res)
+	assert.NotContains(t, res.stderr, "answering the review")
+	assert.Contains(t, res.stderr, `Queries: "raft votes"`)
+	assert.Equal(t, 1, searchesFor(sx, "raft votes"))
+	assertCitations(t, res.stdout, sx.returned())
+}
+
+// TestE2ETemporalCtrlCWithoutAWorker: with no worker to write the
+// cancelled run's report, Ctrl-C does not wait for it.
+func TestE2ETemporalCtrlCWithoutAWorker(t *testing.T) {
+	addr := temporalAddress(t)
+	m := mark(t)
+	p := startBin(t, env(t, nil), "--temporal", addr, "--task-queue", "e2e-no-worker-"+m, "What is Raft? "+m)
+	p.waitStderr(t, "No worker polls task queue", 30*time.Second)
+	sent := time.Now()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
+	res := p.wait(t, 30*time.Second)
+	require.Equal(t, exitInterrupted, res.code, res)
+	assert.Less(t, time.Since(sent), 5*time.Second)
+	assert.Contains(t, res.stderr, "is cancelled on Temporal (no worker is up to write its incomplete report)")
+	assert.Empty(t, res.stdout)
 }

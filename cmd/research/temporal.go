@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,6 +20,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/deepgraph/deepgraph/config"
+	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/graph/temporalgraph"
 	"github.com/deepgraph/deepgraph/internal/app"
 	"github.com/deepgraph/deepgraph/research"
@@ -64,10 +67,10 @@ func refuseWithout(cmd *cobra.Command) error {
 	return nil
 }
 
-// perRunKeys are the configuration keys a client sends with each run on
-// Temporal (temporalresearch.Request); the workers' configuration decides
-// the others.
-var perRunFlags = map[string]bool{"queries": true, "loops": true, "effort": true}
+// perRunFlags are the flags of the configuration keys a client sends with
+// each run on Temporal (temporalresearch.Request); the workers'
+// configuration decides the others.
+var perRunFlags = map[string]bool{"queries": true, "loops": true, "effort": true, "timeout": true}
 
 // clientFlags are the flags of the client side of a run on Temporal that
 // are not configuration keys of the workers.
@@ -121,14 +124,10 @@ func flagKey(name string) string {
 // Temporal has not.
 func temporalRunWhy(name string) string {
 	switch name {
-	case "review":
-		return "is not available with --temporal: a run on Temporal does not pause for a review (run it locally to review its queries)"
 	case "thread":
 		return "is not available with --temporal: follow-up questions continue a locally stored run's thread"
 	case "store":
 		return "does not apply with --temporal: Temporal keeps the run (its history), not a local store"
-	case "timeout":
-		return "is not available with --temporal yet: Ctrl-C cancels the run"
 	case "trace":
 		return "does not apply with --temporal: the workers run the models and searches; trace them there (research worker --trace FILE, or OTEL_EXPORTER_OTLP_ENDPOINT)"
 	}
@@ -137,9 +136,10 @@ func temporalRunWhy(name string) string {
 
 // request is the per-run part of the configuration: queries and loops when
 // the client's configuration sets them (a flag, --effort, a variable or
-// its config file); otherwise the workers' configuration decides.
+// its config file), otherwise the workers' configuration decides; and the
+// run's time limit (timeout), which the workers enforce.
 func request(cfg *config.Config, question string) temporalresearch.Request {
-	req := temporalresearch.Request{Question: question}
+	req := temporalresearch.Request{Question: question, Timeout: cfg.Timeout}
 	if cfg.Source("number_of_initial_queries").Kind != config.FromDefault {
 		req.InitialQueries = cfg.InitialQueries
 	}
@@ -187,10 +187,11 @@ func noWorkerHint(t app.Temporal) string {
 
 // runTemporal submits a research run to Temporal and follows it like a
 // local run: the timeline on stderr, the report on stdout or --out, the
-// same exit statuses. Ctrl-C cancels the run on Temporal.
+// same exit statuses; --review asks on the terminal and answers the run.
+// Ctrl-C cancels the run on Temporal and prints its incomplete report.
 func (c *cli) runTemporal(cmd *cobra.Command, cfg *config.Config, question string) error {
 	if err := refuseFlags(cmd, func(name string) bool {
-		return clientFlags[name] || perRunFlags[name] || name == "format" || name == "out"
+		return clientFlags[name] || perRunFlags[name] || name == "format" || name == "out" || name == "review"
 	}, temporalRunWhy); err != nil {
 		return err
 	}
@@ -206,64 +207,289 @@ func (c *cli) runTemporal(cmd *cobra.Command, cfg *config.Config, question strin
 	}
 	defer tc.Close()
 	t := c.temporal
-	run, err := temporalresearch.Start(ctx, tc, client.StartWorkflowOptions{ID: newRunID(), TaskQueue: t.TaskQueue}, request(cfg, question))
+	req := request(cfg, question)
+	req.Review = c.review
+	run, err := temporalresearch.Start(ctx, tc, client.StartWorkflowOptions{ID: newRunID(), TaskQueue: t.TaskQueue}, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return &exitError{code: exitInterrupted, err: errInterrupted}
 		}
 		return fmt.Errorf("submitting the run to Temporal at %s: %s", t.Address, app.OneLine(err.Error(), 300))
 	}
-	start := time.Now()
-	tl := newTimeline(c.console, start)
-	tl.line(fmt.Sprintf("Run %s on Temporal at %s (namespace %s, task queue %s)", run.ID(), t.Address, t.Namespace, t.TaskQueue))
+	f := &temporalFollow{c: c, cfg: cfg, tc: tc, run: run, start: time.Now()}
+	f.tl = newTimeline(c.console, f.start)
+	f.tl.line(fmt.Sprintf("Run %s on Temporal at %s (namespace %s, task queue %s)", run.ID(), t.Address, t.Namespace, t.TaskQueue))
 	if workersPolling(ctx, tc, t.TaskQueue) == 0 {
-		tl.line(noWorkerHint(t))
+		f.tl.line(noWorkerHint(t))
 	}
 	c.console.setStatus("waiting for a worker")
-	out, runErr := run.Follow(ctx, 0, func(e temporalgraph.Entry) { observeEntry(tl, e) }, nil)
-	if context.Cause(ctx) == errInterrupted {
+	followCtx, stopFollow := context.WithCancelCause(ctx)
+	defer stopFollow(nil)
+	rv := &temporalReviews{f: f, stop: stopFollow, asked: map[string]bool{}}
+	rv.ctx, rv.cancel = context.WithCancel(followCtx)
+	out, runErr := run.Follow(followCtx, 0, func(e temporalgraph.Entry) { observeEntry(f.tl, e) }, rv.onWait)
+	rv.end()
+	switch {
+	case context.Cause(ctx) == errInterrupted:
+		return f.cancelled(ctx)
+	case rv.paused != nil:
 		c.console.stop()
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if err := tc.CancelWorkflow(cctx, run.ID(), run.RunID()); err != nil {
-			c.console.errorLine(fmt.Sprintf("interrupted, but cancelling run %s on Temporal failed: %s (cancel it with: temporal workflow cancel --workflow-id %s)",
-				run.ID(), app.OneLine(err.Error(), 200), run.ID()))
-		} else {
-			c.console.errorLine(fmt.Sprintf("interrupted: run %s is cancelled on Temporal", run.ID()))
-		}
-		return &exitError{code: exitInterrupted}
-	}
-	if runErr != nil {
-		out, _ = temporalresearch.OutcomeOf(runErr)
-		runErr = runFailure(run.ID(), runErr)
-	}
-	var rep *research.Report
-	if out != nil {
-		rep = out.Report
+		c.pausedOnTemporal(t, req, run.ID(), rv.paused)
+		return &exitError{code: exitNeedsInput}
 	}
 	c.console.stop()
-	if rep == nil {
-		return runErr
+	if runErr == nil {
+		return f.show(ctx, out, nil, nil, false)
 	}
-	if rep.Timings.Total == 0 {
-		rep.Timings.Total = runDuration(ctx, tc, run.ID(), run.RunID(), time.Since(start))
-	}
-	tl.summary(rep, runErr, "")
-	var docErr error
-	if runErr != nil {
-		docErr = errors.New(c.console.redact(runErr.Error()))
-	}
-	doc, err := app.PricedResearchDocument(rep, nil, cfg.Prices, docErr)
-	if err != nil {
-		return err
-	}
-	if runErr == nil || rep.Answer != "" || cfg.Format == config.FormatJSON {
-		if err := c.writeReport(cfg, rep, doc); err != nil {
+	out, _ = temporalresearch.OutcomeOf(runErr)
+	if runTimedOut(runErr) {
+		// As a local run's --timeout: the report gathered so far, marked
+		// incomplete, and exit status 1.
+		if err := f.show(ctx, out, runFailure(run.ID(), runErr), fmt.Errorf("timed out after %s", req.Timeout), true); err != nil {
 			return err
 		}
+		return fmt.Errorf("the run did not finish within the timeout of %s (timeout); the report above is incomplete", req.Timeout)
+	}
+	runErr = runFailure(run.ID(), runErr)
+	if err := f.show(ctx, out, runErr, errors.New(c.console.redact(runErr.Error())), false); err != nil {
+		return err
 	}
 	return runErr
 }
+
+// temporalFollow is a run on Temporal that research --temporal follows.
+type temporalFollow struct {
+	c     *cli
+	cfg   *config.Config
+	tc    client.Client
+	run   *temporalgraph.Run[*temporalresearch.Outcome]
+	tl    *timeline
+	start time.Time
+}
+
+// show ends the timeline of a run that ended with out (nil: no report) and
+// writes its report as a local run does: the models the workers used, the
+// summary line with the cost at the client's prices, and the report — a
+// stopped run's only when it has an answer or goes out as JSON, unless
+// always (interrupted or timed out). runErr says the run did not finish;
+// docErr is the error its JSON document carries. It returns runErr when
+// there is no report, or the error of writing it.
+func (f *temporalFollow) show(ctx context.Context, out *temporalresearch.Outcome, runErr, docErr error, always bool) error {
+	if out == nil || out.Report == nil {
+		return runErr
+	}
+	rep, cfg := out.Report, f.cfg
+	if rep.Timings.Total == 0 {
+		rep.Timings.Total = runDuration(ctx, f.tc, f.run.ID(), f.run.RunID(), time.Since(f.start))
+	}
+	if len(out.Models) > 0 {
+		f.tl.line("Models (on the workers): " + modelList(out.Models))
+	}
+	f.tl.summary(rep, runErr, app.CostText(rep.Usage, out.Models, cfg.Prices))
+	doc, err := app.PricedResearchDocument(rep, out.Models, cfg.Prices, docErr)
+	if err != nil {
+		return err
+	}
+	if runErr == nil || always || rep.Answer != "" || cfg.Format == config.FormatJSON {
+		return f.c.writeReport(cfg, rep, doc)
+	}
+	return nil
+}
+
+// modelList lists the distinct model specs of models, in the order of the
+// research roles: "openai:gpt-4.1-mini, openai:gpt-4.1".
+func modelList(models map[string]string) string {
+	seen := map[string]bool{}
+	var list []string
+	add := func(s string) {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			list = append(list, s)
+		}
+	}
+	for _, role := range app.Roles {
+		add(models[role])
+	}
+	var rest []string
+	for role := range models {
+		rest = append(rest, role)
+	}
+	sort.Strings(rest)
+	for _, role := range rest {
+		add(models[role])
+	}
+	return strings.Join(list, ", ")
+}
+
+// cancelWait bounds how long Ctrl-C waits for the cancelled run's report.
+const cancelWait = 15 * time.Second
+
+// cancelled cancels the run on Temporal after Ctrl-C, waits (at most
+// cancelWait; a second Ctrl-C quits at once) for the report of what it had
+// gathered, and prints it as a local run interrupted does: exit status 130.
+func (f *temporalFollow) cancelled(ctx context.Context) error {
+	c, id := f.c, f.run.ID()
+	c.console.stop()
+	bg := context.WithoutCancel(ctx)
+	cctx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	if err := f.tc.CancelWorkflow(cctx, id, f.run.RunID()); err != nil {
+		c.console.errorLine(fmt.Sprintf("interrupted, but cancelling run %s on Temporal failed: %s (cancel it with: temporal workflow cancel --workflow-id %s)",
+			id, app.OneLine(err.Error(), 200), id))
+		return &exitError{code: exitInterrupted}
+	}
+	if workersPolling(bg, f.tc, f.c.temporal.TaskQueue) == 0 {
+		// Nobody is there to end the run and write its report.
+		c.console.errorLine(fmt.Sprintf("interrupted: run %s is cancelled on Temporal (no worker is up to write its incomplete report)", id))
+		return &exitError{code: exitInterrupted}
+	}
+	f.tl.line(fmt.Sprintf("Cancelling run %s on Temporal: waiting up to %s for its incomplete report (Ctrl-C again to quit now)", id, cancelWait))
+	wctx, wcancel := context.WithTimeout(bg, cancelWait)
+	defer wcancel()
+	out, err := f.run.Result(wctx)
+	switch {
+	case err == nil:
+		// It finished before the cancellation reached it.
+		if err := f.show(bg, out, nil, nil, true); err != nil {
+			return err
+		}
+	default:
+		if out, _ = temporalresearch.OutcomeOf(err); out == nil {
+			why := "its report did not come"
+			if wctx.Err() != nil {
+				why = fmt.Sprintf("its report did not come within %s", cancelWait)
+			}
+			c.console.errorLine(fmt.Sprintf("interrupted: run %s is cancelled on Temporal; %s (temporal workflow show --workflow-id %s)", id, why, id))
+			return &exitError{code: exitInterrupted}
+		}
+		if err := f.show(bg, out, errInterrupted, errInterrupted, true); err != nil {
+			return err
+		}
+	}
+	c.console.errorLine(fmt.Sprintf("interrupted: run %s is cancelled on Temporal", id))
+	return &exitError{code: exitInterrupted}
+}
+
+// temporalReviews asks on the terminal for the reviews a run on Temporal
+// waits for (--review) and sends the answers, while Follow follows the
+// run; when nobody can answer here, it stops following: the run waits on
+// Temporal (paused).
+type temporalReviews struct {
+	f      *temporalFollow
+	ctx    context.Context    // asking ends with it: Follow's end, or Ctrl-C
+	cancel context.CancelFunc // ends ctx
+	stop   context.CancelCauseFunc
+	asked  map[string]bool // the interrupts shown, by ID
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	paused *pendingReview // what the run waits for, once nobody here can answer
+}
+
+// pendingReview is a review a run waits for.
+type pendingReview struct {
+	id  string // the interrupt's
+	req research.ReviewRequest
+}
+
+// errPaused stops following a run that waits for a review nobody here can
+// give.
+var errPaused = errors.New("paused for a review")
+
+// onWait is Follow's: the run waits on pis. Each review is shown on the
+// timeline once, then asked on the terminal (in the background, so that
+// Follow goes on and sees the run end if it does meanwhile).
+func (r *temporalReviews) onWait(pis []graph.PendingInterrupt) {
+	for _, pi := range pis {
+		if r.asked[pi.ID] {
+			continue
+		}
+		req, err := graph.PayloadOf[research.ReviewRequest](pi)
+		if err != nil {
+			continue // not a review: nothing here answers it
+		}
+		r.asked[pi.ID] = true
+		r.f.tl.observe(research.Activity{Kind: research.ActivityReview, Node: pi.Node, Step: pi.Step, Queries: req.Queries, Loop: req.Loop})
+		p := &pendingReview{id: pi.ID, req: req}
+		if !r.f.c.canAsk() {
+			r.pause(p)
+			return
+		}
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.answer(p)
+		}()
+		return // one review at a time: the next comes once this one is answered
+	}
+}
+
+// answer asks for a review on the terminal and sends the answer.
+func (r *temporalReviews) answer(p *pendingReview) {
+	c, run := r.f.c, r.f.run
+	ans, err := c.askReview(r.ctx, &p.req)
+	switch {
+	case r.ctx.Err() != nil:
+		return
+	case err != nil:
+		if !errors.Is(err, errNoAnswer) {
+			c.console.errorLine(err.Error())
+		}
+		r.pause(p)
+		return
+	}
+	c.console.setStatus("researching")
+	// Answer returns once the run has the answer: without a worker, when
+	// one comes (as the run itself waits), or when Follow ends.
+	err = run.Answer(r.ctx, p.id, ans)
+	if err == nil || r.ctx.Err() != nil {
+		return
+	}
+	c.console.errorLine(fmt.Sprintf("answering the review of run %s failed: %s", run.ID(), app.OneLine(err.Error(), 300)))
+	// Still waiting: it waits on Temporal for an answer from elsewhere.
+	// Not waiting any more (it ended, or timed out): Follow tells.
+	if pr, perr := run.Progress(r.ctx, 0); perr == nil && slices.ContainsFunc(pr.Interrupts, func(pi graph.PendingInterrupt) bool { return pi.ID == p.id }) {
+		r.pause(p)
+	}
+}
+
+// pause stops following: the run waits on Temporal for p.
+func (r *temporalReviews) pause(p *pendingReview) {
+	r.mu.Lock()
+	if r.paused == nil {
+		r.paused = p
+	}
+	r.mu.Unlock()
+	r.stop(errPaused)
+}
+
+// end ends the asking, once Follow has returned.
+func (r *temporalReviews) end() {
+	r.cancel()
+	r.wg.Wait()
+}
+
+// pausedOnTemporal says how to answer a run that waits on Temporal for a
+// review, as pausedForReview does for a local run.
+func (c *cli) pausedOnTemporal(t app.Temporal, req temporalresearch.Request, id string, p *pendingReview) {
+	c.console.plain(fmt.Sprintf("Paused: run %s waits on Temporal for a review of the queries it is about to search:\n%s\n", id, reviewText(&p.req)))
+	until := "It waits there until it is answered or cancelled"
+	if req.Timeout > 0 {
+		until += fmt.Sprintf(" (or its timeout of %s passes)", req.Timeout)
+	}
+	c.console.plain(until + `. Answer it with Temporal's CLI — "value" {} approves the queries, {"stop":true} writes the answer now, {"queries":["…","…"]} replaces them:` + "\n")
+	c.console.plain(fmt.Sprintf("  temporal workflow update execute --address %s --namespace %s --workflow-id %s --name %s --input '{\"id\":\"%s\",\"value\":{}}'\n",
+		t.Address, t.Namespace, id, temporalgraph.UpdateAnswer, p.id))
+}
+
+// runTimedOut reports whether err ended a run that passed its
+// Request.Timeout (temporalresearch fails it with this message).
+func runTimedOut(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && strings.HasPrefix(appErr.Message(), timeoutPrefix)
+}
+
+// timeoutPrefix begins the message of a run that passed its timeout.
+const timeoutPrefix = "research: the run took longer than its timeout"
 
 // observeEntry shows a timeline entry of a run on Temporal as the local
 // timeline shows the activity it describes.
@@ -287,6 +513,8 @@ func runFailure(id string, err error) error {
 		timeout  *temporal.TimeoutError
 	)
 	switch {
+	case errors.As(err, &appErr) && strings.HasPrefix(appErr.Message(), timeoutPrefix):
+		return fmt.Errorf("run %s took longer than its timeout%s", id, strings.TrimPrefix(appErr.Message(), timeoutPrefix))
 	case errors.As(err, &appErr):
 		msg := appErr.Message()
 		if m := nodeFailure.FindStringSubmatch(msg); m != nil {
