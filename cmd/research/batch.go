@@ -49,21 +49,25 @@ func (c *cli) batchCmd() *cobra.Command {
 workers (research worker) do the work, and writes each report to DIR as
 NNN-slug.md and NNN-slug.json (the document --format json prints; NNN is
 the question's place in FILE), and a summary table of every question's
-status, tokens, duration and sources to DIR/summary.md and summary.json.
+status, tokens, cost, duration and sources to DIR/summary.md and
+summary.json (the cost at the prices of this configuration, for the
+models the workers used).
 
 FILE has one question per line ("-" reads standard input); empty lines
 and lines starting with # are skipped, and a question asked twice runs
 once. --concurrency bounds the runs in flight; the workers' own
 --concurrency bounds their tasks. --queries, --loops and --effort apply to
-every run; the workers' configuration decides the rest.
+every run, and --timeout bounds each run (a run past it stops with its
+incomplete report, status timed_out); the workers' configuration decides
+the rest.
 
 Stopping and starting again is safe. Each question's run has a workflow
-ID derived from the question (and --queries/--loops), so the same command
+ID derived from the question (and --queries/--loops, not --timeout), so the same command
 picks up where it stopped: a question whose report is in DIR is skipped,
 a run still going on Temporal is followed again, one that finished
 meanwhile has its report fetched, and one that failed, was cancelled or
-terminated runs again. Ctrl-C detaches: the runs in flight go on on
-Temporal.
+terminated or timed out runs again. Ctrl-C detaches: the runs in flight go
+on on Temporal.
 
 Exit status: 0 every question done, 1 some failed (their incomplete
 reports are written; run the command again to retry them), 2 usage error,
@@ -81,13 +85,19 @@ reports are written; run the command again to retry them), 2 usage error,
 	addTemporalFlags(cmd.Flags(), &f.temporal, "the Temporal server's frontend address, HOST:PORT (required)", false)
 	cmd.Flags().StringVarP(&f.out, "out", "o", "", "directory of the reports and the summary (required; created if missing)")
 	cmd.Flags().IntVar(&f.concurrency, "concurrency", defaultBatchConcurrency, "most runs in flight at once")
+	// --review is research's; here only to say why a batch has none.
+	cmd.Flags().Bool("review", false, "")
+	_ = cmd.Flags().MarkHidden("review")
 	return cmd
 }
 
 // batchWhy explains the refusal of flags that make no sense with batch.
 func batchWhy(name string) string {
-	if name == "format" {
+	switch name {
+	case "format":
 		return "does not apply to research batch: it writes each report both as Markdown and as the JSON document"
+	case "review":
+		return "does not apply to research batch: nobody is there to answer a batch's reviews; review one run at a time with research --temporal HOST:PORT --review \"question\""
 	}
 	return temporalRunWhy(name)
 }
@@ -162,7 +172,11 @@ func (c *cli) runBatch(cmd *cobra.Command, file string, f batchFlags) error {
 		return fmt.Errorf("%d of %s failed (see %s); run the same command again to retry them", n.Failed,
 			plural(n.Total, "question", "questions"), filepath.Join(f.out, batchSummaryMD))
 	}
-	c.console.line(fmt.Sprintf("Batch finished in %s: %d done · summary in %s", time.Since(b.started).Round(time.Second), n.Done,
+	cost := ""
+	if sum.CostUSD != nil && *sum.CostUSD > 0 {
+		cost = " · " + llm.USD(*sum.CostUSD)
+	}
+	c.console.line(fmt.Sprintf("Batch finished in %s: %d done%s · summary in %s", time.Since(b.started).Round(time.Second), n.Done, cost,
 		filepath.Join(f.out, batchSummaryMD)))
 	return nil
 }
@@ -334,6 +348,10 @@ type batchRow struct {
 	How        string `json:"how,omitempty"`
 	Error      string `json:"error,omitempty"`
 	Tokens     int    `json:"tokens"`
+	// CostUSD is what the run's model calls cost at this configuration's
+	// prices, for the models the workers used; null when a price is
+	// unknown, or there is no report.
+	CostUSD *float64 `json:"cost_usd"`
 	// DurationMS is how long the run took on Temporal (its start to its
 	// close), or as measured here.
 	DurationMS      float64 `json:"duration_ms"`
@@ -381,7 +399,10 @@ type batchSummary struct {
 	TaskQueue string      `json:"task_queue"`
 	Updated   time.Time   `json:"updated"`
 	Counts    batchCounts `json:"counts"`
-	Questions []batchRow  `json:"questions"`
+	// CostUSD is the cost of every report written (the rows' cost_usd);
+	// null when one of them is unknown.
+	CostUSD   *float64   `json:"cost_usd"`
+	Questions []batchRow `json:"questions"`
 }
 
 // batch is one invocation of research batch.
@@ -500,7 +521,32 @@ func countRows(rows []batchRow) batchCounts {
 // summary is the summary of rows.
 func (b *batch) summary(rows []batchRow) batchSummary {
 	return batchSummary{Schema: batchSummarySchema, File: b.file, Address: b.t.Address, Namespace: b.t.Namespace, TaskQueue: b.t.TaskQueue,
-		Updated: b.now().UTC().Truncate(time.Second), Counts: countRows(rows), Questions: rows}
+		Updated: b.now().UTC().Truncate(time.Second), Counts: countRows(rows), CostUSD: totalCost(rows), Questions: rows}
+}
+
+// totalCost is the cost of the rows with a report; nil when one of them
+// has an unknown cost.
+func totalCost(rows []batchRow) *float64 {
+	var total float64
+	for _, r := range rows {
+		if r.Report == "" {
+			continue
+		}
+		if r.CostUSD == nil {
+			return nil
+		}
+		total += *r.CostUSD
+	}
+	return &total
+}
+
+// costCellOf is a row's cost in the progress lines: "$0.0042", or "cost
+// unknown" when a price is.
+func costCellOf(r batchRow) string {
+	if r.CostUSD == nil {
+		return "cost unknown"
+	}
+	return llm.USD(*r.CostUSD)
 }
 
 // kept returns the row of a question whose report is already in the
@@ -519,7 +565,7 @@ func (b *batch) kept(q batchQuestion) (batchRow, bool) {
 		return batchRow{}, false
 	}
 	return batchRow{N: q.N, Line: q.Line, Question: q.Request.Question, WorkflowID: q.ID, Status: batchDone, How: howKept,
-		Tokens: doc.UsageTotal.TotalTokens, DurationMS: doc.Timings.TotalMS, SourcesCited: len(doc.Sources), SourcesGathered: doc.SourcesGathered,
+		Tokens: doc.UsageTotal.TotalTokens, CostUSD: doc.Cost.TotalUSD, DurationMS: doc.Timings.TotalMS, SourcesCited: len(doc.Sources), SourcesGathered: doc.SourcesGathered,
 		Report: q.Name + ".md", Document: q.Name + ".json"}, true
 }
 
@@ -616,9 +662,10 @@ func (b *batch) one(ctx context.Context, q batchQuestion, running func(batchRow)
 		rep.Timings.Total = runDuration(ctx, b.c, q.ID, runID, b.now().Sub(measured))
 	}
 	row.Tokens = app.Tokens(rep.Usage.Total().Usage)
+	row.CostUSD = app.CostUSD(rep.Usage, out.Models, b.prices)
 	row.DurationMS = app.MS(rep.Timings.Total)
 	row.SourcesCited, row.SourcesGathered = len(rep.Sources), rep.Gathered
-	if err := b.write(q, rep, runErr); err != nil {
+	if err := b.write(q, out, runErr); err != nil {
 		row.Status, row.Error = batchFailed, err.Error()
 		return row
 	}
@@ -634,6 +681,8 @@ func failureStatus(err error) string {
 		timeout  *temporal.TimeoutError
 	)
 	switch {
+	case runTimedOut(err):
+		return batchTimedOut
 	case errors.As(err, &canceled):
 		return batchCancelled
 	case errors.As(err, &term):
@@ -645,13 +694,15 @@ func failureStatus(err error) string {
 }
 
 // write writes a question's report: NNN-slug.md, then NNN-slug.json (its
-// presence, complete, marks the question done).
-func (b *batch) write(q batchQuestion, rep *research.Report, runErr error) error {
+// presence, complete, marks the question done), priced for the workers'
+// models at the batch's prices.
+func (b *batch) write(q batchQuestion, out *temporalresearch.Outcome, runErr error) error {
 	var docErr error
 	if runErr != nil {
 		docErr = errors.New(b.redact(runErr.Error()))
 	}
-	doc, err := app.PricedResearchDocument(rep, nil, b.prices, docErr)
+	rep := out.Report
+	doc, err := app.PricedResearchDocument(rep, out.Models, b.prices, docErr)
 	if err != nil {
 		return err
 	}
@@ -710,24 +761,31 @@ func summaryMarkdown(s batchSummary) string {
 	if n.Pending > 0 {
 		fmt.Fprintf(&b, " · %d not submitted", n.Pending)
 	}
+	switch {
+	case s.CostUSD == nil:
+		b.WriteString(" · cost unknown (a model's price is unknown: the config file's prices key gives it)")
+	case *s.CostUSD > 0:
+		fmt.Fprintf(&b, " · %s in all", llm.USD(*s.CostUSD))
+	}
 	fmt.Fprintf(&b, " — Temporal at %s, namespace %s, task queue %s; updated %s\n\n", s.Address, s.Namespace, s.TaskQueue, s.Updated.Format(time.RFC3339))
-	b.WriteString("| # | Question | Status | Tokens | Duration | Sources (cited/gathered) | Report |\n")
-	b.WriteString("|--:|---|---|--:|--:|--:|---|\n")
+	b.WriteString("| # | Question | Status | Tokens | Cost | Duration | Sources (cited/gathered) | Report |\n")
+	b.WriteString("|--:|---|---|--:|--:|--:|--:|---|\n")
 	for _, r := range s.Questions {
 		status := r.Status
 		if r.Error != "" {
 			status += ": " + app.OneLine(r.Error, 120)
 		}
-		tokens, dur, sources, report := "", "", "", ""
+		tokens, cost, dur, sources, report := "", "", "", "", ""
 		if r.Report != "" || r.Status == batchDone {
 			tokens = thousands(r.Tokens)
+			cost = strings.TrimPrefix(costCellOf(r), "cost ")
 			dur = fmt.Sprintf("%.1fs", r.DurationMS/1000)
 			sources = fmt.Sprintf("%d/%d", r.SourcesCited, r.SourcesGathered)
 		}
 		if r.Report != "" {
 			report = "[" + r.Report + "](" + r.Report + ")"
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s |\n", r.N, mdCell(app.OneLine(r.Question, 100)), mdCell(status), tokens, dur, sources, report)
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %s | %s | %s |\n", r.N, mdCell(app.OneLine(r.Question, 100)), mdCell(status), tokens, cost, dur, sources, report)
 	}
 	return b.String()
 }
@@ -780,7 +838,7 @@ func (p *batchProgress) kept(n int, dir string) {
 }
 
 // finished says a question is finished: "[ 3/50] done 003-….md · 11.2k
-// tok · 42.1s · 5/12 sources".
+// tok · $0.0042 · 42.1s · 5/12 sources".
 func (p *batchProgress) finished(r batchRow) {
 	if p == nil {
 		return
@@ -788,7 +846,7 @@ func (p *batchProgress) finished(r batchRow) {
 	width := len(strconv.Itoa(p.total))
 	msg := fmt.Sprintf("[%*d/%d] %s", width, r.N, p.total, r.Status)
 	if r.Report != "" {
-		msg += fmt.Sprintf(" %s · %s tok · %.1fs · %d/%d sources", r.Report, compact(r.Tokens), r.DurationMS/1000, r.SourcesCited, r.SourcesGathered)
+		msg += fmt.Sprintf(" %s · %s tok · %s · %.1fs · %d/%d sources", r.Report, compact(r.Tokens), costCellOf(r), r.DurationMS/1000, r.SourcesCited, r.SourcesGathered)
 	} else {
 		msg += " " + strconv.Quote(oneLine(r.Question, 60))
 	}

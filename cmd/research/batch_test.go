@@ -175,13 +175,23 @@ func TestBatchDecide(t *testing.T) {
 func report(q string) *research.Report {
 	return &research.Report{Question: q, Answer: "The answer [1](https://example.com/a).", Gathered: 4,
 		Sources: []citation.Source{{Title: "A", URL: "https://example.com/a", Label: "example"}}, Queries: []string{"q1"}, Loops: 1,
-		Backend: "search:searxng", Usage: llm.UsageByRole{"answer": {Calls: 2, Usage: llm.Usage{TotalTokens: 1234}}}, Warnings: []research.Warning{}}
+		Backend: "search:searxng", Usage: llm.UsageByRole{"answer": {Calls: 2, Usage: llm.Usage{PromptTokens: 1000, CompletionTokens: 234, TotalTokens: 1234}}},
+		Warnings: []research.Warning{}}
 }
+
+// workerModels are the models of the workers of the batch tests, and
+// reportCost what report's calls cost with them: 1,000 prompt and 234
+// completion tokens of gpt-4.1-mini ($0.40 and $1.60 per million).
+var (
+	workerModels = map[string]string{"query": "openai:gpt-4.1-mini", "research": "openai:gpt-4.1-mini", "reflection": "openai:gpt-4.1-mini",
+		"answer": "openai:gpt-4.1-mini"}
+	reportCost = 1000*0.40/1e6 + 234*1.60/1e6
+)
 
 // writeKept writes a question's files as an earlier batch would have.
 func writeKept(t *testing.T, b *batch, q batchQuestion, rep *research.Report, runErr error) {
 	t.Helper()
-	require.NoError(t, b.write(q, rep, runErr))
+	require.NoError(t, b.write(q, &temporalresearch.Outcome{Report: rep, Models: workerModels}, runErr))
 }
 
 func TestBatchKept(t *testing.T) {
@@ -195,6 +205,9 @@ func TestBatchKept(t *testing.T) {
 	writeKept(t, b, q, rep, nil)
 	row, ok := b.kept(q)
 	require.True(t, ok)
+	require.NotNil(t, row.CostUSD, "the document's cost")
+	assert.InDelta(t, reportCost, *row.CostUSD, 1e-12)
+	row.CostUSD = nil
 	assert.Equal(t, batchRow{N: 1, Line: 1, Question: "What is Raft?", WorkflowID: q.ID, Status: batchDone, How: howKept, Tokens: 1234,
 		DurationMS: 1500, SourcesCited: 1, SourcesGathered: 4, Report: q.Name + ".md", Document: q.Name + ".json"}, row)
 
@@ -220,7 +233,7 @@ func workflowRun(t *testing.T, id, runID string, rep *research.Report, err error
 	r.On("GetRunID").Return(runID).Maybe()
 	r.On("Get", mock.Anything, mock.Anything).Run(func(args mock.Arguments) {
 		if rep != nil && err == nil {
-			*args.Get(1).(**temporalresearch.Outcome) = &temporalresearch.Outcome{Report: rep}
+			*args.Get(1).(**temporalresearch.Outcome) = &temporalresearch.Outcome{Report: rep, Models: workerModels}
 		}
 	}).Return(err).Maybe()
 	return r
@@ -238,6 +251,7 @@ func TestBatchRun(t *testing.T) {
 		question(t, 5, "rerun: failed before"),
 		question(t, 6, "fails now, a key in its error"),
 		question(t, 7, "terminated"),
+		question(t, 8, "timed out"),
 	}
 	kept := report(qs[0].Request.Question)
 	kept.Timings.Total = 2 * time.Second
@@ -273,16 +287,23 @@ func TestBatchRun(t *testing.T) {
 	incomplete := report(qs[5].Request.Question)
 	incomplete.Answer, incomplete.Incomplete = "What was gathered [1](https://example.com/a).", true
 	start(qs[5], "run-6", nil, temporal.NewNonRetryableApplicationError(`graph: node "finalize_answer" failed in step 4: openai: SECRET rejected`,
-		"deepgraph.ResearchFailed", nil, temporalresearch.Outcome{Report: incomplete}))
+		"deepgraph.ResearchFailed", nil, temporalresearch.Outcome{Report: incomplete, Models: workerModels}))
 	c.On("DescribeWorkflowExecution", mock.Anything, qs[6].ID, "").Return(nil, notFound).Once()
 	start(qs[6], "run-7", nil, &temporal.TerminatedError{})
+	c.On("DescribeWorkflowExecution", mock.Anything, qs[7].ID, "").Return(nil, notFound).Once()
+	late := report(qs[7].Request.Question)
+	late.Answer, late.Incomplete = "", true
+	start(qs[7], "run-8", nil, temporal.NewNonRetryableApplicationError("research: the run took longer than its timeout of 1s",
+		"deepgraph.ResearchFailed", nil, temporalresearch.Outcome{Report: late, Models: map[string]string{"answer": "compatible:local-llm"}}))
 
 	rows := b.run(context.Background(), qs)
-	require.Len(t, rows, 7)
-	assert.Equal(t, []string{howKept, howFetched, howAttached, howStarted, howStarted, howStarted, howStarted},
-		[]string{rows[0].How, rows[1].How, rows[2].How, rows[3].How, rows[4].How, rows[5].How, rows[6].How})
-	assert.Equal(t, []string{batchDone, batchDone, batchDone, batchDone, batchDone, batchFailed, batchTerminated},
-		[]string{rows[0].Status, rows[1].Status, rows[2].Status, rows[3].Status, rows[4].Status, rows[5].Status, rows[6].Status})
+	require.Len(t, rows, 8)
+	var hows, statuses []string
+	for _, r := range rows {
+		hows, statuses = append(hows, r.How), append(statuses, r.Status)
+	}
+	assert.Equal(t, []string{howKept, howFetched, howAttached, howStarted, howStarted, howStarted, howStarted, howStarted}, hows)
+	assert.Equal(t, []string{batchDone, batchDone, batchDone, batchDone, batchDone, batchFailed, batchTerminated, batchTimedOut}, statuses)
 	assert.Equal(t, 2000.0, rows[0].DurationMS, "from the kept document")
 	for i := 1; i < 6; i++ {
 		assert.Equal(t, float64((i+1)*1000), rows[i].DurationMS, "row %d: the run's start to its close on Temporal", i+1)
@@ -291,12 +312,23 @@ func TestBatchRun(t *testing.T) {
 		assert.Equal(t, 4, rows[i].SourcesGathered)
 		assert.Equal(t, qs[i].Name+".md", rows[i].Report)
 		assert.FileExists(t, filepath.Join(b.dir, qs[i].Name+".md"))
+		if assert.NotNil(t, rows[i].CostUSD, "row %d: priced for the workers' models", i+1) {
+			assert.InDelta(t, reportCost, *rows[i].CostUSD, 1e-12)
+		}
 	}
 	assert.Equal(t, "run-5", rows[4].RunID)
 	assert.Equal(t, "run "+qs[5].ID+": finalize_answer failed: openai: [redacted] rejected", rows[5].Error)
 	assert.Empty(t, rows[6].Report, "a terminated run has no report")
 	assert.Equal(t, "run "+qs[6].ID+" was terminated on Temporal", rows[6].Error)
 	assert.NoFileExists(t, filepath.Join(b.dir, qs[6].Name+".md"))
+	assert.Nil(t, rows[6].CostUSD, "no report, no cost")
+
+	// A run past its --timeout: timed out, its incomplete report written
+	// (even without an answer), its cost unknown (a model without a price).
+	assert.Equal(t, "run "+qs[7].ID+" took longer than its timeout of 1s", rows[7].Error)
+	assert.Equal(t, qs[7].Name+".md", rows[7].Report)
+	assert.Nil(t, rows[7].CostUSD)
+	assert.Nil(t, b.summary(rows).CostUSD, "one cost unknown: the total is")
 
 	// The failed question's report is written, incomplete, with its error.
 	var doc app.ReportDoc
@@ -305,6 +337,10 @@ func TestBatchRun(t *testing.T) {
 	require.NoError(t, json.Unmarshal(data, &doc))
 	assert.True(t, doc.Incomplete)
 	assert.Equal(t, rows[5].Error, doc.Error)
+	assert.Equal(t, workerModels, doc.Models, "the workers' models")
+	if assert.NotNil(t, doc.Cost.TotalUSD) {
+		assert.InDelta(t, reportCost, *doc.Cost.TotalUSD, 1e-12)
+	}
 	assert.NotContains(t, string(data), "SECRET")
 	md, err := os.ReadFile(filepath.Join(b.dir, qs[5].Name+".md"))
 	require.NoError(t, err)
@@ -314,13 +350,13 @@ func TestBatchRun(t *testing.T) {
 
 	// Runs are started on the workers' queue, never twice for a question
 	// that completed, attaching to one that runs.
-	require.Len(t, started, 4)
+	require.Len(t, started, 5)
 	for _, o := range started {
 		assert.Equal(t, "q", o.TaskQueue)
 		assert.Equal(t, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY, o.WorkflowIDReusePolicy)
 		assert.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, o.WorkflowIDConflictPolicy)
 	}
-	assert.Equal(t, batchCounts{Total: 7, Done: 5, Failed: 2}, countRows(rows))
+	assert.Equal(t, batchCounts{Total: 8, Done: 5, Failed: 3}, countRows(rows))
 }
 
 func TestBatchInterrupted(t *testing.T) {
@@ -357,11 +393,12 @@ func TestBatchInterrupted(t *testing.T) {
 
 func TestBatchSummary(t *testing.T) {
 	b := testBatch(t, nil)
+	usd := func(v float64) *float64 { return &v }
 	rows := []batchRow{
-		{N: 1, Line: 2, Question: "Who | won?", WorkflowID: "research-batch-1", Status: batchDone, How: howStarted, Tokens: 12345, DurationMS: 42100,
-			SourcesCited: 5, SourcesGathered: 12, Report: "001-who-won.md", Document: "001-who-won.json"},
+		{N: 1, Line: 2, Question: "Who | won?", WorkflowID: "research-batch-1", Status: batchDone, How: howStarted, Tokens: 12345, CostUSD: usd(0.0123),
+			DurationMS: 42100, SourcesCited: 5, SourcesGathered: 12, Report: "001-who-won.md", Document: "001-who-won.json"},
 		{N: 2, Line: 3, Question: "Why?", WorkflowID: "research-batch-2", Status: batchFailed, Error: "run research-batch-2: answer failed: boom",
-			Tokens: 100, DurationMS: 1000, Report: "002-why.md", Document: "002-why.json"},
+			Tokens: 100, CostUSD: usd(0.0001), DurationMS: 1000, Report: "002-why.md", Document: "002-why.json"},
 		{N: 3, Line: 4, Question: "How?", WorkflowID: "research-batch-3", Status: batchRunning, RunID: "r3"},
 		{N: 4, Line: 6, Question: "When?", WorkflowID: "research-batch-4", Status: batchPending},
 	}
@@ -371,15 +408,20 @@ func TestBatchSummary(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, `# Research batch: questions.txt
 
-4 questions · 1 done · 1 failed · 1 running · 1 not submitted — Temporal at 127.0.0.1:7233, namespace default, task queue q; updated 2025-06-01T12:00:00Z
+4 questions · 1 done · 1 failed · 1 running · 1 not submitted · $0.0124 in all — Temporal at 127.0.0.1:7233, namespace default, task queue q; updated 2025-06-01T12:00:00Z
 
-| # | Question | Status | Tokens | Duration | Sources (cited/gathered) | Report |
-|--:|---|---|--:|--:|--:|---|
-| 1 | Who \| won? | done | 12,345 | 42.1s | 5/12 | [001-who-won.md](001-who-won.md) |
-| 2 | Why? | failed: run research-batch-2: answer failed: boom | 100 | 1.0s | 0/0 | [002-why.md](002-why.md) |
-| 3 | How? | running |  |  |  |  |
-| 4 | When? | pending |  |  |  |  |
+| # | Question | Status | Tokens | Cost | Duration | Sources (cited/gathered) | Report |
+|--:|---|---|--:|--:|--:|--:|---|
+| 1 | Who \| won? | done | 12,345 | $0.0123 | 42.1s | 5/12 | [001-who-won.md](001-who-won.md) |
+| 2 | Why? | failed: run research-batch-2: answer failed: boom | 100 | $0.0001 | 1.0s | 0/0 | [002-why.md](002-why.md) |
+| 3 | How? | running |  |  |  |  |  |
+| 4 | When? | pending |  |  |  |  |  |
 `, string(md))
+
+	rows[1].CostUSD = nil
+	assert.Contains(t, summaryMarkdown(b.summary(rows)), "· cost unknown (a model's price is unknown: the config file's prices key gives it) —")
+	assert.Contains(t, summaryMarkdown(b.summary(rows)), "| 100 | unknown | 1.0s |")
+	rows[1].CostUSD = usd(0.0001)
 
 	var back batchSummary
 	data, err := os.ReadFile(filepath.Join(b.dir, batchSummaryJSON))
@@ -392,7 +434,8 @@ func TestBatchSummary(t *testing.T) {
 	var raw map[string]any
 	require.NoError(t, json.Unmarshal(data, &raw))
 	first := raw["questions"].([]any)[0].(map[string]any)
-	for _, k := range []string{"status", "tokens", "duration_ms", "sources_cited", "sources_gathered", "report", "document", "workflow_id"} {
+	assert.InDelta(t, 0.0124, *back.CostUSD, 1e-12)
+	for _, k := range []string{"status", "tokens", "cost_usd", "duration_ms", "sources_cited", "sources_gathered", "report", "document", "workflow_id"} {
 		assert.Contains(t, first, k)
 	}
 	entries, err := os.ReadDir(b.dir)
@@ -414,6 +457,8 @@ func TestRunFailure(t *testing.T) {
 		{temporal.NewCanceledError(), "run w was cancelled on Temporal", batchCancelled},
 		{&temporal.TerminatedError{}, "run w was terminated on Temporal", batchTerminated},
 		{temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil), "run w timed out on Temporal", batchTimedOut},
+		{temporal.NewNonRetryableApplicationError("research: the run took longer than its timeout of 1m30s", "deepgraph.ResearchFailed", nil),
+			"run w took longer than its timeout of 1m30s", batchTimedOut},
 		{errors.New("connection lost"), "run w: connection lost", batchFailed},
 	} {
 		assert.Equal(t, tc.msg, runFailure("w", tc.err).Error())

@@ -285,6 +285,7 @@ func TestE2ETemporalRefusals(t *testing.T) {
 		{[]string{"batch", "--temporal", "localhost:7233", "--out", "x"}, "research batch takes one FILE of questions"},
 		{[]string{"batch", "q.txt", "--temporal", "localhost:7233", "--out", "x", "--format", "json"}, "--format does not apply to research batch"},
 		{[]string{"batch", "q.txt", "--temporal", "localhost:7233", "--out", "x", "--search", "tavily"}, "--search configures the workers"},
+		{[]string{"batch", "q.txt", "--temporal", "localhost:7233", "--out", "x", "--review"}, "--review does not apply to research batch: nobody is there to answer a batch's reviews"},
 		{[]string{"batch", "/no/such/file.txt", "--temporal", "localhost:7233", "--out", "x"}, "research batch /no/such/file.txt: no such file or directory"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -531,6 +532,46 @@ func TestE2ETemporalReview(t *testing.T) {
 		assert.NotEmpty(t, out.Report.Answer, "approved, it went on to its answer")
 		assert.Greater(t, oa.count(), calls)
 	})
+}
+
+// TestE2ETemporalBatchTimeoutAndCost runs a batch with --timeout: the run
+// past it is timed out with its incomplete report, the others done; each
+// row is priced for the workers' models.
+func TestE2ETemporalBatchTimeoutAndCost(t *testing.T) {
+	addr := temporalAddress(t)
+	m := mark(t)
+	queue := "e2e-batch-timeout-" + m
+	_, vars, _ := newTemporalFake(t)
+	startWorker(t, addr, queue, vars)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "reports")
+	file := filepath.Join(dir, "questions.txt")
+	require.NoError(t, os.WriteFile(file, []byte("What is Raft? "+m+"\nHANG at the reflection "+m+"\n"), 0o600))
+	res := run(t, env(t, nil), "batch", file, "--temporal", addr, "--task-queue", queue, "--out", out, "--timeout", "4s")
+	require.Equal(t, exitFailed, res.code, res)
+	assert.Regexp(t, `\[1/2\] done 001-what-is-raft-`+m+`\.md · \S+ tok · \$0\.\d{4} · `, res.stderr)
+	assert.Contains(t, res.stderr, "[2/2] timed_out 002-hang-at-the-reflection-"+m+".md")
+	s := readSummary(t, out)
+	assert.Equal(t, batchCounts{Total: 2, Done: 1, Failed: 1}, s.Counts)
+	assert.Equal(t, batchTimedOut, s.Questions[1].Status)
+	assert.Contains(t, s.Questions[1].Error, "took longer than its timeout of 4s")
+	for _, r := range s.Questions {
+		if assert.NotNil(t, r.CostUSD, "question %d", r.N) {
+			assert.Positive(t, *r.CostUSD)
+		}
+	}
+	require.NotNil(t, s.CostUSD)
+	assert.InDelta(t, *s.Questions[0].CostUSD+*s.Questions[1].CostUSD, *s.CostUSD, 1e-9)
+	var doc app.ReportDoc
+	data, err := os.ReadFile(filepath.Join(out, s.Questions[1].Document))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &doc))
+	assert.True(t, doc.Incomplete)
+	assert.NotEmpty(t, doc.Sources, "what it had gathered")
+	assert.Equal(t, "openai:gpt-4.1-mini", doc.Models["answer"])
+	md, err := os.ReadFile(filepath.Join(out, batchSummaryMD))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "| Tokens | Cost | Duration |")
 }
 
 // TestE2ETemporalReviewWithoutAWorker answers a review while no worker is
