@@ -279,6 +279,8 @@ func TestE2ETemporalRefusals(t *testing.T) {
 		{[]string{"worker"}, "research worker needs the Temporal server: --temporal HOST:PORT"},
 		{[]string{"worker", "--temporal", "localhost:7233", "--format", "json"}, "--format does not apply to a worker"},
 		{[]string{"worker", "--temporal", "localhost:7233", "--concurrency", "0"}, "--concurrency 0: use a whole number from 1 to 100000"},
+		{[]string{"worker", "--temporal", "localhost:7233", "--heartbeat", "0s"}, "--heartbeat 0s: use a duration from 100ms to 10m0s"},
+		{[]string{"worker", "--temporal", "localhost:7233", "--timeout", "1m"}, "--timeout does not apply to a worker: the client sets each run's time limit"},
 		{[]string{"worker", "--temporal", "localhost:7233", "--max-cost", "0.5"}, "max_cost (flag --max-cost) limits what one run spends, and a worker's runs would share it"},
 		{[]string{"batch", "q.txt", "--out", "x"}, "research batch runs on Temporal: give its address with --temporal HOST:PORT"},
 		{[]string{"batch", "q.txt", "--temporal", "localhost:7233"}, "research batch needs --out DIR"},
@@ -572,6 +574,33 @@ func TestE2ETemporalBatchTimeoutAndCost(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(out, batchSummaryMD))
 	require.NoError(t, err)
 	assert.Contains(t, string(md), "| Tokens | Cost | Duration |")
+}
+
+// TestE2ETemporalWorkerHeartbeat checks that research worker --heartbeat
+// reaches Temporal: the tasks' heartbeat timeout is three beats.
+func TestE2ETemporalWorkerHeartbeat(t *testing.T) {
+	addr := temporalAddress(t)
+	m := mark(t)
+	queue := "e2e-heartbeat-" + m
+	_, vars, _ := newTemporalFake(t)
+	w := startWorker(t, addr, queue, vars, "--heartbeat", "700ms")
+	assert.Contains(t, w.stderr.String(), "heartbeat every 700ms (a lost worker's tasks move after 2.1s)")
+	res := run(t, env(t, nil), "--temporal", addr, "--task-queue", queue, "What is Raft? "+m)
+	require.Equal(t, 0, res.code, res)
+	id := strings.Fields(strings.SplitN(res.stderr, "Run ", 2)[1])[0]
+	it := sdkClient(t, addr).GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	tasks := 0
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		a := ev.GetActivityTaskScheduledEventAttributes()
+		if a == nil || !strings.HasSuffix(a.GetActivityType().GetName(), ".task") {
+			continue
+		}
+		tasks++
+		assert.Equal(t, 2100*time.Millisecond, a.GetHeartbeatTimeout().AsDuration(), "activity %s", a.GetActivityId())
+	}
+	assert.Positive(t, tasks, "the run's tasks")
 }
 
 // TestE2ETemporalReviewWithoutAWorker answers a review while no worker is

@@ -8,7 +8,9 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/deepgraph/deepgraph/graph/temporalgraph"
 	"github.com/deepgraph/deepgraph/internal/app"
+	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/research/temporalresearch"
 )
 
@@ -17,12 +19,17 @@ type workerFlags struct {
 	temporal    app.Temporal
 	concurrency int
 	stopTimeout time.Duration
+	heartbeat   time.Duration
 }
 
 // Defaults of research worker.
 const (
 	defaultWorkerConcurrency = 64
 	defaultWorkerStop        = 30 * time.Second
+	// --heartbeat's bounds: more often than every 100ms loads the server
+	// for nothing; past 10 minutes a lost worker's tasks wait half an hour.
+	minHeartbeat = 100 * time.Millisecond
+	maxHeartbeat = 10 * time.Minute
 )
 
 func (c *cli) workerCmd() *cobra.Command {
@@ -41,7 +48,10 @@ Start as many workers as you like, on as many machines, with the same
 --namespace and --task-queue (and, if given, the same --blob-dir, a
 directory every worker and client mounts). A worker that dies loses
 nothing finished: its running tasks run again on another worker, and runs
-go on. --concurrency bounds the tasks it runs at once; the model and
+go on. A running task heartbeats every --heartbeat (default 2s); Temporal
+gives up on a worker that missed three beats, so a lost worker's tasks
+move to another after 3×--heartbeat (6s by default). --concurrency bounds
+the tasks it runs at once; the model and
 search limits (max_concurrency, search_concurrency, page_concurrency)
 bound its requests to each provider.
 
@@ -56,6 +66,7 @@ once); tasks it did not finish run again elsewhere.`,
 	addTemporalFlags(cmd.Flags(), &f.temporal, "the Temporal server's frontend address, HOST:PORT (required)", false)
 	cmd.Flags().IntVar(&f.concurrency, "concurrency", defaultWorkerConcurrency, "most tasks (model calls, searches) this worker runs at once")
 	cmd.Flags().DurationVar(&f.stopTimeout, "stop-timeout", defaultWorkerStop, "on SIGINT or SIGTERM, how long running tasks may take to finish before they are cancelled (and run again elsewhere)")
+	cmd.Flags().DurationVar(&f.heartbeat, "heartbeat", temporalresearch.DefaultHeartbeat, "how often a running task tells Temporal it is alive; a lost worker's tasks move to another worker after 3×this")
 	return cmd
 }
 
@@ -68,7 +79,7 @@ func workerWhy(name string) string {
 	case "store":
 		return "does not apply to a worker: Temporal keeps the runs (their histories), not a local store"
 	case "timeout":
-		return "is not available on a worker: a run on Temporal has no time limit yet (Ctrl-C on the client cancels it)"
+		return "does not apply to a worker: the client sets each run's time limit (research --temporal HOST:PORT --timeout D, or research batch … --timeout D)"
 	}
 	return ""
 }
@@ -90,6 +101,9 @@ func (c *cli) runWorker(cmd *cobra.Command, f workerFlags) error {
 	}
 	if f.stopTimeout < 0 {
 		return usageErr("--stop-timeout %s: use a duration of 0 or more, e.g. 30s", f.stopTimeout)
+	}
+	if f.heartbeat < minHeartbeat || f.heartbeat > maxHeartbeat {
+		return usageErr("--heartbeat %s: use a duration from %s to %s, e.g. 2s (a lost worker's tasks move after 3×--heartbeat)", f.heartbeat, minHeartbeat, maxHeartbeat)
 	}
 	cfg, err := c.loadConfig(cmd)
 	if err != nil {
@@ -115,7 +129,10 @@ func (c *cli) runWorker(cmd *cobra.Command, f workerFlags) error {
 		return err
 	}
 	defer r.Close()
-	x, err := temporalresearch.New(r.Researcher, temporalresearch.Options{Models: r.Models.Specs()})
+	x, err := temporalresearch.New(r.Researcher, temporalresearch.Options{
+		Models: r.Models.Specs(),
+		Graph:  temporalgraph.Options[research.State]{Heartbeat: f.heartbeat},
+	})
 	if err != nil {
 		return err
 	}
@@ -148,6 +165,6 @@ func workerReadyLine(f workerFlags, r *app.Research) string {
 	if t.BlobDir != "" {
 		blobs = "large payloads in " + t.BlobDir
 	}
-	return fmt.Sprintf("Worker ready on Temporal at %s (namespace %s, task queue %s): %s; up to %d tasks at once; %s",
-		t.Address, t.Namespace, t.TaskQueue, researching(r.Backend.Plan, r.Models), f.concurrency, blobs)
+	return fmt.Sprintf("Worker ready on Temporal at %s (namespace %s, task queue %s): %s; up to %d tasks at once; %s; heartbeat every %s (a lost worker's tasks move after %s)",
+		t.Address, t.Namespace, t.TaskQueue, researching(r.Backend.Plan, r.Models), f.concurrency, blobs, f.heartbeat, 3*f.heartbeat)
 }
