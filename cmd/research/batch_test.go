@@ -294,7 +294,7 @@ func TestBatchRun(t *testing.T) {
 	late := report(qs[7].Request.Question)
 	late.Answer, late.Incomplete = "", true
 	start(qs[7], "run-8", nil, temporal.NewNonRetryableApplicationError("research: the run took longer than its timeout of 1s",
-		"deepgraph.ResearchFailed", nil, temporalresearch.Outcome{Report: late, Models: map[string]string{"answer": "compatible:local-llm"}}))
+		"deepgraph.ResearchTimedOut", nil, temporalresearch.Outcome{Report: late, Models: map[string]string{"answer": "compatible:local-llm"}}))
 
 	rows := b.run(context.Background(), qs)
 	require.Len(t, rows, 8)
@@ -457,7 +457,7 @@ func TestRunFailure(t *testing.T) {
 		{temporal.NewCanceledError(), "run w was cancelled on Temporal", batchCancelled},
 		{&temporal.TerminatedError{}, "run w was terminated on Temporal", batchTerminated},
 		{temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil), "run w timed out on Temporal", batchTimedOut},
-		{temporal.NewNonRetryableApplicationError("research: the run took longer than its timeout of 1m30s", "deepgraph.ResearchFailed", nil),
+		{temporal.NewNonRetryableApplicationError("research: the run took longer than its timeout of 1m30s", "deepgraph.ResearchTimedOut", nil),
 			"run w took longer than its timeout of 1m30s", batchTimedOut},
 		{errors.New("connection lost"), "run w: connection lost", batchFailed},
 	} {

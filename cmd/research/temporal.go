@@ -483,10 +483,7 @@ func (c *cli) pausedOnTemporal(t app.Temporal, req temporalresearch.Request, id 
 
 // runTimedOut reports whether err ended a run that passed its
 // Request.Timeout (temporalresearch fails it with this message).
-func runTimedOut(err error) bool {
-	var appErr *temporal.ApplicationError
-	return errors.As(err, &appErr) && strings.HasPrefix(appErr.Message(), timeoutPrefix)
-}
+func runTimedOut(err error) bool { return temporalresearch.TimedOut(err) }
 
 // timeoutPrefix begins the message of a run that passed its timeout.
 const timeoutPrefix = "research: the run took longer than its timeout"
@@ -513,7 +510,7 @@ func runFailure(id string, err error) error {
 		timeout  *temporal.TimeoutError
 	)
 	switch {
-	case errors.As(err, &appErr) && strings.HasPrefix(appErr.Message(), timeoutPrefix):
+	case temporalresearch.TimedOut(err) && errors.As(err, &appErr):
 		return fmt.Errorf("run %s took longer than its timeout%s", id, strings.TrimPrefix(appErr.Message(), timeoutPrefix))
 	case errors.As(err, &appErr):
 		msg := appErr.Message()

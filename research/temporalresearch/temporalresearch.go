@@ -167,7 +167,7 @@ func (x *Research) Workflow(ctx workflow.Context, req Request) (*Outcome, error)
 		return nil, temporal.NewCanceledError(*out)
 	case timedOut:
 		msg := fmt.Sprintf("research: the run took longer than its timeout of %s", req.Timeout)
-		return nil, temporal.NewNonRetryableApplicationError(msg, errTypeFailed, nil, *out)
+		return nil, temporal.NewNonRetryableApplicationError(msg, errTypeTimedOut, nil, *out)
 	case runErr != nil:
 		// The graph's error, without the "(type: GraphError …)" of its wrapper.
 		msg := runErr.Error()
@@ -180,9 +180,19 @@ func (x *Research) Workflow(ctx workflow.Context, req Request) (*Outcome, error)
 	return out, nil
 }
 
-// errTypeFailed is the error type of a failed run; its details are the
-// incomplete report.
-const errTypeFailed = "deepgraph.ResearchFailed"
+// The error types of a failed run and of one past its Request.Timeout;
+// their details are the Outcome with the incomplete report.
+const (
+	errTypeFailed   = "deepgraph.ResearchFailed"
+	errTypeTimedOut = "deepgraph.ResearchTimedOut"
+)
+
+// TimedOut reports whether err is the error of a run stopped by its
+// Request.Timeout.
+func TimedOut(err error) bool {
+	var app *temporal.ApplicationError
+	return errors.As(err, &app) && app.Type() == errTypeTimedOut
+}
 
 // report builds the report of a final state, on a worker.
 func (x *Research) report(_ context.Context, s research.State) (*research.Report, error) {
@@ -196,7 +206,7 @@ func OutcomeOf(err error) (*Outcome, bool) {
 	var app *temporal.ApplicationError
 	var cancelled *temporal.CanceledError
 	switch {
-	case errors.As(err, &app) && app.Type() == errTypeFailed && app.HasDetails():
+	case errors.As(err, &app) && (app.Type() == errTypeFailed || app.Type() == errTypeTimedOut) && app.HasDetails():
 		if app.Details(&out) != nil {
 			return nil, false
 		}

@@ -2,6 +2,7 @@ package temporalresearch_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"testing"
@@ -355,6 +356,8 @@ func TestTimeoutGivesAnIncompleteReport(t *testing.T) {
 	env.ExecuteWorkflow(temporalresearch.WorkflowName, temporalresearch.Request{Question: question, Timeout: time.Second})
 	err := env.GetWorkflowError()
 	require.ErrorContains(t, err, "took longer than its timeout of 1s")
+	assert.True(t, temporalresearch.TimedOut(err))
+	assert.False(t, temporalresearch.TimedOut(errors.New("took longer than its timeout")), "by its type, not its words")
 	out, ok := temporalresearch.OutcomeOf(err)
 	require.True(t, ok, "the error carries the report: %v", err)
 	assert.True(t, out.Report.Incomplete)
