@@ -25,8 +25,25 @@ const engineVersion workflow.Version = 1
 // default limit of 2,000 pending activities per workflow.
 const maxParallel = 1000
 
+// errTypeGraph is the error type of a run whose graph failed; its details
+// are the state the run got to (StateOf).
+const errTypeGraph = "GraphError"
+
+// StateOf returns the state that the error of a failed run carries: the
+// state before the step that failed, with what that step's finished tasks
+// wrote — the work that is not lost.
+func StateOf[S any](err error) (S, bool) {
+	var s S
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != errTypeGraph || !app.HasDetails() {
+		return s, false
+	}
+	return s, app.Details(&s) == nil
+}
+
 // Workflow is the graph's workflow function, registered under
-// WorkflowName: it runs the graph from in and returns the final state.
+// WorkflowName: it runs the graph from in and returns the final state. A
+// failed run's error carries the state it got to (StateOf).
 func (g *Graph[S]) Workflow(ctx workflow.Context, in Input[S]) (S, error) {
 	return g.Run(ctx, in)
 }
@@ -69,7 +86,7 @@ func (g *Graph[S]) Run(ctx workflow.Context, in Input[S]) (S, error) {
 		if merged, ok := rs.finishedWrites(final); ok {
 			final = merged
 		}
-		return final, temporal.NewNonRetryableApplicationError(err.Error(), "GraphError", nil)
+		return final, temporal.NewNonRetryableApplicationError(err.Error(), errTypeGraph, nil, final)
 	}
 	return final, nil
 }

@@ -2,6 +2,7 @@ package temporalgraph_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 
@@ -81,6 +82,11 @@ func TestRecursionLimit(t *testing.T) {
 	require.ErrorAs(t, err, &app)
 	assert.Equal(t, "GraphError", app.Type())
 	assert.True(t, app.NonRetryable(), "a graph's failure is final")
+	got, ok := temporalgraph.StateOf[graphtest.State](err)
+	require.True(t, ok, "the error carries the state the run got to")
+	assert.Equal(t, 3, got.N, "three steps ran")
+	_, ok = temporalgraph.StateOf[graphtest.State](errors.New("another"))
+	assert.False(t, ok)
 }
 
 // ownResult is what ownWorkflow returns: the state Run returned, and its
