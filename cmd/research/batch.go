@@ -431,7 +431,7 @@ func (b *batch) run(ctx context.Context, qs []batchQuestion) []batchRow {
 		b.rows[i] = batchRow{N: q.N, Line: q.Line, Question: q.Request.Question, WorkflowID: q.ID, Status: batchPending}
 	}
 	// Questions whose reports are written need nothing of Temporal.
-	var todo []int
+	var toRun []int // the questions without a written report
 	kept := 0
 	for i, q := range qs {
 		if row, ok := b.kept(q); ok {
@@ -439,13 +439,13 @@ func (b *batch) run(ctx context.Context, qs []batchQuestion) []batchRow {
 			kept++
 			continue
 		}
-		todo = append(todo, i)
+		toRun = append(toRun, i)
 	}
 	b.progress.kept(kept, b.dir)
 	b.progress.update(b.counts())
 	sem := make(chan struct{}, b.concurrency)
 	var wg sync.WaitGroup
-	for _, i := range todo {
+	for _, i := range toRun {
 		q := qs[i]
 		select {
 		case sem <- struct{}{}:
