@@ -26,6 +26,7 @@ import (
 
 	"github.com/deepgraph/deepgraph/graph/temporalgraph"
 	"github.com/deepgraph/deepgraph/internal/app"
+	"github.com/deepgraph/deepgraph/internal/atomicfile"
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/research/temporalresearch"
@@ -713,24 +714,9 @@ func (b *batch) write(q batchQuestion, out *temporalresearch.Outcome, runErr err
 	return writeAtomic(filepath.Join(b.dir, q.Name+".json"), append(doc, '\n'))
 }
 
-// writeAtomic writes a file whole or not at all (a temporary file renamed).
+// writeAtomic writes a file whole or not at all.
 func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := atomicfile.Write(path, data, 0o644); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil

@@ -19,6 +19,8 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/deepgraph/deepgraph/internal/atomicfile"
 )
 
 // Temporal refuses a payload over 2 MB, warns over 512 KB, and a workflow
@@ -237,21 +239,7 @@ func (d DirStore) Put(_ context.Context, key string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(p), key+".*.tmp")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), p)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return atomicfile.Write(p, data, 0o600)
 }
 
 // Get reads the blob under key.
