@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base32"
 	"errors"
 	"fmt"
 	"regexp"
@@ -23,6 +21,7 @@ import (
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/graph/temporalgraph"
 	"github.com/deepgraph/deepgraph/internal/app"
+	"github.com/deepgraph/deepgraph/internal/runstore"
 	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/research/temporalresearch"
 )
@@ -149,13 +148,9 @@ func request(cfg *config.Config, question string) temporalresearch.Request {
 	return req
 }
 
-// newRunID is a fresh workflow ID for a run: research-<10 random letters
-// and digits>.
-func newRunID() string {
-	b := make([]byte, 10)
-	_, _ = rand.Read(b)
-	return "research-" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))[:12]
-}
+// newRunID is a fresh workflow ID for a run: "research-" and a run ID of
+// the kind the local store gives (runstore.NewID).
+func newRunID() string { return "research-" + runstore.NewID() }
 
 // dialTemporal connects to Temporal with the SDK logging through the
 // program's logger.
@@ -294,31 +289,6 @@ func (f *temporalFollow) show(ctx context.Context, out *temporalresearch.Outcome
 		return f.c.writeReport(cfg, rep, doc)
 	}
 	return nil
-}
-
-// modelList lists the distinct model specs of models, in the order of the
-// research roles: "openai:gpt-4.1-mini, openai:gpt-4.1".
-func modelList(models map[string]string) string {
-	seen := map[string]bool{}
-	var list []string
-	add := func(s string) {
-		if s != "" && !seen[s] {
-			seen[s] = true
-			list = append(list, s)
-		}
-	}
-	for _, role := range app.Roles {
-		add(models[role])
-	}
-	var rest []string
-	for role := range models {
-		rest = append(rest, role)
-	}
-	sort.Strings(rest)
-	for _, role := range rest {
-		add(models[role])
-	}
-	return strings.Join(list, ", ")
 }
 
 // cancelWait bounds how long Ctrl-C waits for the cancelled run's report.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,16 +51,33 @@ func researching(plan app.Plan, models *app.Models) string {
 	case app.BackendGemini:
 		b.WriteString("Researching the web with Gemini's Google Search grounding")
 	}
-	specs := map[string]bool{}
+	fmt.Fprintf(&b, " using %s", modelList(models.Specs()))
+	return b.String()
+}
+
+// modelList lists the distinct model specs of models, in the order of the
+// research roles: "openai:gpt-4.1-mini, openai:gpt-4.1".
+func modelList(models map[string]string) string {
+	seen := map[string]bool{}
 	var list []string
-	for _, role := range app.Roles {
-		if s := models.Spec(role); !specs[s] {
-			specs[s] = true
+	add := func(s string) {
+		if s != "" && !seen[s] {
+			seen[s] = true
 			list = append(list, s)
 		}
 	}
-	fmt.Fprintf(&b, " using %s", strings.Join(list, ", "))
-	return b.String()
+	for _, role := range app.Roles {
+		add(models[role])
+	}
+	var rest []string
+	for role := range models {
+		rest = append(rest, role)
+	}
+	slices.Sort(rest)
+	for _, role := range rest {
+		add(models[role])
+	}
+	return strings.Join(list, ", ")
 }
 
 func (t *timeline) line(msg string) {
