@@ -682,7 +682,7 @@ func failureStatus(err error) string {
 		timeout  *temporal.TimeoutError
 	)
 	switch {
-	case runTimedOut(err):
+	case temporalresearch.TimedOut(err):
 		return batchTimedOut
 	case errors.As(err, &canceled):
 		return batchCancelled

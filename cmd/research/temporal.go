@@ -237,7 +237,7 @@ func (c *cli) runTemporal(cmd *cobra.Command, cfg *config.Config, question strin
 		return f.show(ctx, out, nil, nil, false)
 	}
 	out, _ = temporalresearch.OutcomeOf(runErr)
-	if runTimedOut(runErr) {
+	if temporalresearch.TimedOut(runErr) {
 		// As a local run's --timeout: the report gathered so far, marked
 		// incomplete, and exit status 1.
 		if err := f.show(ctx, out, runFailure(run.ID(), runErr), fmt.Errorf("timed out after %s", req.Timeout), true); err != nil {
@@ -450,10 +450,6 @@ func (c *cli) pausedOnTemporal(t app.Temporal, req temporalresearch.Request, id 
 	c.console.plain(fmt.Sprintf("  temporal workflow update execute --address %s --namespace %s --workflow-id %s --name %s --input '{\"id\":\"%s\",\"value\":{}}'\n",
 		t.Address, t.Namespace, id, temporalgraph.UpdateAnswer, p.id))
 }
-
-// runTimedOut reports whether err ended a run that passed its
-// Request.Timeout (temporalresearch fails it with this message).
-func runTimedOut(err error) bool { return temporalresearch.TimedOut(err) }
 
 // timeoutPrefix begins the message of a run that passed its timeout.
 const timeoutPrefix = "research: the run took longer than its timeout"
