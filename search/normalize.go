@@ -67,6 +67,31 @@ func NormalizeURL(raw string) string {
 	return u.String()
 }
 
+// PageKey returns the key under which two URLs name the same web page:
+// NormalizeURL's form, with http and https taken as one scheme (a site
+// serves the same page under both). Sources gathered under different
+// spellings of one page — a trailing slash, a tracking parameter, a
+// fragment, http and https — share a key, and so are one source. URLs of
+// other schemes are only trimmed: a file:// URL's fragment names a passage
+// of the file, not a spelling.
+func PageKey(raw string) string {
+	raw = strings.TrimSpace(raw)
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return raw
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http", "https":
+	default:
+		return raw
+	}
+	key := NormalizeURL(raw)
+	if rest, ok := strings.CutPrefix(key, "http://"); ok {
+		key = "https://" + rest // NormalizeURL has dropped http's default port
+	}
+	return key
+}
+
 // cleanQuery drops tracking and empty parameters, writes the rest in
 // canonical query encoding and sorts them by name (stable, so repeated
 // names keep their order).

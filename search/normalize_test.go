@@ -94,3 +94,24 @@ func FuzzNormalizeURL(f *testing.F) {
 		}
 	})
 }
+
+func TestPageKey(t *testing.T) {
+	same := []string{
+		"https://example.com/page",
+		"https://example.com/page/",
+		"http://example.com/page",
+		"HTTP://Example.COM:80/page#top",
+		"https://example.com:443/page?utm_source=x&fbclid=y",
+		"https://example.com/page?gclid=1#frag",
+	}
+	for _, u := range same {
+		assert.Equal(t, "https://example.com/page", PageKey(u), u)
+	}
+	// Not the same page: another path, a real query, another port.
+	for _, u := range []string{"https://example.com/page2", "https://example.com/page?id=2", "http://example.com:8080/page", "http://example.com:443/page"} {
+		assert.NotEqual(t, "https://example.com/page", PageKey(u), u)
+	}
+	// Other schemes keep their fragment: it names a passage.
+	assert.Equal(t, "file:///docs/a.md#L10", PageKey(" file:///docs/a.md#L10 "))
+	assert.NotEqual(t, PageKey("file:///docs/a.md#L10"), PageKey("file:///docs/a.md#L20"))
+}

@@ -62,16 +62,16 @@ func (f *urlFinder) next(s string, i int) (int, int, bool) {
 		switch kind {
 		case 0:
 			if b := schemeStart(s, i, start); b < start {
-				return b, urlEnd(s, start+3), true
+				return b, tokenEnd(s, start+3), true
 			}
 			f.scheme = indexFrom(s, "://", start+1, strings.Index)
 		case 1:
 			if (start == 0 || !isHostByte(s[start-1])) && start+4 < len(s) && isAlnum(s[start+4]) {
-				return start, urlEnd(s, start+4), true
+				return start, tokenEnd(s, start+4), true
 			}
 			f.www = indexFrom(s, "www.", start+1, indexFold)
 		default:
-			return start, urlEnd(s, start+len(shortHostPath)), true
+			return start, tokenEnd(s, start), true
 		}
 	}
 }
@@ -100,11 +100,44 @@ func schemeStart(s string, from, c int) int {
 	return b
 }
 
-// urlEnd returns the end of the bare URL whose host starts at s[i].
+// tokenEnd returns the end of the bare URL whose host starts at s[i]: a
+// short URL ends with its id ("…/id/1-8.Next" is "…/id/1-8" and the word
+// "Next"), any other URL where urlEnd says.
+func tokenEnd(s string, i int) int {
+	if !hasPrefixFold(s[i:], shortHostPath) {
+		return urlEnd(s, i)
+	}
+	j := i + len(shortHostPath)
+	for j < len(s) && isIDByte(s[j]) {
+		j++
+	}
+	return j
+}
+
+// urlEnd returns the end of the bare URL whose host starts at s[i]. As in
+// GFM, parentheses are part of it when balanced
+// (https://en.wikipedia.org/wiki/Go_(programming_language)); an unbalanced
+// ')' ends it.
 func urlEnd(s string, i int) int {
-	j := i
+	j, depth := i, 0
 	for j < len(s) {
 		c := s[j]
+		switch {
+		case c == '(':
+			depth++
+			j++
+			continue
+		case c == ')':
+			if depth == 0 {
+				break
+			}
+			depth--
+			j++
+			continue
+		}
+		if c == ')' {
+			break
+		}
 		if c < utf8.RuneSelf {
 			if c <= ' ' || c == 0x7f || isDelim(c) {
 				break
@@ -141,8 +174,9 @@ func isAlnum(c byte) bool  { return isLetter(c) || c >= '0' && c <= '9' }
 func isSchemeByte(c byte) bool { return isAlnum(c) || c == '+' || c == '.' || c == '-' }
 
 // isHostByte reports whether c, before "www.", makes it part of a longer
-// word or host rather than the start of a URL.
-func isHostByte(c byte) bool { return isAlnum(c) || c == '_' || c == '.' || c == '-' }
+// word or host rather than the start of a URL. '_' is not one: GFM links
+// "_www.example.com_" (emphasis around an autolink).
+func isHostByte(c byte) bool { return isAlnum(c) || c == '.' || c == '-' }
 
 // bareURL handles the bare URL src[start:end] and returns where scanning
 // goes on.
@@ -215,24 +249,40 @@ func bareHost(tok string) string {
 	}
 }
 
-// prose reports whether a link that points to nothing gathered was written
-// as prose, so that its text should stay: not a short URL, and text that
-// is neither a citation number (3, S3, ^3) nor the label of a source (a
-// gathered one, or the one its target would have).
+// prose reports whether a link was written as prose, so that its text
+// stays (followed by the citation of its target when that was gathered):
+// text that is not empty, not a citation number (3, S3, ^3), to a target
+// that is no short URL, and — when the target is gathered — is neither that page's
+// URL nor its label or host, which make the link a citation marker. A
+// link to a page not gathered keeps its text whatever it says (D5 of
+// issue 23: "Mehr unter [uefa](…) und mehr" keeps "uefa").
 func (ix *index) prose(label string, targets []string) bool {
 	l := strings.TrimSpace(label)
-	if l == "" || isCitationText(l) || ix.labels[strings.ToLower(cleanLabel(l))] {
+	if l == "" || isCitationText(l) {
 		return false
 	}
 	for _, t := range targets {
-		if indexFold(t, shortHostPath) >= 0 || strings.EqualFold(l, hostLabel("", strings.TrimSpace(t))) {
+		if indexFold(t, shortHostPath) >= 0 {
 			return false
 		}
-		if _, ok := ix.lookup(t); ok {
+		if id, ok := ix.lookup(t); ok && (urlLike(l) || hasPrefixFold(l, "www.") || ix.names(id, l)) {
 			return false
 		}
 	}
 	return true
+}
+
+// names reports whether text is a name of the id-th source: one of the
+// labels it was gathered under, or its host.
+func (ix *index) names(id int, text string) bool {
+	t := cleanLabel(text)
+	for _, l := range ix.labels[id] {
+		if strings.EqualFold(t, l) {
+			return true
+		}
+	}
+	u := ix.sources[id].URL
+	return strings.EqualFold(t, hostLabel("", u)) || strings.EqualFold(t, hostOf(u))
 }
 
 // isCitationText reports whether link text is a citation number: 3, S3,

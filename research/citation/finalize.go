@@ -1,12 +1,15 @@
 package citation
 
 import (
+	"html"
 	"math"
 	"net/url"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/deepgraph/deepgraph/search"
 )
 
 // Result is a final answer with its citations restored.
@@ -69,7 +72,34 @@ func finalize(answer string, gathered []Source, passes int) Result {
 		return Result{}
 	}
 	ix := newIndex(gathered)
-	text, dropped := answer, 0
+	body, list := splitSourcesList(answer)
+	r := ix.run(body, passes)
+	if list != "" {
+		// The model's own list goes; what in it named nothing gathered
+		// counts as dropped.
+		r.Dropped += ix.run(list, passes).Dropped
+	}
+	for range maxGuardRounds {
+		text, made := ix.guard(r.Text)
+		if made == 0 {
+			return r
+		}
+		dropped := r.Dropped + made
+		r = ix.run(text, passes)
+		r.Dropped += dropped
+	}
+	// Only adversarial input gets here: make everything but the citations
+	// inert, and number those again.
+	d := newDoc(r.Text)
+	dropped := r.Dropped + 1
+	r = finalizePass(inert(d, ix, 0, len(r.Text)), ix)
+	r.Dropped += dropped
+	return r
+}
+
+// run repeats passes over text until it is a fixed point.
+func (ix *index) run(text string, passes int) Result {
+	dropped := 0
 	for range passes {
 		// Removing a link can join the text around it into a new link or
 		// token ("[a" + "](b)"), so passes repeat until nothing changes;
@@ -106,16 +136,18 @@ func defang(s string, ix *index) (string, int) {
 				kept = append(kept, seg[k])
 			}
 		}
-		seg = string(kept)
-		for {
-			i := indexFold(seg, shortHostPath)
-			if i < 0 {
-				break
+		// Remove every short-URL host path, in one pass: removing one can
+		// join the text around it into another, so the check goes on from
+		// what is already written.
+		out := make([]byte, 0, len(kept))
+		for _, c := range kept {
+			out = append(out, c)
+			if len(out) >= len(shortHostPath) && hasSuffixFold(out, shortHostPath) {
+				out = out[:len(out)-len(shortHostPath)]
+				n++
 			}
-			seg = seg[:i] + seg[i+len(shortHostPath):]
-			n++
 		}
-		b.WriteString(seg)
+		b.Write(out)
 	}
 	d := newDoc(s)
 	for i := 0; i < len(s); i++ {
@@ -147,59 +179,65 @@ func (ix *index) citationAt(d *doc, i int) (int, bool) {
 	if !ok || len(targets) != 1 || end != j+2+len(targets[0])+1 {
 		return 0, false
 	}
-	id, ok := ix.byURL[targets[0]]
+	id, ok := ix.lookup(targets[0])
 	return end, ok && ix.links[id] == targets[0]
 }
 
-// index finds gathered sources by short URL and by real URL.
+// index finds gathered sources by short URL and by page: the URLs of one
+// page under different spellings (search.PageKey) are one source.
 type index struct {
-	sources []Source       // one per distinct real URL, first gathered
+	sources []Source       // one per page, as first gathered, with the URL shown
 	links   []string       // renderURL of each source's URL
 	byShort map[string]int // canonical short URL → sources index
-	byURL   map[string]int // real URL, and its rendered form → sources index
-	labels  map[string]bool
+	byURL   map[string]int // page key of a URL or redirect → sources index
+	labels  [][]string     // the labels each source was gathered under
 }
 
 func newIndex(gathered []Source) *index {
-	ix := &index{byShort: map[string]int{}, byURL: map[string]int{}, labels: map[string]bool{}}
+	ix := &index{byShort: map[string]int{}, byURL: map[string]int{}}
 	for _, s := range gathered {
-		if s.Label != "" {
-			ix.labels[strings.ToLower(cleanLabel(s.Label))] = true
-		}
 		if !restorable(s.URL) {
 			continue
 		}
-		id, ok := ix.byURL[s.URL]
+		key := search.PageKey(s.URL)
+		id, ok := ix.byURL[key]
 		if !ok {
 			id = len(ix.sources)
-			r := renderURL(s.URL)
 			ix.sources = append(ix.sources, s)
-			ix.links = append(ix.links, r)
-			ix.byURL[s.URL] = id
-			if r != s.URL {
-				if _, taken := ix.byURL[r]; !taken {
-					ix.byURL[r] = id
-				}
-			}
+			ix.links = append(ix.links, renderURL(s.URL))
+			ix.labels = append(ix.labels, nil)
+			ix.byURL[key] = id
+		} else if shown := ix.sources[id].URL; !isHTTPS(shown) && isHTTPS(s.URL) {
+			// The page is shown under a URL the reader gathered: the first
+			// seen, or the first https one.
+			ix.sources[id].URL = s.URL
+			ix.links[id] = renderURL(s.URL)
+		}
+		if l := cleanLabel(s.Label); l != "" {
+			ix.labels[id] = append(ix.labels[id], l)
 		}
 		for _, r := range s.Redirects {
-			if _, taken := ix.byURL[r]; !taken && restorable(r) {
-				ix.byURL[r] = id
+			if k := search.PageKey(r); restorable(r) {
+				if _, taken := ix.byURL[k]; !taken {
+					ix.byURL[k] = id
+				}
 			}
 		}
 		if s.ShortURL == "" {
 			continue
 		}
-		key := s.ShortURL
+		short := s.ShortURL
 		if c, ok := canonicalShort(s.ShortURL); ok {
-			key = c
+			short = c
 		}
-		if _, taken := ix.byShort[key]; !taken {
-			ix.byShort[key] = id
+		if _, taken := ix.byShort[short]; !taken {
+			ix.byShort[short] = id
 		}
 	}
 	return ix
 }
+
+func isHTTPS(u string) bool { return hasPrefixFold(u, "https://") }
 
 // lookup maps a link target to a source index.
 func (ix *index) lookup(target string) (int, bool) {
@@ -211,10 +249,14 @@ func (ix *index) lookup(target string) (int, bool) {
 	if indexFold(target, shortHostPath) >= 0 {
 		return 0, false // a malformed short URL is never a real one
 	}
-	if id, ok := ix.byURL[target]; ok {
+	if !restorable(target) {
+		id, ok := ix.byShort[target] // a gathered short URL of another form
+		return id, ok
+	}
+	if id, ok := ix.byURL[search.PageKey(target)]; ok {
 		return id, true
 	}
-	id, ok := ix.byShort[target] // a gathered short URL of another form
+	id, ok := ix.byShort[target]
 	return id, ok
 }
 
@@ -304,6 +346,7 @@ type pass struct {
 	closeOf map[int]int // '[' position → matching ']' position
 	codeEnd map[int]int // start → end of each code region
 	anchors []anchor    // removed links whose text is being kept
+	urls    urlFinder   // the bare URLs of src, found as the scan goes
 	defs    map[string]*definition
 	out     []byte
 	number  map[int]int // source index → citation number
@@ -312,12 +355,15 @@ type pass struct {
 	// lastID and lastEnd are the source and out length of the last citation
 	// written, to collapse repeats.
 	lastID, lastEnd int
+	// lastCut is the out length right after the last removal, or -1.
+	lastCut int
 }
 
 // anchor is a removed link whose text stays: when the scan reaches close,
 // it goes on at end, and tidies up if the text was empty.
 type anchor struct {
 	close, end, outLen int
+	cite               []string // the targets to cite after the text
 }
 
 // definition is a reference or footnote definition line.
@@ -327,7 +373,7 @@ type definition struct {
 }
 
 func finalizePass(text string, ix *index) Result {
-	p := &pass{ix: ix, number: map[int]int{}, lastID: -1}
+	p := &pass{ix: ix, number: map[int]int{}, lastID: -1, lastCut: -1}
 	p.src = p.takeDefinitions(text)
 	p.doc = newDoc(p.src)
 	code := codeRegions(p.src)
@@ -351,8 +397,10 @@ func finalizePass(text string, ix *index) Result {
 	return Result{Text: string(p.out), Sources: p.cited, Dropped: p.dropped}
 }
 
-// takeDefinitions removes reference and footnote definition lines that
-// name at least one URL, and records them.
+// takeDefinitions removes reference and footnote definition lines and
+// records them. As in CommonMark, the first definition of a label is the
+// one that counts; a later one is removed too, and its targets that name
+// nothing gathered count as dropped.
 func (p *pass) takeDefinitions(text string) string {
 	if !strings.Contains(text, "]:") {
 		return text
@@ -378,17 +426,25 @@ func (p *pass) takeDefinitions(text string) string {
 			p.defs = map[string]*definition{}
 		}
 		key := refKey(label)
-		if d, dup := p.defs[key]; dup {
-			d.targets = append(d.targets, targets...)
-		} else {
+		if _, dup := p.defs[key]; !dup {
 			p.defs[key] = &definition{targets: targets}
+			continue
+		}
+		for _, t := range targets {
+			if _, ok := p.ix.lookup(t); !ok {
+				p.dropped++
+			}
 		}
 	}
 	return b.String()
 }
 
 // parseDefinition parses "[label]: rest" (up to three leading spaces) and
-// returns the URL-like targets of rest.
+// returns its targets: the URL-like words of rest (several for a footnote
+// or a list of short URLs), or else, when rest is a CommonMark link
+// destination with at most a title after it, that destination as a
+// renderer decodes it — "//host/x", "https:host" and "https&#58;//…"
+// included.
 func parseDefinition(line string) (string, []string, bool) {
 	s := strings.TrimRight(line, "\r\n")
 	indent := len(s) - len(strings.TrimLeft(s, " "))
@@ -404,8 +460,9 @@ func parseDefinition(line string) (string, []string, bool) {
 	if strings.ContainsAny(label, "[]") {
 		return "", nil, false
 	}
+	rest := s[end+2:]
 	var targets []string
-	for _, f := range strings.FieldsFunc(s[end+2:], isListSep) {
+	for _, f := range strings.FieldsFunc(rest, isListSep) {
 		if i := strings.Index(f, "]("); i >= 0 {
 			f = strings.TrimSuffix(f[i+2:], ")")
 		}
@@ -414,7 +471,39 @@ func parseDefinition(line string) (string, []string, bool) {
 			targets = append(targets, f)
 		}
 	}
-	return label, targets, len(targets) > 0
+	if len(targets) > 0 {
+		return label, targets, true
+	}
+	if dest, ok := definitionDest(rest); ok && !strings.HasPrefix(label, "^") {
+		return label, []string{dest}, true
+	}
+	return "", nil, false
+}
+
+// definitionDest returns the destination of a reference definition's
+// rest of line — <dest> or a run without spaces, then nothing or a quoted
+// or parenthesised title — decoded as a renderer decodes it.
+func definitionDest(rest string) (string, bool) {
+	rest = strings.TrimSpace(rest)
+	var dest, after string
+	if strings.HasPrefix(rest, "<") {
+		k := strings.IndexByte(rest, '>')
+		if k < 0 {
+			return "", false
+		}
+		dest, after = rest[1:k], rest[k+1:]
+	} else {
+		k := strings.IndexAny(rest, " \t")
+		if k < 0 {
+			k = len(rest)
+		}
+		dest, after = rest[:k], rest[k:]
+	}
+	after = strings.TrimSpace(after)
+	if dest == "" || (after != "" && !strings.ContainsRune("\"'(", rune(after[0]))) {
+		return "", false
+	}
+	return html.UnescapeString(unescapePunct(dest)), true
 }
 
 func refKey(label string) string {
@@ -470,7 +559,15 @@ func (p *pass) scan() {
 			p.anchors = p.anchors[:n-1]
 			if i == a.close {
 				i = a.end
-				if len(p.out) == a.outLen {
+				switch {
+				case len(a.cite) > 0:
+					// A prose link to a gathered page: its text, then the
+					// page's citation.
+					if n := len(p.out); n > a.outLen && p.out[n-1] != ' ' && p.out[n-1] != '\n' {
+						p.out = append(p.out, ' ')
+					}
+					i = p.cite(i, a.cite)
+				case len(p.out) == a.outLen:
 					i = p.tidy(i) // the text was empty
 				}
 			}
@@ -537,14 +634,13 @@ func (p *pass) word(i int) int {
 	for j < len(s) && !isDelim(s[j]) {
 		j++
 	}
-	var f urlFinder
 	for i < j {
-		start, end, ok := f.next(s[:j], i)
-		if !ok {
+		start, end, ok := p.urls.next(s, i)
+		if !ok || start >= j {
 			break
 		}
 		p.out = append(p.out, s[i:start]...)
-		i = p.bareURL(start, end)
+		i = p.bareURL(start, end) // past j when the URL holds parentheses
 	}
 	if i < j {
 		p.out = append(p.out, s[i:j]...)
@@ -604,16 +700,24 @@ const (
 )
 
 // link handles a link whose text is src[open+1:close] and which ends at
-// end: a citation when a target is known; else, for a link written as
-// prose (not an image, not a short URL, text that is no citation number or
-// source label), the targets are dropped and the text stays, scanned like
-// the rest; any other link goes whole.
+// end. A link written as prose (see index.prose; never an image) keeps its
+// text, scanned like the rest, followed by the citations of its targets
+// that were gathered; the others are dropped. Any other link — a citation
+// marker, a number, an image — becomes the citations of its known targets,
+// or goes whole.
 func (p *pass) link(start, open, close, end int, targets []string) int {
 	if start != open || !p.ix.prose(p.src[open+1:close], targets) {
 		return p.cite(end, targets)
 	}
-	p.dropped += len(targets)
-	p.anchors = append(p.anchors, anchor{close: close, end: end, outLen: len(p.out)})
+	var known []string
+	for _, t := range targets {
+		if _, ok := p.ix.lookup(t); ok {
+			known = append(known, t)
+		} else {
+			p.dropped++
+		}
+	}
+	p.anchors = append(p.anchors, anchor{close: close, end: end, outLen: len(p.out), cite: known})
 	return open + 1
 }
 
@@ -852,6 +956,10 @@ func (p *pass) cite(end int, targets []string) int {
 		}
 		if wrote {
 			p.out = append(p.out, ' ')
+		} else if p.dropJoin(false) {
+			if n := len(p.out); n > 0 && !strings.ContainsRune(" \t\n([", rune(p.out[n-1])) {
+				p.out = append(p.out, ' ')
+			}
 		}
 		p.out = append(p.out, '[')
 		p.out = strconv.AppendInt(p.out, int64(n), 10)
@@ -864,8 +972,50 @@ func (p *pass) cite(end int, targets []string) int {
 	if wrote {
 		return end
 	}
-	return p.tidy(end)
+	p.dropJoin(true)
+	end = p.tidy(end)
+	p.lastCut = len(p.out)
+	return end
 }
+
+// dropJoin removes what joined a citation to one removed just before it
+// — a separator or a conjunction ("[a], [b] and [c]" with [a] and [b]
+// removed is "[c]", not ", and [c]") — and, for a removal (removal), what
+// joined it to the citation kept before it. It reports whether it removed
+// anything.
+func (p *pass) dropJoin(removal bool) bool {
+	out := p.out
+	k := len(out)
+	for k > 0 && (out[k-1] == ' ' || out[k-1] == '\t') {
+		k--
+	}
+	w := k
+	for w > 0 && (isLetter(out[w-1]) || out[w-1] == '&') {
+		w--
+	}
+	if w < k && (!conjunctions[strings.ToLower(string(out[w:k]))] || (w > 0 && out[w-1] != ' ' && out[w-1] != '\t' && out[w-1] != ',')) {
+		return false // a word, not a conjunction
+	}
+	b := w
+	for b > 0 && (out[b-1] == ' ' || out[b-1] == '\t') {
+		b--
+	}
+	if b > 0 && (out[b-1] == ',' || out[b-1] == ';') {
+		b--
+		for b > 0 && (out[b-1] == ' ' || out[b-1] == '\t') {
+			b--
+		}
+	}
+	if b == len(out) || !(b == p.lastCut || removal && p.lastID >= 0 && b == p.lastEnd) {
+		return false
+	}
+	p.out = out[:b]
+	return true
+}
+
+// conjunctions are the words that join citations in a list.
+// Words of one letter ("y", "e") are left out: they are too often not one.
+var conjunctions = map[string]bool{"and": true, "or": true, "&": true, "und": true, "oder": true, "et": true, "ou": true, "og": true, "och": true}
 
 func onlySeparators(b []byte) bool {
 	for _, c := range b {
@@ -982,6 +1132,19 @@ func indexFold(s, sub string) int {
 		}
 	}
 	return -1
+}
+
+func hasSuffixFold(b []byte, suffix string) bool {
+	if len(b) < len(suffix) {
+		return false
+	}
+	b = b[len(b)-len(suffix):]
+	for i := range len(suffix) {
+		if lower(b[i]) != lower(suffix[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 func hasPrefixFold(s, prefix string) bool {

@@ -104,10 +104,10 @@ func TestFinalize(t *testing.T) {
 			wantDropped: 1,
 		},
 		{
-			name:        "link to a gathered real URL is kept",
+			name:        "link to a gathered real URL keeps its text and is cited",
 			answer:      "See [the page](" + urlB + ").",
 			gathered:    gathered,
-			wantText:    "See [1](" + urlB + ").",
+			wantText:    "See the page [1](" + urlB + ").",
 			wantSources: []Source{b},
 		},
 		{
@@ -140,10 +140,11 @@ func TestFinalize(t *testing.T) {
 			wantDropped: 2,
 		},
 		{
-			name:        "whitespace: empty parentheses and separators",
-			answer:      "One ([x](https://x.example/)). Two ([x](https://x.example/), [a](https://vertexaisearch.cloud.google.com/id/1-1)). Three ([a](https://vertexaisearch.cloud.google.com/id/1-1); [x](https://x.example/)).",
-			gathered:    gathered,
-			wantText:    "One. Two ([1](" + urlA + ")). Three ([1](" + urlA + ")).",
+			name:     "whitespace: empty parentheses and separators",
+			answer:   "One ([x](https://x.example/)). Two ([x](https://x.example/), [a](https://vertexaisearch.cloud.google.com/id/1-1)). Three ([a](https://vertexaisearch.cloud.google.com/id/1-1); [x](https://x.example/)).",
+			gathered: gathered,
+			// The text of a link to a page not gathered stays (issue 23, D5).
+			wantText:    "One (x). Two (x, [1](" + urlA + ")). Three ([1](" + urlA + "); x).",
 			wantSources: []Source{a},
 			wantDropped: 3,
 		},

@@ -19,7 +19,7 @@ func TestFinalizeRedirects(t *testing.T) {
 		{Label: "go", ShortURL: ShortURL(0, 0), URL: page, Title: "Go 1.22 Release Notes", Redirects: []string{red1}},
 		{Label: "go", ShortURL: ShortURL(1, 0), URL: page, Title: "Go 1.22 Release Notes", Redirects: []string{red2}},
 	}
-	res := Finalize("A [go]("+ShortURL(0, 0)+"). B [go]("+ShortURL(1, 0)+"). C [x]("+red1+"). D [y]("+red2+"). E [z]("+page+").", gathered)
+	res := Finalize("A [go]("+ShortURL(0, 0)+"). B [go]("+ShortURL(1, 0)+"). C [1]("+red1+"). D [S2]("+red2+"). E [go]("+page+").", gathered)
 	assert.Equal(t, "A [1]("+page+"). B [1]("+page+"). C [1]("+page+"). D [1]("+page+"). E [1]("+page+").", res.Text)
 	assert.Equal(t, 0, res.Dropped)
 	if assert.Len(t, res.Sources, 1) {

@@ -33,7 +33,7 @@ func TestFinalizeBareURLs(t *testing.T) {
 		{"www host", "Visit www.evil.example/x today.", "Visit `evil.example` today.", 1},
 		{"other scheme", "Get ftp://files.evil.example/x now.", "Get `files.evil.example` now.", 1},
 		{"URL without a host", "Odd http:// here.", "Odd here.", 1},
-		{"in raw HTML", `<a href="https://evil.example/">x</a>`, "<a href=\"`evil.example`\">x</a>", 1},
+		{"in raw HTML", `<a href="https://evil.example/">x</a>`, "\\<a href=\"`evil.example`\">x</a>", 2},
 		{"gathered URL becomes a citation", "As " + urlA + " says.", "As [1](" + urlA + ") says.", 0},
 		{"gathered URL with www and no scheme", "See www.example.com/a.", "See `example.com`.", 1},
 		{"words are not URLs", "awww.example is a typo; a :// b; www. alone.", "awww.example is a typo; a :// b; www. alone.", 0},
@@ -84,8 +84,11 @@ func TestFinalizeKeepsAnchorText(t *testing.T) {
 		{"reference link", "See [the spec][s].\n\n[s]: https://invented.example/\n", "See the spec.\n\n", 1},
 		{"nested link in the text", "See [the [a](https://vertexaisearch.cloud.google.com/id/1-8) spec](https://invented.example/).", "See the [1](" + urlA + ") spec.", 1},
 		{"numbered citation goes", "Fact [3](https://invented.example/).", "Fact.", 1},
-		{"source label goes", "Fact [invented](https://invented.example/x).", "Fact.", 1},
-		{"gathered label goes", "Fact [a](https://a.invented.example/x).", "Fact.", 1},
+		// Issue 23 (D5): the text of a link to a page not gathered stays,
+		// even when it is a host or a gathered source's label.
+		{"host label stays", "Fact [invented](https://invented.example/x).", "Fact invented.", 1},
+		{"gathered label stays", "Mehr unter [a](https://a.invented.example/x) und mehr.", "Mehr unter a und mehr.", 1},
+		{"gathered label of the page cited is a marker", "Fact [a](" + urlA + ").", "Fact [1](" + urlA + ").", 0},
 		{"short URL goes", "Fact [the spec](https://vertexaisearch.cloud.google.com/id/9-9).", "Fact.", 1},
 		{"image goes", "Look ![a pixel](https://evil.example/p.png) here.", "Look here.", 1},
 	}
