@@ -342,11 +342,11 @@ func renderURL(u string) string {
 type pass struct {
 	ix      *index
 	src     string
-	doc     *doc        // src, for looking ahead
-	closeOf map[int]int // '[' position → matching ']' position
-	codeEnd map[int]int // start → end of each code region
-	anchors []anchor    // removed links whose text is being kept
-	urls    urlFinder   // the bare URLs of src, found as the scan goes
+	doc     *doc      // src, for looking ahead
+	closeOf closers   // '[' position → matching ']' position
+	code    []span    // the code regions not yet reached, in order
+	anchors []anchor  // removed links whose text is being kept
+	urls    urlFinder // the bare URLs of src, found as the scan goes
 	defs    map[string]*definition
 	out     []byte
 	number  map[int]int // source index → citation number
@@ -377,10 +377,7 @@ func finalizePass(text string, ix *index) Result {
 	p.src = p.takeDefinitions(text)
 	p.doc = newDoc(p.src)
 	code := codeRegions(p.src)
-	p.codeEnd = make(map[int]int, len(code))
-	for _, c := range code {
-		p.codeEnd[c.start] = c.end
-	}
+	p.code = code
 	p.closeOf = matchBrackets(p.src, code)
 	p.out = make([]byte, 0, len(p.src))
 	p.scan()
@@ -510,10 +507,27 @@ func refKey(label string) string {
 	return strings.ToLower(strings.Join(strings.Fields(label), " "))
 }
 
+// closers maps the position of each '[' that has a partner to the
+// position of its ']' (stored +1, so that 0 is "none"): an array as long as
+// the text, which is linear to build and O(1) to ask.
+type closers struct{ to []int32 }
+
+func (c *closers) set(open, close int) { c.to[open] = int32(close + 1) }
+
+func (c *closers) get(open int) (int, bool) {
+	if open >= len(c.to) || c.to[open] == 0 {
+		return 0, false
+	}
+	return int(c.to[open]) - 1, true
+}
+
 // matchBrackets pairs square brackets, paragraph by paragraph; brackets in
 // code do not count.
-func matchBrackets(s string, code []span) map[int]int {
-	m := map[int]int{}
+func matchBrackets(s string, code []span) closers {
+	if len(s) > math.MaxInt32-1 || strings.IndexByte(s, '[') < 0 {
+		return closers{} // nothing to pair (or 2 GB of text, left as it is)
+	}
+	m := closers{to: make([]int32, len(s))}
 	var stack []int
 	for i := 0; i < len(s); i++ {
 		if len(code) > 0 && i == code[0].start {
@@ -526,7 +540,7 @@ func matchBrackets(s string, code []span) map[int]int {
 			stack = append(stack, i)
 		case ']':
 			if n := len(stack); n > 0 {
-				m[stack[n-1]] = i
+				m.set(stack[n-1], i)
 				stack = stack[:n-1]
 			}
 		case '\n':
@@ -573,7 +587,11 @@ func (p *pass) scan() {
 			}
 			continue
 		}
-		if end, ok := p.codeEnd[i]; ok {
+		for len(p.code) > 0 && p.code[0].start < i {
+			p.code = p.code[1:]
+		}
+		if len(p.code) > 0 && p.code[0].start == i {
+			end := p.code[0].end
 			p.out = append(p.out, s[i:end]...)
 			i = end
 			continue
@@ -654,7 +672,7 @@ func (p *pass) word(i int) int {
 // URLs. It reports false when it is none of them.
 func (p *pass) bracket(start, open int) (int, bool) {
 	s := p.src
-	close, ok := p.closeOf[open]
+	close, ok := p.closeOf.get(open)
 	if !ok {
 		return 0, false
 	}
@@ -668,7 +686,7 @@ func (p *pass) bracket(start, open int) (int, bool) {
 	if p.defs != nil && close-open <= maxRefLabel {
 		ref, end := "", after
 		if after < len(s) && s[after] == '[' {
-			if c2, ok := p.closeOf[after]; ok {
+			if c2, ok := p.closeOf.get(after); ok {
 				ref, end = s[after+1:c2], c2+1
 				if strings.TrimSpace(ref) == "" {
 					ref = label
@@ -818,7 +836,8 @@ func angleDest(d *doc, i int) int {
 // not scanned over and over, and no link is too long to be recognised.
 type doc struct {
 	s    string
-	next map[string][]int32 // byte set → for each i, the first j >= i with s[j] in the set, or -1
+	sets []string  // the byte sets asked for (a few), …
+	next [][]int32 // … and for each, for each i, the first j >= i with s[j] in the set, or -1
 }
 
 func newDoc(s string) *doc { return &doc{s: s} }
@@ -835,8 +854,14 @@ func (d *doc) index(i int, set string) int {
 		}
 		return i + j
 	}
-	tab, ok := d.next[set]
-	if !ok {
+	var tab []int32
+	for k, known := range d.sets {
+		if known == set {
+			tab = d.next[k]
+			break
+		}
+	}
+	if tab == nil {
 		tab = make([]int32, len(d.s)+1)
 		tab[len(d.s)] = -1
 		for k := len(d.s) - 1; k >= 0; k-- {
@@ -846,10 +871,8 @@ func (d *doc) index(i int, set string) int {
 				tab[k] = tab[k+1]
 			}
 		}
-		if d.next == nil {
-			d.next = map[string][]int32{}
-		}
-		d.next[set] = tab
+		d.sets = append(d.sets, set)
+		d.next = append(d.next, tab)
 	}
 	return int(tab[i])
 }

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // bracketHeavy are texts that a parser looking ahead from every bracket
@@ -61,4 +62,90 @@ func BenchmarkFinalizeBracketHeavy(b *testing.B) {
 			})
 		}
 	}
+}
+
+// adversarial are the inputs of issue 23 that were quadratic (N8: one
+// reference label defined many times and used as often; N9: short-URL host
+// paths that the fallback removes) and those that make goldmark, which the
+// guard runs, quadratic: the guard bounds what it gives goldmark.
+var adversarial = []struct {
+	name string
+	make func(n int) string
+}{
+	{"N8 one label defined many times", func(n int) string {
+		k := n / 40
+		return strings.Repeat("[x][a] ", k) + "\n\n" + strings.Repeat("[a]: https://evil.example/\n", k)
+	}},
+	{"N9 host paths", func(n int) string {
+		return strings.Repeat("vertexaisearch.cloud.google.com/id/ [a](", n/41)
+	}},
+	{"unclosed links", func(n int) string { return strings.Repeat("[x](y", n/5) }},
+	{"unclosed images", func(n int) string { return strings.Repeat("![a](", n/5) }},
+	{"nested quotes", func(n int) string { return strings.Repeat("> ", n/2) }},
+	{"nested lists", func(n int) string { return strings.Repeat("1. ", n/3) }},
+	{"intraword emphasis", func(n int) string { return strings.Repeat("a_b_ ", n/5) }},
+	{"paragraphs of links", func(n int) string {
+		return strings.Repeat("[x](https://evil.example/) [y](https:evil.example) www.evil.example\n\n", n/70)
+	}},
+	{"bare URLs with parentheses", func(n int) string { return strings.Repeat("https://e.example/(((a) ", n/24) }},
+}
+
+// TestFinalizeAdversarialGuard runs Finalize on 1 MB of each adversarial
+// shape: quadratic work would take minutes (N8 took 117 s) and hit go
+// test's timeout; BenchmarkFinalizeGrowth measures the time.
+func TestFinalizeAdversarialGuard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1 MB inputs")
+	}
+	gathered := []Source{src("a", 1, 8, urlA)}
+	for _, tt := range adversarial {
+		t.Run(tt.name, func(t *testing.T) {
+			res := Finalize(tt.make(1<<20), gathered)
+			if got := checkRendered(res.Text, newIndex(gathered)); len(got) > 0 {
+				t.Errorf("foreign links: %q", got[:min(3, len(got))])
+			}
+		})
+	}
+}
+
+// BenchmarkFinalizeGrowth times Finalize on each adversarial shape at
+// 100 KB and 1 MB in every iteration and reports the ratio of the two
+// times ("growth": 10 for linear work, 100 for quadratic) and the time of
+// the 1 MB input ("ms/MB").
+func BenchmarkFinalizeGrowth(b *testing.B) {
+	gathered := []Source{src("a", 1, 8, urlA)}
+	for _, tt := range adversarial {
+		small, large := tt.make(100<<10), tt.make(1<<20)
+		b.Run(tt.name, func(b *testing.B) {
+			var ts, tl time.Duration
+			for b.Loop() {
+				start := time.Now()
+				Finalize(small, gathered)
+				ts += time.Since(start)
+				start = time.Now()
+				Finalize(large, gathered)
+				tl += time.Since(start)
+			}
+			b.ReportMetric(float64(tl)/float64(ts), "growth")
+			b.ReportMetric(float64(tl.Milliseconds())/float64(b.N), "ms/MB")
+		})
+	}
+}
+
+// BenchmarkDefangGrowth is N9 alone: the fallback's removal of short-URL
+// host paths, at n and 10n.
+func BenchmarkDefangGrowth(b *testing.B) {
+	ix := newIndex([]Source{src("a", 1, 8, urlA)})
+	unit := "vertexaisearch.cloud.google.com/id/ "
+	small, large := strings.Repeat(unit, 35<<10/len(unit)), strings.Repeat(unit, 350<<10/len(unit))
+	var ts, tl time.Duration
+	for b.Loop() {
+		start := time.Now()
+		defang(small, ix)
+		ts += time.Since(start)
+		start = time.Now()
+		defang(large, ix)
+		tl += time.Since(start)
+	}
+	b.ReportMetric(float64(tl)/float64(ts), "growth")
 }
