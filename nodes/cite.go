@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/deepgraph/deepgraph/research/citation"
+	"github.com/deepgraph/deepgraph/search"
 	"github.com/deepgraph/deepgraph/tools"
 )
 
@@ -28,9 +29,12 @@ import (
 // labelled in order, and the note that shows the model each result's
 // labels (one per result; "" for a result without sources).
 func labelSources(known []citation.Source, results []tools.Result) (added []citation.Source, notes []string) {
+	// One label per page, whatever its spelling (search.PageKey).
 	index := make(map[string]int, len(known))
 	for i, s := range known {
-		index[s.URL] = i
+		if _, ok := index[search.PageKey(s.URL)]; !ok {
+			index[search.PageKey(s.URL)] = i
+		}
 	}
 	all := known
 	notes = make([]string, len(results))
@@ -41,15 +45,15 @@ func labelSources(known []citation.Source, results []tools.Result) (added []cita
 			if !ok {
 				continue
 			}
-			i, seen := index[u]
+			i, seen := index[search.PageKey(u)]
 			if !seen {
 				i = len(all)
-				index[u] = i
+				index[search.PageKey(u)] = i
 				s := citation.ForResult(cleanTitle(src.Title), u, 0, i+1)
 				all = append(all, s)
 				added = append(added, s)
 			}
-			part := fmt.Sprintf("[S%d] %s", i+1, u)
+			part := fmt.Sprintf("[S%d] %s", i+1, all[i].URL)
 			if t := all[i].Title; t != "" {
 				part += " — " + t
 			}
@@ -58,7 +62,7 @@ func labelSources(known []citation.Source, results []tools.Result) (added []cita
 			}
 		}
 		if len(parts) > 0 {
-			notes[r] = "Sources in this result; cite them by label, e.g. [S" + strconv.Itoa(index[firstURL(res)]+1) + "], right after the claims they support:\n" + strings.Join(parts, "\n")
+			notes[r] = "Sources in this result; cite them by label, e.g. [S" + strconv.Itoa(index[search.PageKey(firstURL(res))]+1) + "], right after the claims they support:\n" + strings.Join(parts, "\n")
 		}
 	}
 	return added, notes
@@ -115,7 +119,9 @@ var citationText = regexp.MustCompile(`^\s*\^?[Ss]?\d{1,4}\s*$`)
 func proseLinks(answer string, gathered []citation.Source) (string, int) {
 	byURL := make(map[string]citation.Source, 2*len(gathered))
 	for _, s := range gathered {
-		byURL[s.URL] = s
+		if _, ok := byURL[search.PageKey(s.URL)]; !ok {
+			byURL[search.PageKey(s.URL)] = s
+		}
 		if s.ShortURL != "" {
 			byURL[s.ShortURL] = s
 		}
@@ -132,7 +138,11 @@ func proseLinks(answer string, gathered []citation.Source) (string, int) {
 		}
 		b.WriteString(answer[last:m[0]])
 		last = m[1]
-		if s, ok := byURL[target]; ok {
+		s, ok := byURL[target]
+		if !ok {
+			s, ok = byURL[search.PageKey(target)]
+		}
+		if ok {
 			b.WriteString(text + citation.Marker([]citation.Source{s}))
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/research/citation"
 	"github.com/deepgraph/deepgraph/schemas"
+	"github.com/deepgraph/deepgraph/search"
 	"github.com/deepgraph/deepgraph/tools"
 )
 
@@ -744,20 +745,21 @@ func summaryNote(out string) string {
 
 func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// newSources returns the sources of srcs whose URL is not among known,
-// relabelled for the flow's numbering.
+// newSources returns the sources of srcs whose page is not among known
+// (whatever its spelling: search.PageKey), relabelled for the flow's
+// numbering.
 func newSources(known, srcs []citation.Source) []citation.Source {
 	seen := make(map[string]bool, len(known))
 	for _, s := range known {
-		seen[s.URL] = true
+		seen[search.PageKey(s.URL)] = true
 	}
 	var out []citation.Source
 	for _, s := range srcs {
 		u, ok := sourceURL(s.URL)
-		if !ok || seen[u] {
+		if !ok || seen[search.PageKey(u)] {
 			continue
 		}
-		seen[u] = true
+		seen[search.PageKey(u)] = true
 		out = append(out, citation.ForResult(cleanTitle(s.Title), u, 1, len(known)+len(out)+1))
 	}
 	return out

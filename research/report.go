@@ -9,6 +9,7 @@ import (
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/research/citation"
 	"github.com/deepgraph/deepgraph/schemas"
+	"github.com/deepgraph/deepgraph/search"
 )
 
 // Report is the outcome of a run.
@@ -112,10 +113,11 @@ func (r *Report) SnippetsOnly() bool {
 	return slices.ContainsFunc(r.Warnings, func(w Warning) bool { return w.Kind == WarningSnippetsOnly })
 }
 
+// countURLs counts the pages among srcs, each once whatever its spelling.
 func countURLs(srcs []citation.Source) int {
 	seen := map[string]bool{}
 	for _, s := range srcs {
-		seen[s.URL] = true
+		seen[search.PageKey(s.URL)] = true
 	}
 	return len(seen)
 }

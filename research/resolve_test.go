@@ -327,7 +327,7 @@ func TestGeminiRunShowsResolvedSources(t *testing.T) {
 		"2. [Other page 1]("+w.page("/other/1")+")\n"+
 		"3. [Other page 2]("+w.page("/other/2")+")\n", md)
 	assert.NotContains(t, md, "grounding-api-redirect")
-	assert.Equal(t, "Antwort [1]("+w.page("/article")+") [2]("+w.page("/other/1")+") [1]("+w.page("/article")+") [3]("+w.page("/other/2")+") [1]("+w.page("/article")+") [2]("+w.page("/other/1")+") [1]("+w.page("/article")+")", rep.Answer)
+	assert.Equal(t, "Antwort [1]("+w.page("/article")+") [2]("+w.page("/other/1")+") [1]("+w.page("/article")+") [3]("+w.page("/other/2")+") [1]("+w.page("/article")+") [2]("+w.page("/other/1")+") direct [1]("+w.page("/article")+")", rep.Answer, "a prose link keeps its words (issue 23, N10)")
 	assert.Equal(t, 0, rep.Dropped, "the redirect URL counts as gathered")
 	assert.Equal(t, 3, rep.Gathered)
 	assert.Equal(t, int32(3), w.pages.Load(), "the article was read once for both queries")
