@@ -45,24 +45,29 @@ const maxPasses = 8
 //     [short1, short2] or (short1; short2).
 //
 // A target that is exactly a gathered source's short URL (compared as a
-// whole token, so …/id/1-1 never matches inside …/id/1-10) or exactly its
-// real URL maps to that source. Every other link or token is removed with
-// the whitespace and separators it leaves behind, and counted in Dropped.
-// Kept citations are numbered by first appearance, one number per real URL
-// (the same page under two short URLs is one source, the first gathered),
-// written as [n](url); consecutive identical citations collapse into one.
+// whole token, so …/id/1-1 never matches inside …/id/1-10), or any spelling
+// of its page (search.PageKey), maps to that source. Every other link or
+// token is removed with the whitespace, separators and conjunctions it
+// leaves behind, and counted in Dropped. Kept citations are numbered by
+// first appearance, one number per page (the first gathered, shown under
+// its first https URL), written as [n](url); consecutive identical
+// citations collapse into one.
 //
 // Gathered sources whose URL is not an absolute http, https or file URL,
 // or is itself a short URL, cannot be restored: citations of them are
 // dropped. When two sources share a short URL, the first gathered wins.
 //
-// A removed link written as prose keeps its text: "See [the spec](…) for
-// details" becomes "See the spec for details"; a removed citation (a short
-// URL, a number, a source label, an image) goes whole. Every other bare URL
-// outside code is a gathered source's citation or is replaced by its host
-// in a code span, counted in Dropped (see bareurl.go). Code spans and code
-// blocks are left as they are (see code.go). E-mail addresses and raw HTML
-// tags are text. The work is linear in the length of the answer.
+// A link written as prose keeps its text: "See [the spec](…) for details"
+// becomes "See the spec [1](…) for details", or "See the spec for details"
+// when the page was not gathered; a citation marker (a short URL, a
+// number, the page's own label, an image) becomes [n](url) or goes whole.
+// Every other bare URL outside code is a gathered source's citation or is
+// replaced by its host in a code span, counted in Dropped (see bareurl.go).
+// Code spans and code blocks are left as they are (see code.go). A list of
+// sources the model wrote at the end is dropped (sources.go). Last, the
+// guard makes inert anything a CommonMark + GFM renderer would still link
+// to a page not gathered (guard.go), counting each in Dropped. The work is
+// linear in the length of the answer.
 func Finalize(answer string, gathered []Source) Result {
 	return finalize(answer, gathered, maxPasses)
 }
@@ -977,7 +982,9 @@ func (p *pass) cite(end int, targets []string) int {
 			wrote = true
 			continue
 		}
-		if wrote {
+		if wrote || escapes(p.out) {
+			// A space between citations, and after a backslash that would
+			// escape the citation's bracket.
 			p.out = append(p.out, ' ')
 		} else if p.dropJoin(false) {
 			if n := len(p.out); n > 0 && !strings.ContainsRune(" \t\n([", rune(p.out[n-1])) {
@@ -999,6 +1006,16 @@ func (p *pass) cite(end int, targets []string) int {
 	end = p.tidy(end)
 	p.lastCut = len(p.out)
 	return end
+}
+
+// escapes reports whether b ends with a backslash that escapes what
+// follows (an odd run of them).
+func escapes(b []byte) bool {
+	n := 0
+	for n < len(b) && b[len(b)-1-n] == '\\' {
+		n++
+	}
+	return n%2 == 1
 }
 
 // dropJoin removes what joined a citation to one removed just before it

@@ -11,8 +11,11 @@
 //   - a link gets an href only when its URL parses as an absolute http: or
 //     https: URL (safeHref); otherwise only its text is kept;
 //   - images become their alt text (no request is ever made for them);
-//   - nesting depth and scanning distances are bounded, so hostile input
-//     cannot blow the stack or take quadratic time on long lines.
+//   - nesting depth is bounded and every look-ahead is answered from tables
+//     built once per paragraph (bracket partners, parenthesis depth, next
+//     occurrences), so hostile input can neither blow the stack nor take
+//     quadratic time: parse's work is linear in the input, which parseWork
+//     counts and the tests check.
 //
 // Node types: root; blocks paragraph, heading{level}, codeblock{lang,text},
 // list{ordered,start,tight} of item, blockquote, hr, table of row{header} of
@@ -52,6 +55,20 @@ export function safeHref(raw) {
 
 // ---------------------------------------------------------------------------
 // Block structure
+
+// work counts the characters the scanners look at; parseWork reports it.
+let work = 0;
+
+/**
+ * parseWork parses src like parse and returns the tree with the work done:
+ * the number of characters the scanners looked at, which is linear in the
+ * size of src (the tests check its growth, not a time).
+ */
+export function parseWork(src) {
+  work = 0;
+  const tree = parse(src);
+  return { tree, work };
+}
 
 /** parse turns Markdown source into {type: 'root', children: [blocks]}. */
 export function parse(src) {
@@ -321,24 +338,154 @@ function parseTable(lines, i, depth) {
 
 const RE_PUNCT = /[!-/:-@[-`{-~]/;
 const RE_AUTOLINK = /<([a-zA-Z][a-zA-Z0-9+.-]{1,31}:[^\s<>]*)>/y;
-const RE_BARE_URL = /https?:\/\/[^\s<>"'`]+/iy;
+// A bare URL ends at white space, quotes, angle and square brackets and
+// backslashes, none of which a URL holds unencoded in prose.
+const RE_BARE_URL = /https?:\/\/[^\s<>"'`[\]\\]+/iy;
 const RE_WORD = /[\p{L}\p{N}]/u;
 
 /** parseInline turns a paragraph's text into inline nodes. */
 export function parseInline(s, depth = 0) {
+  return inline(new Scan(s), 0, s.length, depth);
+}
+
+/**
+ * Scan holds a paragraph's text and the tables that answer look-ahead
+ * questions in O(1). Each table is built once, in one pass over the text,
+ * when it is first needed; nested spans (emphasis, link labels) are parsed
+ * as ranges of the same Scan, so they share its tables.
+ */
+class Scan {
+  constructor(s) {
+    this.s = s;
+    this.tables = new Map();
+    this.misses = new Map(); // emphasis and code-span closers known to be missing
+  }
+
+  /** next returns the first j >= i with s[j] === ch, or -1. */
+  next(ch, i) {
+    let t = this.tables.get(ch);
+    if (!t) {
+      const s = this.s;
+      t = new Int32Array(s.length + 1);
+      t[s.length] = -1;
+      for (let k = s.length - 1; k >= 0; k--) t[k] = s[k] === ch ? k : t[k + 1];
+      work += s.length;
+      this.tables.set(ch, t);
+    }
+    return i >= this.s.length ? -1 : t[i];
+  }
+
+  /** nextSpace returns the first j >= i where s[j] is white space, or s.length. */
+  nextSpace(i) {
+    let t = this.tables.get(' ');
+    if (!t) {
+      const s = this.s;
+      t = new Int32Array(s.length + 1);
+      t[s.length] = s.length;
+      for (let k = s.length - 1; k >= 0; k--) t[k] = RE_SPACE.test(s[k]) ? k : t[k + 1];
+      work += s.length;
+      this.tables.set(' ', t);
+    }
+    return i >= this.s.length ? this.s.length : t[i];
+  }
+
+  /**
+   * closeParen returns the first unescaped ")" at or after i that no
+   * unescaped "(" after i balances — where a link destination starting at
+   * i ends — or -1. With depth[k] the parenthesis depth before s[k], it is
+   * just before the first m > i with depth[m] < depth[i]: a "next smaller
+   * element" table, built with one stack pass.
+   */
+  closeParen(i) {
+    if (!this.drop) {
+      const s = this.s;
+      const n = s.length;
+      const depth = new Int32Array(n + 1);
+      for (let k = 0; k < n; k++) {
+        const c = s[k];
+        depth[k + 1] = depth[k] + (c === '(' ? 1 : c === ')' ? -1 : 0);
+        if (c === '\\' && k + 1 < n && RE_PUNCT.test(s[k + 1])) {
+          depth[k + 2] = depth[k];
+          depth[k + 1] = depth[k];
+          k++;
+        }
+      }
+      const drop = new Int32Array(n + 1).fill(-1);
+      const stack = [];
+      for (let m = 0; m <= n; m++) {
+        while (stack.length && depth[stack[stack.length - 1]] > depth[m]) drop[stack.pop()] = m - 1;
+        stack.push(m);
+      }
+      work += 2 * n;
+      this.drop = drop;
+    }
+    return i > this.s.length ? -1 : this.drop[i];
+  }
+
+  /** close returns the "]" that closes the "[" at i, or -1; code spans and escapes are skipped. */
+  close(i) {
+    if (!this.brackets) {
+      const s = this.s;
+      const to = new Int32Array(s.length).fill(-1);
+      const open = [];
+      for (let k = 0; k < s.length; k++) {
+        const c = s[k];
+        if (c === '\\') k++;
+        else if (c === '`') {
+          const run = runLength(s, k, '`');
+          const end = codeSpanEnd(this, k + run, run, s.length);
+          k = end >= 0 ? end + run - 1 : k + run - 1;
+        } else if (c === '[') open.push(k);
+        else if (c === ']' && open.length) to[open.pop()] = k;
+      }
+      work += s.length;
+      this.brackets = to;
+    }
+    return this.brackets[i];
+  }
+}
+
+const RE_SPACE = /\s/;
+
+/**
+ * codeSpanEnd finds the run of exactly n backticks that closes a code span
+ * opened before i, before to, or returns -1. A miss is remembered: a later
+ * opener of the same length in the same range has no closer either.
+ */
+function codeSpanEnd(sc, i, n, to) {
+  const key = `\`${n}:${to}`;
+  const miss = sc.misses.get(key);
+  if (miss !== undefined && miss <= i) return -1;
+  const s = sc.s;
+  const start = i;
+  while (i < to) {
+    const j = sc.next('`', i);
+    if (j < 0 || j >= to) break;
+    const run = runLength(s, j, '`');
+    work += run + 1;
+    if (run === n) return j;
+    i = j + run;
+  }
+  sc.misses.set(key, start);
+  return -1;
+}
+
+/** inline parses s[from:to] of a Scan into inline nodes. */
+function inline(sc, from, to, depth) {
+  const s = sc.s;
   const out = [];
   let buf = '';
   const flush = () => {
     if (buf) pushText(out, buf);
     buf = '';
   };
-  const memo = new Map(); // emphasis closers known to be missing
-  let i = 0;
-  while (i < s.length) {
+  let i = from;
+  while (i < to) {
+    work++;
     const c = s[i];
 
     if (c === '\\') {
-      const n = s[i + 1];
+      const n = i + 1 < to ? s[i + 1] : undefined;
       if (n === '\n') {
         flush();
         out.push({ type: 'br' });
@@ -366,7 +513,7 @@ export function parseInline(s, depth = 0) {
 
     if (c === '`') {
       const run = runLength(s, i, '`');
-      const close = findBackticks(s, i + run, run);
+      const close = codeSpanEnd(sc, i + run, run, to);
       if (close >= 0) {
         flush();
         let code = s.slice(i + run, close).replace(/\n/g, ' ');
@@ -380,21 +527,21 @@ export function parseInline(s, depth = 0) {
       continue;
     }
 
-    if (c === '!' && s[i + 1] === '[') {
-      const link = scanLink(s, i + 1);
+    if (c === '!' && s[i + 1] === '[' && i + 1 < to) {
+      const link = scanLink(sc, i + 1, to);
       if (link) {
         // An image shows as its alt text only: no request, no element.
-        buf += plainText(parseInline(link.label, depth + 1));
+        buf += plainText(inline(sc, link.labelFrom, link.labelTo, depth + 1));
         i = link.end;
         continue;
       }
     }
 
     if (c === '[') {
-      const link = scanLink(s, i);
+      const link = scanLink(sc, i, to);
       if (link) {
         flush();
-        for (const node of linkNodes(link, depth)) {
+        for (const node of linkNodes(sc, link, depth)) {
           if (node.type === 'text') pushText(out, node.text);
           else out.push(node);
         }
@@ -406,7 +553,8 @@ export function parseInline(s, depth = 0) {
     if (c === '<') {
       RE_AUTOLINK.lastIndex = i;
       const m = RE_AUTOLINK.exec(s);
-      if (m) {
+      if (m && i + m[0].length <= to) {
+        work += m[0].length;
         const href = safeHref(m[1]);
         if (href) {
           flush();
@@ -417,30 +565,37 @@ export function parseInline(s, depth = 0) {
       }
     }
 
-    if ((c === 'h' || c === 'H') && (i === 0 || !RE_WORD.test(s[i - 1]))) {
+    if ((c === 'h' || c === 'H') && (i === from || !RE_WORD.test(s[i - 1]))) {
       RE_BARE_URL.lastIndex = i;
       const m = RE_BARE_URL.exec(s);
       if (m) {
-        const url = trimBareURL(m[0]);
+        const whole = m[0].slice(0, to - i);
+        work += whole.length;
+        const url = trimBareURL(whole);
         const href = safeHref(url);
         if (href && url.length > 'https://'.length) {
           flush();
           out.push({ type: 'link', href, children: [{ type: 'text', text: url }] });
           i += url.length;
-          continue;
+        } else {
+          // Not a link: the whole run is text, so that it is not scanned
+          // again from each "http" inside it.
+          buf += whole;
+          i += whole.length;
         }
+        continue;
       }
     }
 
     if (c === '*' || c === '_' || c === '~') {
-      const r = depth < MAX_DEPTH ? emphasis(s, i, depth, memo) : null;
+      const r = depth < MAX_DEPTH ? emphasis(sc, i, to, depth) : null;
       const run = runLength(s, i, c);
       if (r) {
         flush();
         out.push(r.node);
         i = r.end;
       } else {
-        buf += s.slice(i, i + run);
+        buf += s.slice(i, Math.min(to, i + run));
         i += run;
       }
       continue;
@@ -462,38 +617,31 @@ function pushText(out, text) {
 function runLength(s, i, ch) {
   let n = 0;
   while (s[i + n] === ch) n++;
+  work += n;
   return n;
-}
-
-/** findBackticks finds a run of exactly n backticks from i, or -1. */
-function findBackticks(s, i, n) {
-  while (i < s.length) {
-    const j = s.indexOf('`', i);
-    if (j < 0) return -1;
-    const run = runLength(s, j, '`');
-    if (run === n) return j;
-    i = j + run;
-  }
-  return -1;
 }
 
 /**
  * emphasis parses *em*, **strong**, ***both***, _em_, __strong__ and
  * ~~del~~ opening at i: it looks for a closing run of the same character
- * and length, skipping code spans and escapes.
+ * and length before to, skipping code spans and escapes. A run found to
+ * have no closer is remembered, so later openers like it do not look again.
  */
-function emphasis(s, i, depth, memo) {
+function emphasis(sc, i, to, depth) {
+  const s = sc.s;
   const ch = s[i];
   const n = runLength(s, i, ch);
   if (n > 3 || (ch === '~' && n !== 2)) return null;
   const after = s[i + n];
-  if (after === undefined || /\s/.test(after)) return null; // not left-flanking
+  if (i + n >= to || /\s/.test(after)) return null; // not left-flanking
   if (ch === '_' && i > 0 && RE_WORD.test(s[i - 1])) return null; // snake_case
-  const key = ch + n;
-  if (memo.has(key) && memo.get(key) <= i) return null;
+  const key = `${ch}${n}:${to}`;
+  const miss = sc.misses.get(key);
+  if (miss !== undefined && miss <= i) return null;
 
   let j = i + n;
-  while (j < s.length) {
+  while (j < to) {
+    work++;
     const c = s[j];
     if (c === '\\') {
       j += 2;
@@ -501,17 +649,30 @@ function emphasis(s, i, depth, memo) {
     }
     if (c === '`') {
       const run = runLength(s, j, '`');
-      const close = findBackticks(s, j + run, run);
+      const close = codeSpanEnd(sc, j + run, run, to);
       j = close >= 0 ? close + run : j + run;
       continue;
     }
+    // A link or an autolink binds tighter than emphasis: a "_" in its URL
+    // closes nothing (else "_[1](…/Go_(x))" would link to ".../Go").
+    if (c === '[') {
+      const link = scanLink(sc, j, to);
+      j = link ? link.end : j + 1;
+      continue;
+    }
+    if (c === '<') {
+      RE_AUTOLINK.lastIndex = j;
+      const m = RE_AUTOLINK.exec(s);
+      j += m && j + m[0].length <= to ? m[0].length : 1;
+      continue;
+    }
     if (c === ch) {
-      const run = runLength(s, j, ch);
+      const run = Math.min(runLength(s, j, ch), to - j);
       const before = s[j - 1];
-      const next = s[j + run];
+      const next = j + run < to ? s[j + run] : undefined;
       const closes = run === n && !/\s/.test(before) && !(ch === '_' && next !== undefined && RE_WORD.test(next));
       if (closes) {
-        const children = parseInline(s.slice(i + n, j), depth + 1);
+        const children = inline(sc, i + n, j, depth + 1);
         let node;
         if (ch === '~') node = { type: 'del', children };
         else if (n === 1) node = { type: 'em', children };
@@ -522,82 +683,74 @@ function emphasis(s, i, depth, memo) {
       j += run;
       continue;
     }
-    j++;
+    // Jump to the next character that matters.
+    const k = Math.min(...[ch, '\\', '`', '[', '<'].map((x) => {
+      const p = sc.next(x, j);
+      return p < 0 ? to : p;
+    }));
+    j = Math.max(j + 1, Math.min(k, to));
   }
-  memo.set(key, i); // no closer from here on: later openers need not look again
+  sc.misses.set(key, i);
   return null;
 }
 
 /**
- * scanLink parses "[label](destination "title")" starting at the "[" at i.
- * It returns {label, dest, end} or null.
+ * scanLink parses "[label](destination "title")" starting at the "[" at i,
+ * ending before to. It returns {labelFrom, labelTo, dest, end} or null.
+ * Every look-ahead is a table lookup (Scan), so a paragraph full of
+ * unclosed links costs linear time.
  */
-function scanLink(s, i) {
-  let depth = 0;
-  let j = i;
-  const limit = Math.min(s.length, i + MAX_LABEL);
-  for (; j < limit; j++) {
-    const c = s[j];
-    if (c === '\\') j++;
-    else if (c === '`') {
-      const run = runLength(s, j, '`');
-      const close = findBackticks(s, j + run, run);
-      if (close >= 0 && close < limit) j = close + run - 1;
-      else j += run - 1;
-    } else if (c === '[') depth++;
-    else if (c === ']') {
-      depth--;
-      if (depth === 0) break;
-    }
-  }
-  if (j >= limit || s[j] !== ']' || s[j + 1] !== '(') return null;
-  const label = s.slice(i + 1, j);
+function scanLink(sc, i, to) {
+  const s = sc.s;
+  const j = sc.close(i);
+  if (j < 0 || j >= to || j - i > MAX_LABEL || s[j + 1] !== '(') return null;
   let k = j + 2;
-  while (s[k] === ' ' || s[k] === '\n') k++;
-  let dest = '';
+  while (k < to && (s[k] === ' ' || s[k] === '\n')) k++;
+  let destFrom;
+  let destTo;
   if (s[k] === '<') {
-    const close = s.indexOf('>', k);
-    if (close < 0 || s.slice(k, close).includes('\n')) return null;
-    dest = s.slice(k + 1, close);
+    const close = sc.next('>', k);
+    const nl = sc.next('\n', k);
+    if (close < 0 || close >= to || (nl >= 0 && nl < close)) return null;
+    destFrom = k + 1;
+    destTo = close;
     k = close + 1;
   } else {
-    let parens = 0;
-    const start = k;
-    for (; k < s.length; k++) {
-      const c = s[k];
-      if (c === '\\' && RE_PUNCT.test(s[k + 1] || '')) k++;
-      else if (c === '(') parens++;
-      else if (c === ')') {
-        if (parens === 0) break;
-        parens--;
-      } else if (/\s/.test(c)) break;
-    }
-    dest = s.slice(start, k).replace(/\\([!-/:-@[-`{-~])/g, '$1');
+    const space = sc.nextSpace(k);
+    const paren = sc.closeParen(k);
+    destFrom = k;
+    destTo = Math.min(to, space, paren < 0 ? to : paren);
+    k = destTo;
   }
-  while (s[k] === ' ' || s[k] === '\n') k++;
+  while (k < to && (s[k] === ' ' || s[k] === '\n')) k++;
   // Optional title: "…", '…' or (…). It is dropped: links get no title.
   const q = s[k];
-  if (q === '"' || q === "'" || q === '(') {
-    const closeQ = q === '(' ? ')' : q;
-    const close = s.indexOf(closeQ, k + 1);
-    if (close < 0) return null;
+  if (k < to && (q === '"' || q === "'" || q === '(')) {
+    const close = sc.next(q === '(' ? ')' : q, k + 1);
+    if (close < 0 || close >= to) return null;
     k = close + 1;
-    while (s[k] === ' ' || s[k] === '\n') k++;
+    while (k < to && (s[k] === ' ' || s[k] === '\n')) k++;
   }
-  if (s[k] !== ')') return null;
-  return { label, dest, end: k + 1 };
+  if (k >= to || s[k] !== ')') return null;
+  // Only a link is read in full: its text is consumed, so the work is
+  // linear.
+  work += destTo - destFrom;
+  let dest = s.slice(destFrom, destTo);
+  if (s[destFrom - 1] !== '<') dest = dest.replace(/\\([!-/:-@[-`{-~])/g, '$1');
+  return { labelFrom: i + 1, labelTo: j, dest, end: k + 1 };
 }
 
 /** linkNodes turns a scanned link into nodes: a citation, a link or text. */
-function linkNodes(link, depth) {
+function linkNodes(sc, link, depth) {
   const href = safeHref(link.dest);
-  const num = /^\s*(\d{1,4})\s*$/.exec(link.label);
+  const label = sc.s.slice(link.labelFrom, link.labelTo);
+  const num = /^\s*(\d{1,4})\s*$/.exec(label);
   if (num) {
     const number = parseInt(num[1], 10);
     // A citation whose URL is not http(s) shows as the plain text "[n]".
     return href ? [{ type: 'citation', number, href }] : [{ type: 'text', text: `[${number}]` }];
   }
-  const children = depth < MAX_DEPTH ? parseInline(link.label, depth + 1) : [{ type: 'text', text: link.label }];
+  const children = depth < MAX_DEPTH ? inline(sc, link.labelFrom, link.labelTo, depth + 1) : [{ type: 'text', text: label }];
   if (!href) return children; // the text alone
   // Links cannot nest: a link inside the label keeps only its text.
   return [{ type: 'link', href, children: children.map(unlink) }];
@@ -610,14 +763,56 @@ function unlink(node) {
   return node;
 }
 
-/** trimBareURL drops trailing punctuation and unbalanced ")" from a URL. */
+/**
+ * trimBareURL drops trailing punctuation and unbalanced ")" from a URL,
+ * counting the parentheses once (counting them again for every ")" made
+ * a URL of nested parentheses quadratic).
+ */
 function trimBareURL(url) {
-  for (;;) {
-    const last = url[url.length - 1];
-    if ('.,:;!?*_~\'"'.includes(last)) url = url.slice(0, -1);
-    else if (last === ')' && (url.match(/\(/g) || []).length < (url.match(/\)/g) || []).length) url = url.slice(0, -1);
-    else return url;
+  let open = 0;
+  let closed = 0;
+  for (const c of url) {
+    if (c === '(') open++;
+    else if (c === ')') closed++;
   }
+  let end = url.length;
+  for (;;) {
+    const last = url[end - 1];
+    if (end > 0 && '.,:;!?*_~\'"'.includes(last)) end--;
+    else if (last === ')' && open < closed) {
+      closed--;
+      end--;
+    } else return url.slice(0, end);
+  }
+}
+
+// A Sources list at the end of an answer: a heading (any level, or a bold
+// or plain "Sources:" line) followed only by lines that name sources.
+const RE_SOURCES_HEADING = /^ {0,3}(?:#{1,6}[ \t]+)?[*_]{0,3}(?:sources|references|citations|bibliography|works cited)[ \t]*:?[ \t]*[*_]{0,3}[ \t]*:?[ \t]*#*[ \t]*$/i;
+const RE_SOURCE_ITEM = /\]\(|:\/\/|www\./i;
+
+/**
+ * withoutSourcesList returns markdown without the list of sources that
+ * ends it, if it ends with one: the page shows the report's sources in a
+ * section of their own, so the list an agent's answer carries (or one a
+ * model wrote) would show them twice. Anything else is returned as it is.
+ */
+export function withoutSourcesList(markdown) {
+  const lines = String(markdown ?? '').split('\n');
+  let items = 0;
+  for (let i = lines.length - 1; i > 0; i--) {
+    const line = lines[i];
+    if (!line.trim()) continue;
+    if (line.length < 200 && RE_SOURCES_HEADING.test(line)) {
+      if (!items) return markdown;
+      let body = lines.slice(0, i).join('\n').replace(/\s+$/, '');
+      body = body.replace(/\n {0,3}([-*_])(?:[ ]*\1){2,}[ ]*$/, '').replace(/\s+$/, '');
+      return body.trim() ? body + '\n' : markdown;
+    }
+    if (!RE_SOURCE_ITEM.test(line)) return markdown;
+    items++;
+  }
+  return markdown;
 }
 
 /** plainText flattens inline nodes to their text. */

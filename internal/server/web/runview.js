@@ -7,7 +7,7 @@
 // without ids; their timeline loads when their "Activity" is opened.
 
 import { el, clear, show } from './dom.js';
-import { parse, renderMarkdown, safeHref, hostOf } from './markdown.js';
+import { parse, renderMarkdown, safeHref, hostOf, withoutSourcesList } from './markdown.js';
 import { activityEntry } from './timeline.js';
 import { compact, thousands, seconds, plural } from './format.js';
 
@@ -294,7 +294,9 @@ export class RunView {
 
     const isAgent = typeof report.schema === 'string' ? report.schema.startsWith('deepgraph.agent') : 'task' in report;
     const sources = Array.isArray(report.sources) ? report.sources.filter((s) => s && typeof s === 'object') : [];
-    const markdown = str(report.answer);
+    // The sources have a section of their own below: an answer's own list
+    // of them (an agent's answer carries one) is not shown twice.
+    const markdown = sources.length ? withoutSourcesList(str(report.answer)) : str(report.answer);
     if (markdown.trim()) this.answer.append(renderMarkdown(parse(markdown), document, { headingOffset: 3, sources }));
     else this.answer.append(el('p', { class: 'muted' }, 'No answer was written.'));
 
