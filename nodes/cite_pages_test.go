@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -40,4 +41,15 @@ func TestSourcesArePages(t *testing.T) {
 	assert.Equal(t, "Fact [1](https://example.com/page/). Again it [1](https://example.com/page/).\n\n## Sources\n\n1. [A page](https://example.com/page/)\n", text)
 	assert.Len(t, cited, 1)
 	assert.Zero(t, dropped)
+}
+
+// TestAgentAnswerSourcesOnce: a Sources list the model wrote is dropped in
+// favour of the answer's own, which comes once (issue 23, N7).
+func TestAgentAnswerSourcesOnce(t *testing.T) {
+	added, _ := labelSources(nil, []tools.Result{{Sources: []tools.Source{{URL: "https://uefa.example/final", Title: "Final"}}}})
+	text, cited, dropped := citeAnswer("Spain won [S1].\n\n**Sources:**\n- [S1] https://uefa.example/final — Final\n- [S7] https://evil.example/\n", added)
+	assert.Equal(t, "Spain won [1](https://uefa.example/final).\n\n## Sources\n\n1. [Final](https://uefa.example/final)\n", text)
+	assert.Len(t, cited, 1)
+	assert.Equal(t, 2, dropped, "the invented label and the foreign URL in the model's list")
+	assert.Equal(t, 1, strings.Count(text, "Sources"))
 }
