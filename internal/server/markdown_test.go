@@ -26,7 +26,8 @@ func TestMarkdownRenderer(t *testing.T) {
 // BenchmarkMarkdownRenderer times the page's Markdown parser on its
 // pathological inputs (web/markdown.cases.mjs) at 100 KB and 1 MB, in Node,
 // and reports per shape the milliseconds of the 1 MB input and the growth
-// (time of 1 MB / time of 100 KB: 10 for linear work). It skips without node.
+// (time of 1 MB / time of 100 KB: 10 for linear work), in CPU time. It
+// skips without node.
 func BenchmarkMarkdownRenderer(b *testing.B) {
 	node, err := exec.LookPath("node")
 	if err != nil {
