@@ -36,8 +36,8 @@ func repeatTo(unit string, n int) string {
 // the test would hit go test's default timeout. Linear work finishes in
 // well under a second. BenchmarkFinalizeBracketHeavy measures it.
 func TestFinalizeBracketHeavyGuard(t *testing.T) {
-	if testing.Short() {
-		t.Skip("1 MB inputs")
+	if testing.Short() || raceDetector {
+		t.Skip("1 MB inputs: not in -short, nor under -race (which makes them take minutes and finds nothing here: no goroutines)")
 	}
 	gathered := []Source{src("a", 1, 8, urlA)}
 	for _, tt := range bracketHeavy {
@@ -96,8 +96,8 @@ var adversarial = []struct {
 // shape: quadratic work would take minutes (N8 took 117 s) and hit go
 // test's timeout; BenchmarkFinalizeGrowth measures the time.
 func TestFinalizeAdversarialGuard(t *testing.T) {
-	if testing.Short() {
-		t.Skip("1 MB inputs")
+	if testing.Short() || raceDetector {
+		t.Skip("1 MB inputs: not in -short, nor under -race (which makes them take minutes and finds nothing here: no goroutines)")
 	}
 	gathered := []Source{src("a", 1, 8, urlA)}
 	for _, tt := range adversarial {
