@@ -26,9 +26,10 @@ const (
 	EnvAPIKey  = "ANTHROPIC_API_KEY"
 	EnvBaseURL = "ANTHROPIC_BASE_URL"
 
-	// APIVersion is the anthropic-version header the SDK sends: the API
-	// version its types describe.
-	APIVersion = "2026-10-21"
+	// APIVersion is the anthropic-version header sent: the Messages API
+	// version whose request and event shapes the package uses (the SDK
+	// would send its own, newer one, which drops temperature).
+	APIVersion = "2023-06-01"
 )
 
 // Config configures a Model. The zero value talks to Anthropic with the key
@@ -138,6 +139,7 @@ func New(cfg Config) (*Model, error) {
 		// llm.CallModel and the client's transport retry; the SDK must not
 		// retry on top of them.
 		option.WithMaxRetries(0),
+		option.WithHeader("anthropic-version", APIVersion),
 		option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 			return headers(req, next)
 		}),

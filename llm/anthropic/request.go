@@ -80,7 +80,7 @@ func (m *Model) prepare(msgs []schemas.Message, req llm.Request) (prepared, erro
 	extra := map[string]any{}
 	if req.Temperature != nil {
 		// The SDK's v2 types (API version 2026-10-21) no longer carry
-		// temperature; models and gateways that take it still get it.
+		// temperature; API version 2023-06-01 (APIVersion) takes it.
 		extra["temperature"] = *req.Temperature
 	}
 	switch {
