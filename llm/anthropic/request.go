@@ -101,30 +101,33 @@ func (m *Model) prepare(msgs []schemas.Message, req llm.Request) (prepared, erro
 }
 
 // markCachePrefix places cache breakpoints (cache_control) on the stable
-// prefix of a call marked llm.CachePrompt: the last tool (the tools are the
-// first part of the prompt), and the last block of the conversation, so the
-// next call of the series — which resends all of this and adds its own
-// turns — reads everything up to there from the cache. The system prompt
-// carries the third (setSystem). Anthropic allows four.
+// prefix of a call marked llm.CachePrompt: the last tool (the tools come
+// first in the prompt), the end of the turn before the newest one, and the
+// end of the newest turn — so the next call of the series, which resends all
+// of this and adds its own turns, reads everything up to there from the
+// cache (Anthropic looks back from each breakpoint for the longest prefix it
+// has cached). The system prompt carries the fourth (prepare); Anthropic
+// allows four.
 func markCachePrefix(params *anthropic.MessageNewParams) {
-	if n := len(params.Tools); n > 0 {
-		if cc := params.Tools[n-1].GetCacheControl(); cc != nil {
+	mark := func(cc *anthropic.CacheControlEphemeralParam) {
+		if cc != nil {
 			*cc = anthropic.NewCacheControlEphemeralParam()
 		}
 	}
-	if n := len(params.Messages); n > 0 {
-		last := &params.Messages[n-1]
+	if n := len(params.Tools); n > 0 {
+		mark(params.Tools[n-1].GetCacheControl())
+	}
+	for i := max(len(params.Messages)-2, 0); i < len(params.Messages); i++ {
+		turn := params.Messages[i]
 		var blocks []anthropic.ContentBlockParamUnion
 		switch {
-		case last.OfUser != nil:
-			blocks = last.OfUser.Content
-		case last.OfAssistant != nil:
-			blocks = last.OfAssistant.Content
+		case turn.OfUser != nil:
+			blocks = turn.OfUser.Content
+		case turn.OfAssistant != nil:
+			blocks = turn.OfAssistant.Content
 		}
 		if k := len(blocks); k > 0 {
-			if cc := blocks[k-1].GetCacheControl(); cc != nil {
-				*cc = anthropic.NewCacheControlEphemeralParam()
-			}
+			mark(blocks[k-1].GetCacheControl())
 		}
 	}
 }
