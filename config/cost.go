@@ -49,8 +49,9 @@ func maxCostKey() entry {
 func pricesKey() entry {
 	return entry{
 		Key: Key{Name: "prices", Default: "built in (list prices as of " + llm.PricesAsOf + ")",
-			Help: "Model prices in US dollars per million tokens that win over the built-in table: a map of model spec to input, output and cached_input, " +
-				"e.g. openai:gpt-4.1-mini: {input: 0.4, output: 1.6, cached_input: 0.1}. A compatible: model has no price until it is given here; ollama: models are free. " +
+			Help: "Model prices in US dollars per million tokens that win over the built-in table: a map of model spec to input, output, cached_input (prompt tokens read from the provider's cache) " +
+				"and cache_write (prompt tokens written to it; Anthropic charges more for them), " +
+				"e.g. openai:gpt-4.1-mini: {input: 0.4, output: 1.6, cached_input: 0.1}; left out, cached_input and cache_write are the input price. A compatible: model has no price until it is given here; ollama: models are free. " +
 				"In a DEEPGRAPH_ variable: the map as JSON."},
 		set: func(c *Config, v any) error {
 			p, err := parsePrices(v)
@@ -69,7 +70,7 @@ func pricesKey() entry {
 			parts := make([]string, len(specs))
 			for i, s := range specs {
 				p := c.Prices[s]
-				parts[i] = fmt.Sprintf("%s {input: %g, output: %g, cached_input: %g}", s, p.Input, p.Output, p.CachedInput)
+				parts[i] = fmt.Sprintf("%s {input: %g, output: %g, cached_input: %g, cache_write: %g}", s, p.Input, p.Output, p.CachedInput, p.CacheWrite)
 			}
 			return strings.Join(parts, ", ")
 		},
@@ -78,7 +79,8 @@ func pricesKey() entry {
 	}
 }
 
-// parsePrices reads prices: a map of spec to {input, output, cached_input}
+// parsePrices reads prices: a map of spec to {input, output, cached_input,
+// cache_write}
 // (from a file), or its JSON (from a variable).
 func parsePrices(v any) (llm.Prices, error) {
 	const allowed = "a map of model spec to prices per million tokens, like openai:gpt-4.1-mini: {input: 0.4, output: 1.6, cached_input: 0.1}"
@@ -115,7 +117,7 @@ func parsePrices(v any) (llm.Prices, error) {
 		}
 		fields, ok := asMap(m[spec])
 		if !ok {
-			errs = append(errs, &Error{Key: label, Value: fmt.Sprint(m[spec]), Allowed: "input, output and cached_input in US dollars per million tokens"})
+			errs = append(errs, &Error{Key: label, Value: fmt.Sprint(m[spec]), Allowed: "input, output, cached_input and cache_write in US dollars per million tokens"})
 			continue
 		}
 		var p llm.Price
@@ -129,8 +131,10 @@ func parsePrices(v any) (llm.Prices, error) {
 				dst = &p.Output
 			case "cached_input":
 				dst = &p.CachedInput
+			case "cache_write":
+				dst = &p.CacheWrite
 			default:
-				errs = append(errs, &Error{Key: label + "." + name, Value: fmt.Sprint(val), Allowed: "only input, output and cached_input"})
+				errs = append(errs, &Error{Key: label + "." + name, Value: fmt.Sprint(val), Allowed: "only input, output, cached_input and cache_write"})
 				continue
 			}
 			if !ok || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
@@ -141,6 +145,9 @@ func parsePrices(v any) (llm.Prices, error) {
 		}
 		if _, has := fields["cached_input"]; !has {
 			p.CachedInput = p.Input // no cache discount unless one is given
+		}
+		if _, has := fields["cache_write"]; !has {
+			p.CacheWrite = p.Input // no cache-write surcharge unless one is given
 		}
 		out[spec] = p
 	}

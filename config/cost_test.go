@@ -45,19 +45,19 @@ prices:
 	c, err := l.Load()
 	require.NoError(t, err)
 	assert.Equal(t, llm.Prices{
-		"openai:gpt-4.1-mini":      {Input: 0.5, Output: 2, CachedInput: 0.25},
-		"compatible:DeepSeek-Chat": {Input: 0.27, Output: 1.1, CachedInput: 0.27},
-	}, c.Prices, "specs keep their case; no cached_input means no cache discount")
+		"openai:gpt-4.1-mini":      {Input: 0.5, Output: 2, CachedInput: 0.25, CacheWrite: 0.5},
+		"compatible:DeepSeek-Chat": {Input: 0.27, Output: 1.1, CachedInput: 0.27, CacheWrite: 0.27},
+	}, c.Prices, "specs keep their case; no cached_input means no cache discount, no cache_write no surcharge")
 	p, ok := c.Prices.For("openai:gpt-4.1-mini")
 	require.True(t, ok)
 	assert.Equal(t, 0.5, p.Input, "the file's price wins over the built-in one")
 
 	t.Run("env JSON", func(t *testing.T) {
 		l := isolate(t)
-		t.Setenv("DEEPGRAPH_PRICES", `{"compatible:x":{"input":1,"output":2,"cached_input":0.5}}`)
+		t.Setenv("DEEPGRAPH_PRICES", `{"compatible:x":{"input":1,"output":2,"cached_input":0.5,"cache_write":1.25}}`)
 		c, err := l.Load()
 		require.NoError(t, err)
-		assert.Equal(t, llm.Prices{"compatible:x": {Input: 1, Output: 2, CachedInput: 0.5}}, c.Prices)
+		assert.Equal(t, llm.Prices{"compatible:x": {Input: 1, Output: 2, CachedInput: 0.5, CacheWrite: 1.25}}, c.Prices)
 	})
 
 	for want, file := range map[string]string{

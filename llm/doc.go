@@ -62,8 +62,8 @@
 // # Cost
 //
 // Price is a model's price in US dollars per million tokens: input,
-// output, and cached input (prompt tokens read from the provider's cache,
-// priced apart). PriceFor knows the list prices of the providers' default
+// output, cached input (prompt tokens read from the provider's cache) and
+// cache writes (prompt tokens written to it), the last two priced apart. PriceFor knows the list prices of the providers' default
 // models and a few siblings as of PricesAsOf; ollama: models are free
 // (local); any other model, compatible: ones included, is unknown — never
 // priced at zero. Prices overrides the table per spec (the config file's
@@ -134,5 +134,17 @@
 // model as "provider:model" — "gemini:gemini-2.5-flash",
 // "ollama:qwen3:8b" — and ParseSpec splits it at the first colon; the
 // mapping to constructors lives with the configuration, since providers
-// import this package. llm/fake is a scripted Model for tests.
+// import this package. llm/openai and llm/anthropic are built on the vendors'
+// Go SDKs (their retries off: CallModel retries); llm/gemini on its own REST
+// client (its package doc says why). llm/langchaingo adapts any langchaingo
+// model — Bedrock, Vertex, Mistral, … — and tool. llm/fake is a scripted
+// Model for tests.
+//
+// # Prompt caching
+//
+// CachePrompt marks a call as one of a series that resends a long prefix (an
+// agent's steps); providers cache it (Anthropic breakpoints, OpenAI's
+// prompt_cache_key; Gemini caches implicitly). Usage reports what was read
+// from a cache (CachedTokens) and written to it (CacheWriteTokens), and
+// Price prices both apart (CachedInput, CacheWrite).
 package llm

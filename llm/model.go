@@ -42,6 +42,10 @@ type Request struct {
 	// from one goroutine at a time, with each piece of content.
 	OnDelta func(Delta)
 
+	// CachePrompt says the call is one of a series that resend the same
+	// prompt prefix (see CachePrompt): providers cache that prefix.
+	CachePrompt bool
+
 	// Reasks is how many times Structured asks again after a reply that does
 	// not parse or match the schema; nil means DefaultReasks. It is read by
 	// Structured only: providers ignore it.
@@ -87,6 +91,25 @@ func ResponseSchema(name string, s *jsonschema.Schema) Option {
 
 // GoogleSearch turns on Google Search grounding (Gemini only).
 func GoogleSearch() Option { return func(r *Request) { r.GoogleSearch = true } }
+
+// CachePrompt marks a call as one of a series — an agent's steps, a research
+// run's reflections and its answer — that resend a long, mostly identical
+// prefix: the system prompt, the tools, the task and the earlier turns.
+// Providers cache that prefix so the calls after the first read it at the
+// cached-input price:
+//
+//   - Anthropic: cache_control breakpoints on the system prompt, the tools
+//     and the last turn before the newest one (a cache write costs more than
+//     plain input, so calls that are not part of a series should not ask);
+//   - OpenAI: a prompt_cache_key derived from the prefix (model, system
+//     prompt, tools, first user turn), so a run's calls reach the same
+//     cache; OpenAI caches prefixes of 1024 tokens and more by itself;
+//   - Gemini: nothing to send, the API caches implicitly.
+//
+// Callers keep the stable part of a prompt first and the changing part last.
+// What was read from and written to a cache comes back in Usage
+// (CachedTokens, CacheWriteTokens).
+func CachePrompt() Option { return func(r *Request) { r.CachePrompt = true } }
 
 // OnDelta streams the reply's content to f.
 func OnDelta(f func(Delta)) Option { return func(r *Request) { r.OnDelta = f } }
@@ -147,11 +170,20 @@ const (
 
 // Usage is the token count of one call. Fields a provider does not report
 // are zero.
+//
+// PromptTokens counts every input token, those read from and written to a
+// provider's prompt cache included; CachedTokens is the part read from the
+// cache (OpenAI's prompt_tokens_details.cached_tokens, Anthropic's
+// cache_read_input_tokens, Gemini's cachedContentTokenCount) and
+// CacheWriteTokens the part written to it (Anthropic's
+// cache_creation_input_tokens, OpenAI's prompt_tokens_details.cache_write_tokens),
+// which some providers price apart (Price).
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
 	CachedTokens     int `json:"cached_tokens,omitempty"`
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
 	ReasoningTokens  int `json:"reasoning_tokens,omitempty"`
 }
 
@@ -162,6 +194,7 @@ func (u Usage) Add(v Usage) Usage {
 		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
 		TotalTokens:      u.TotalTokens + v.TotalTokens,
 		CachedTokens:     u.CachedTokens + v.CachedTokens,
+		CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
 		ReasoningTokens:  u.ReasoningTokens + v.ReasoningTokens,
 	}
 }

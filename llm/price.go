@@ -27,48 +27,58 @@ type Price struct {
 	// CachedInput is the price of prompt tokens read from the provider's
 	// cache (Usage.CachedTokens).
 	CachedInput float64 `json:"cached_input"`
+	// CacheWrite is the price of prompt tokens written to the provider's
+	// cache (Usage.CacheWriteTokens): Anthropic charges 1.25 × Input for its
+	// five-minute cache; OpenAI and Gemini's implicit caches write for free,
+	// at Input.
+	CacheWrite float64 `json:"cache_write"`
 }
 
 // Cost is what one usage costs at p, in US dollars:
 //
-//	(prompt − cached) × Input + cached × CachedInput + output × Output, per million
+//	(prompt − cached − written) × Input + cached × CachedInput
+//	  + written × CacheWrite + output × Output, per million
 //
-// where output is the completion tokens, or total − prompt when the
-// provider's total counts more (Gemini reports thinking tokens outside the
-// completion count; OpenAI counts them inside it). Anthropic's cache writes
-// are priced as plain input.
+// where written is the prompt tokens written to the cache, and output is the
+// completion tokens, or total − prompt when the provider's total counts more
+// (Gemini reports thinking tokens outside the completion count; OpenAI
+// counts them inside it).
 func (p Price) Cost(u Usage) float64 {
-	cached := min(max(u.CachedTokens, 0), max(u.PromptTokens, 0))
-	uncached := max(u.PromptTokens, 0) - cached
+	prompt := max(u.PromptTokens, 0)
+	cached := min(max(u.CachedTokens, 0), prompt)
+	written := min(max(u.CacheWriteTokens, 0), prompt-cached)
+	uncached := prompt - cached - written
 	output := max(u.CompletionTokens, u.TotalTokens-u.PromptTokens, 0)
-	return (float64(uncached)*p.Input + float64(cached)*p.CachedInput + float64(output)*p.Output) / 1e6
+	return (float64(uncached)*p.Input + float64(cached)*p.CachedInput + float64(written)*p.CacheWrite + float64(output)*p.Output) / 1e6
 }
 
 // builtinPrices are the list prices of the providers' default models and
 // a few siblings, per model name (without the provider), as of PricesAsOf.
-// Gemini 2.5 Pro's price is for prompts up to 200k tokens.
+// Gemini 2.5 Pro's price is for prompts up to 200k tokens. Cache writes:
+// Anthropic's five-minute cache at 1.25 × input; OpenAI's and Gemini's
+// implicit caches cost nothing extra to fill (plain input).
 var builtinPrices = map[string]map[string]Price{
 	ProviderGemini: {
-		"gemini-2.5-flash":      {Input: 0.30, Output: 2.50, CachedInput: 0.03},
-		"gemini-2.5-flash-lite": {Input: 0.10, Output: 0.40, CachedInput: 0.01},
-		"gemini-2.5-pro":        {Input: 1.25, Output: 10.00, CachedInput: 0.125},
-		"gemini-2.0-flash":      {Input: 0.10, Output: 0.40, CachedInput: 0.025},
+		"gemini-2.5-flash":      {Input: 0.30, Output: 2.50, CachedInput: 0.03, CacheWrite: 0.3},
+		"gemini-2.5-flash-lite": {Input: 0.10, Output: 0.40, CachedInput: 0.01, CacheWrite: 0.1},
+		"gemini-2.5-pro":        {Input: 1.25, Output: 10.00, CachedInput: 0.125, CacheWrite: 1.25},
+		"gemini-2.0-flash":      {Input: 0.10, Output: 0.40, CachedInput: 0.025, CacheWrite: 0.1},
 	},
 	ProviderOpenAI: {
-		"gpt-4.1":      {Input: 2.00, Output: 8.00, CachedInput: 0.50},
-		"gpt-4.1-mini": {Input: 0.40, Output: 1.60, CachedInput: 0.10},
-		"gpt-4.1-nano": {Input: 0.10, Output: 0.40, CachedInput: 0.025},
-		"gpt-4o":       {Input: 2.50, Output: 10.00, CachedInput: 1.25},
-		"gpt-4o-mini":  {Input: 0.15, Output: 0.60, CachedInput: 0.075},
-		"o4-mini":      {Input: 1.10, Output: 4.40, CachedInput: 0.275},
-		"gpt-5":        {Input: 1.25, Output: 10.00, CachedInput: 0.125},
-		"gpt-5-mini":   {Input: 0.25, Output: 2.00, CachedInput: 0.025},
+		"gpt-4.1":      {Input: 2.00, Output: 8.00, CachedInput: 0.50, CacheWrite: 2},
+		"gpt-4.1-mini": {Input: 0.40, Output: 1.60, CachedInput: 0.10, CacheWrite: 0.4},
+		"gpt-4.1-nano": {Input: 0.10, Output: 0.40, CachedInput: 0.025, CacheWrite: 0.1},
+		"gpt-4o":       {Input: 2.50, Output: 10.00, CachedInput: 1.25, CacheWrite: 2.5},
+		"gpt-4o-mini":  {Input: 0.15, Output: 0.60, CachedInput: 0.075, CacheWrite: 0.15},
+		"o4-mini":      {Input: 1.10, Output: 4.40, CachedInput: 0.275, CacheWrite: 1.1},
+		"gpt-5":        {Input: 1.25, Output: 10.00, CachedInput: 0.125, CacheWrite: 1.25},
+		"gpt-5-mini":   {Input: 0.25, Output: 2.00, CachedInput: 0.025, CacheWrite: 0.25},
 	},
 	ProviderAnthropic: {
-		"claude-sonnet-4-5": {Input: 3.00, Output: 15.00, CachedInput: 0.30},
-		"claude-sonnet-4-0": {Input: 3.00, Output: 15.00, CachedInput: 0.30},
-		"claude-haiku-4-5":  {Input: 1.00, Output: 5.00, CachedInput: 0.10},
-		"claude-opus-4-1":   {Input: 15.00, Output: 75.00, CachedInput: 1.50},
+		"claude-sonnet-4-5": {Input: 3.00, Output: 15.00, CachedInput: 0.30, CacheWrite: 3.75},
+		"claude-sonnet-4-0": {Input: 3.00, Output: 15.00, CachedInput: 0.30, CacheWrite: 3.75},
+		"claude-haiku-4-5":  {Input: 1.00, Output: 5.00, CachedInput: 0.10, CacheWrite: 1.25},
+		"claude-opus-4-1":   {Input: 15.00, Output: 75.00, CachedInput: 1.50, CacheWrite: 18.75},
 	},
 }
 

@@ -15,7 +15,7 @@ import (
 )
 
 func TestPriceCost(t *testing.T) {
-	p := llm.Price{Input: 1, Output: 10, CachedInput: 0.1}
+	p := llm.Price{Input: 1, Output: 10, CachedInput: 0.1, CacheWrite: 1.25}
 	for _, tc := range []struct {
 		name string
 		u    llm.Usage
@@ -30,6 +30,8 @@ func TestPriceCost(t *testing.T) {
 		{"openai: reasoning inside the completion", llm.Usage{PromptTokens: 1000, CompletionTokens: 500, TotalTokens: 1500, ReasoningTokens: 300}, (1000*1 + 500*10) / 1e6},
 		{"gemini: thinking outside the completion", llm.Usage{PromptTokens: 1000, CompletionTokens: 500, TotalTokens: 1800, ReasoningTokens: 300}, (1000*1 + 800*10) / 1e6},
 		{"all three", llm.Usage{PromptTokens: 2_000_000, CachedTokens: 1_000_000, CompletionTokens: 100_000, TotalTokens: 2_100_000}, 1 + 0.1 + 1},
+		{"cache writes priced apart", llm.Usage{PromptTokens: 1_000_000, CachedTokens: 200_000, CacheWriteTokens: 300_000}, 0.5 + 0.02 + 0.375},
+		{"writes above the uncached prompt are capped", llm.Usage{PromptTokens: 100, CachedTokens: 60, CacheWriteTokens: 1000}, (60*0.1 + 40*1.25) / 1e6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.InDelta(t, tc.want, p.Cost(tc.u), 1e-12)
@@ -43,13 +45,13 @@ func TestPriceFor(t *testing.T) {
 		known bool
 		want  llm.Price
 	}{
-		{"gemini:gemini-2.5-flash", true, llm.Price{Input: 0.30, Output: 2.50, CachedInput: 0.03}},
-		{"google:gemini-2.5-pro", true, llm.Price{Input: 1.25, Output: 10, CachedInput: 0.125}},
-		{"openai:gpt-4.1-mini", true, llm.Price{Input: 0.40, Output: 1.60, CachedInput: 0.10}},
-		{"openai:gpt-4.1-mini-2025-04-14", true, llm.Price{Input: 0.40, Output: 1.60, CachedInput: 0.10}},
-		{"openai:gpt-4o-mini", true, llm.Price{Input: 0.15, Output: 0.60, CachedInput: 0.075}},
-		{"anthropic:claude-sonnet-4-5", true, llm.Price{Input: 3, Output: 15, CachedInput: 0.30}},
-		{"claude:claude-sonnet-4-5-20250929", true, llm.Price{Input: 3, Output: 15, CachedInput: 0.30}},
+		{"gemini:gemini-2.5-flash", true, llm.Price{Input: 0.30, Output: 2.50, CachedInput: 0.03, CacheWrite: 0.30}},
+		{"google:gemini-2.5-pro", true, llm.Price{Input: 1.25, Output: 10, CachedInput: 0.125, CacheWrite: 1.25}},
+		{"openai:gpt-4.1-mini", true, llm.Price{Input: 0.40, Output: 1.60, CachedInput: 0.10, CacheWrite: 0.40}},
+		{"openai:gpt-4.1-mini-2025-04-14", true, llm.Price{Input: 0.40, Output: 1.60, CachedInput: 0.10, CacheWrite: 0.40}},
+		{"openai:gpt-4o-mini", true, llm.Price{Input: 0.15, Output: 0.60, CachedInput: 0.075, CacheWrite: 0.15}},
+		{"anthropic:claude-sonnet-4-5", true, llm.Price{Input: 3, Output: 15, CachedInput: 0.30, CacheWrite: 3.75}},
+		{"claude:claude-sonnet-4-5-20250929", true, llm.Price{Input: 3, Output: 15, CachedInput: 0.30, CacheWrite: 3.75}},
 		{"ollama:qwen3:8b", true, llm.Price{}},
 		{"compatible:deepseek-chat", false, llm.Price{}},
 		{"openai:gpt-9-ultra", false, llm.Price{}},

@@ -408,7 +408,9 @@ func (a *Agent) think(ctx context.Context, s AgentState) (graph.Update[AgentStat
 	} else {
 		opts = append(opts, llm.Tools(defs...), llm.WithToolChoice(llm.ToolAuto))
 	}
-	resp, err := model.Generate(ctx, msgs, append(opts, llm.EmitDeltas(ctx, llm.RoleAgent))...)
+	// The steps of a run resend the system prompt, the tools, the task and
+	// the earlier turns: the provider caches that prefix.
+	resp, err := model.Generate(ctx, msgs, append(opts, llm.CachePrompt(), llm.EmitDeltas(ctx, llm.RoleAgent))...)
 	if err != nil {
 		return graph.Update[AgentState]{}, failWith(ctx, err, meter)
 	}
@@ -606,7 +608,7 @@ func (a *Agent) afterAct(s AgentState) graph.Route {
 func (a *Agent) bestEffort(ctx context.Context, s AgentState) (graph.Update[AgentState], error) {
 	meter := new(llm.Meter)
 	model := llm.Metered(a.cfg.Model, meter, llm.RoleAgent)
-	resp, err := model.Generate(ctx, a.prompt(s, bestEffortPrompt, nil), llm.EmitDeltas(ctx, llm.RoleAgent))
+	resp, err := model.Generate(ctx, a.prompt(s, bestEffortPrompt, nil), llm.CachePrompt(), llm.EmitDeltas(ctx, llm.RoleAgent))
 	if err != nil {
 		return graph.Update[AgentState]{}, failWith(ctx, err, meter)
 	}

@@ -38,6 +38,7 @@
 //	deepgraph.tool.calls              counter    {call}    gen_ai.tool.name, deepgraph.tool.failed
 //	deepgraph.runs                    counter    {run}     deepgraph.run.kind (research, agent, flow), deepgraph.run.status (done, failed, interrupted, needs-input)
 //	deepgraph.cost                    counter    USD       deepgraph.role, gen_ai.provider.name, gen_ai.request.model; only models with a known price
+//	deepgraph.model.cache_tokens      counter    {token}   as gen_ai.client.token.usage, gen_ai.token.type cache_read (input read from the prompt cache) or cache_write (written to it)
 //
 // error.type is the well-known condition an error matches (rate_limited,
 // timeout, auth, bad_request, unavailable, canceled, …) or _OTHER. Runs

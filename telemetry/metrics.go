@@ -26,6 +26,14 @@ const (
 	MetricToolCalls         = "deepgraph.tool.calls"             // counter, {call}
 	MetricRuns              = "deepgraph.runs"                   // counter, {run}: by deepgraph.run.kind and deepgraph.run.status
 	MetricCost              = "deepgraph.cost"                   // counter, USD: by deepgraph.role and gen_ai.request.model, known prices only
+	MetricCacheTokens       = "deepgraph.model.cache_tokens"     // counter, {token}: prompt tokens read from / written to a provider's cache, by gen_ai.token.type
+)
+
+// Token types (gen_ai.token.type) of deepgraph.model.cache_tokens: parts of a
+// call's input tokens.
+const (
+	TokenTypeCacheRead  = "cache_read"  // read from the provider's prompt cache (llm.Usage.CachedTokens)
+	TokenTypeCacheWrite = "cache_write" // written to it (llm.Usage.CacheWriteTokens)
 )
 
 // Attribute keys of the metrics beyond those of the spans.
@@ -62,7 +70,7 @@ var (
 type instruments struct {
 	opDuration, tokens, searchDuration, readDuration  metric.Float64Histogram
 	modelCalls, errs, retries, searches, reads, tools metric.Int64Counter
-	runs                                              metric.Int64Counter
+	runs, cacheTokens                                 metric.Int64Counter
 	cost                                              metric.Float64Counter
 }
 
@@ -99,6 +107,7 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	in.reads = count(MetricPageReads, "{page}", "Page reads, failed ones included")
 	in.tools = count(MetricToolCalls, "{call}", "Tool calls, failed ones included")
 	in.runs = count(MetricRuns, "{run}", "Finished runs, by deepgraph.run.kind and deepgraph.run.status")
+	in.cacheTokens = count(MetricCacheTokens, "{token}", "Input tokens read from (cache_read) or written to (cache_write) a provider's prompt cache, by gen_ai.token.type")
 	var err error
 	in.cost, err = m.Float64Counter(MetricCost, metric.WithUnit("USD"),
 		metric.WithDescription("What model calls cost in US dollars, by deepgraph.role and gen_ai.request.model; calls of models without a known price are left out"))
@@ -137,6 +146,12 @@ func (in *instruments) modelCall(ctx context.Context, base []attribute.KeyValue,
 	}
 	if out := max(u.CompletionTokens, u.TotalTokens-u.PromptTokens); out > 0 {
 		in.tokens.Record(ctx, float64(out), metric.WithAttributes(append(base, AttrGenAITokenType.String("output"))...))
+	}
+	if u.CachedTokens > 0 {
+		in.cacheTokens.Add(ctx, int64(u.CachedTokens), metric.WithAttributes(append(base, AttrGenAITokenType.String(TokenTypeCacheRead))...))
+	}
+	if u.CacheWriteTokens > 0 {
+		in.cacheTokens.Add(ctx, int64(u.CacheWriteTokens), metric.WithAttributes(append(base, AttrGenAITokenType.String(TokenTypeCacheWrite))...))
 	}
 }
 

@@ -254,3 +254,21 @@ func TestConcurrentModelCallsShareTheWrapper(t *testing.T) {
 	_, in := histogram(t, got[telemetry.MetricTokenUsage], map[string]string{"gen_ai.token.type": "input"})
 	assert.Equal(t, 16.0, in)
 }
+
+func TestCacheTokenMetrics(t *testing.T) {
+	tel, collect := metered(t)
+	reply := fake.Text("ok").WithUsage(llm.Usage{PromptTokens: 1000, CompletionTokens: 10, CachedTokens: 700, CacheWriteTokens: 200})
+	m := tel.Model(fake.New(reply, reply), "anthropic:claude-sonnet-4-5", llm.RoleAgent)
+	for range 2 {
+		_, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("hi")})
+		require.NoError(t, err)
+	}
+	got := collect()
+	base := map[string]string{"deepgraph.role": llm.RoleAgent, "gen_ai.request.model": "claude-sonnet-4-5"}
+	read, write := map[string]string{"gen_ai.token.type": telemetry.TokenTypeCacheRead}, map[string]string{"gen_ai.token.type": telemetry.TokenTypeCacheWrite}
+	for k, v := range base {
+		read[k], write[k] = v, v
+	}
+	assert.Equal(t, int64(1400), count(t, got[telemetry.MetricCacheTokens], read))
+	assert.Equal(t, int64(400), count(t, got[telemetry.MetricCacheTokens], write))
+}

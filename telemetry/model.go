@@ -18,21 +18,24 @@ import (
 // GenAI semantic-convention attribute keys of model-call spans, and
 // deepgraph's own.
 const (
-	AttrGenAIOperation      = attribute.Key("gen_ai.operation.name")
-	AttrGenAISystem         = attribute.Key("gen_ai.system")
-	AttrGenAIProvider       = attribute.Key("gen_ai.provider.name")
-	AttrGenAIRequestModel   = attribute.Key("gen_ai.request.model")
-	AttrGenAIResponseModel  = attribute.Key("gen_ai.response.model")
-	AttrGenAIInputTokens    = attribute.Key("gen_ai.usage.input_tokens")
-	AttrGenAIOutputTokens   = attribute.Key("gen_ai.usage.output_tokens")
-	AttrGenAICachedTokens   = attribute.Key("gen_ai.usage.cached_input_tokens")
-	AttrGenAIFinishReasons  = attribute.Key("gen_ai.response.finish_reasons")
-	AttrGenAITemperature    = attribute.Key("gen_ai.request.temperature")
-	AttrGenAIMaxTokens      = attribute.Key("gen_ai.request.max_tokens")
-	AttrGenAIInputMessages  = attribute.Key("gen_ai.input.messages")
-	AttrGenAIOutputMessages = attribute.Key("gen_ai.output.messages")
-	AttrRole                = attribute.Key("deepgraph.role")
-	AttrHTTPStatus          = attribute.Key("http.response.status_code")
+	AttrGenAIOperation     = attribute.Key("gen_ai.operation.name")
+	AttrGenAISystem        = attribute.Key("gen_ai.system")
+	AttrGenAIProvider      = attribute.Key("gen_ai.provider.name")
+	AttrGenAIRequestModel  = attribute.Key("gen_ai.request.model")
+	AttrGenAIResponseModel = attribute.Key("gen_ai.response.model")
+	AttrGenAIInputTokens   = attribute.Key("gen_ai.usage.input_tokens")
+	AttrGenAIOutputTokens  = attribute.Key("gen_ai.usage.output_tokens")
+	AttrGenAICachedTokens  = attribute.Key("gen_ai.usage.cached_input_tokens")
+	// AttrGenAICacheWriteTokens is the input tokens written to the
+	// provider's prompt cache.
+	AttrGenAICacheWriteTokens = attribute.Key("gen_ai.usage.cache_creation.input_tokens")
+	AttrGenAIFinishReasons    = attribute.Key("gen_ai.response.finish_reasons")
+	AttrGenAITemperature      = attribute.Key("gen_ai.request.temperature")
+	AttrGenAIMaxTokens        = attribute.Key("gen_ai.request.max_tokens")
+	AttrGenAIInputMessages    = attribute.Key("gen_ai.input.messages")
+	AttrGenAIOutputMessages   = attribute.Key("gen_ai.output.messages")
+	AttrRole                  = attribute.Key("deepgraph.role")
+	AttrHTTPStatus            = attribute.Key("http.response.status_code")
 )
 
 // Model wraps m so that each Generate call is a client span named
@@ -161,6 +164,9 @@ func usage(span trace.Span, u llm.Usage) {
 	span.SetAttributes(AttrGenAIInputTokens.Int(u.PromptTokens), AttrGenAIOutputTokens.Int(u.CompletionTokens))
 	if u.CachedTokens > 0 {
 		span.SetAttributes(AttrGenAICachedTokens.Int(u.CachedTokens))
+	}
+	if u.CacheWriteTokens > 0 {
+		span.SetAttributes(AttrGenAICacheWriteTokens.Int(u.CacheWriteTokens))
 	}
 }
 

@@ -212,8 +212,12 @@ func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.Age
 		return runErr
 	}
 	tot := res.Usage.Total()
+	toks := thousands(tokens(tot.Usage))
+	if c := cachedText(tot.Usage); c != "" {
+		toks += " (" + c + ")"
+	}
 	c.console.line(fmt.Sprintf("Finished: %s in %.1fs · %s · %s tokens · %s · %s", res.Status, time.Since(began).Seconds(),
-		plural(res.Steps, "step", "steps"), thousands(tokens(tot.Usage)), plural(tot.Calls, "LLM call", "LLM calls"),
+		plural(res.Steps, "step", "steps"), toks, plural(tot.Calls, "LLM call", "LLM calls"),
 		app.CostText(res.Usage, map[string]string{llm.RoleAgent: setup.Spec}, cfg.Prices)))
 	if err := c.writeAgentAnswer(cfg, res, doc); err != nil {
 		return err

@@ -191,7 +191,10 @@ type runJSON struct {
 	Ended      *time.Time      `json:"ended,omitempty"`
 	DurationMS float64         `json:"duration_ms"`
 	Tokens     int64           `json:"tokens"`
-	Calls      int             `json:"llm_calls"`
+	// CachedTokens are the input tokens read from the providers' prompt
+	// caches, from the run's report; 0 without one.
+	CachedTokens int `json:"cached_tokens"`
+	Calls        int `json:"llm_calls"`
 	// CostUSD is what the run's model calls cost; null when unknown.
 	CostUSD *float64 `json:"cost_usd"`
 	Error   string   `json:"error,omitempty"`
@@ -202,7 +205,7 @@ func runsJSON(runs []*runstore.Run) []runJSON {
 	out := make([]runJSON, 0, len(runs))
 	for _, r := range runs {
 		j := runJSON{ID: r.ID, Thread: r.Thread, Kind: r.Kind, Question: r.Question, Status: r.Effective(now, runstore.Alive),
-			Started: r.Started, DurationMS: app.MS(r.Duration(now, runstore.Alive)), Tokens: r.Tokens, Calls: r.Calls, CostUSD: r.Cost, Error: r.Error}
+			Started: r.Started, DurationMS: app.MS(r.Duration(now, runstore.Alive)), Tokens: r.Tokens, CachedTokens: cachedOf(r), Calls: r.Calls, CostUSD: r.Cost, Error: r.Error}
 		if !r.Ended.IsZero() {
 			e := r.Ended
 			j.Ended = &e
@@ -224,11 +227,29 @@ func runsTable(runs []*runstore.Run, now time.Time) string {
 		if r.Kind == runstore.KindAgent {
 			q = "agent: " + q
 		}
+		toks := thousands(int(r.Tokens))
+		if n := cachedOf(r); n > 0 {
+			toks += " (" + thousands(n) + " cached)"
+		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Started.Local().Format("2006-01-02 15:04"), r.Effective(now, runstore.Alive),
-			thousands(int(r.Tokens)), costCell(r), r.Duration(now, runstore.Alive).Round(100*time.Millisecond), q)
+			toks, costCell(r), r.Duration(now, runstore.Alive).Round(100*time.Millisecond), q)
 	}
 	_ = w.Flush()
 	return b.String()
+}
+
+// cachedOf is the input tokens a run read from prompt caches, as its report
+// has them (usage_total.cached_tokens); 0 for a run without a report.
+func cachedOf(r *runstore.Run) int {
+	var doc struct {
+		UsageTotal struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"usage_total"`
+	}
+	if len(r.Report) == 0 || json.Unmarshal(r.Report, &doc) != nil {
+		return 0
+	}
+	return doc.UsageTotal.CachedTokens
 }
 
 // costCell is a run's cost in the table: "$0.0042"; "unknown" when a

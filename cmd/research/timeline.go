@@ -120,6 +120,9 @@ func (t *timeline) summary(rep *research.Report, runErr error, cost string) {
 	msg := fmt.Sprintf("%s in %.1fs · %s tokens · %s · %s cited · %s dropped", state, rep.Timings.Total.Seconds(),
 		thousands(tokens(tot.Usage)), plural(tot.Calls, "LLM call", "LLM calls"),
 		plural(len(rep.Sources), "source", "sources"), plural(rep.Dropped, "citation", "citations"))
+	if c := cachedText(tot.Usage); c != "" {
+		msg = strings.Replace(msg, " tokens · ", " tokens ("+c+") · ", 1)
+	}
 	if n := len(rep.Warnings); n > 0 {
 		msg += " · " + plural(n, "warning", "warnings")
 	}
@@ -136,6 +139,15 @@ func (t *timeline) summary(rep *research.Report, runErr error, cost string) {
 }
 
 func tokens(u llm.Usage) int { return app.Tokens(u) }
+
+// cachedText says how much of the input was read from the provider's prompt
+// cache: "1,200 cached, 64%"; "" when none was.
+func cachedText(u llm.Usage) string {
+	if u.CachedTokens <= 0 || u.PromptTokens <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s cached, %d%%", thousands(u.CachedTokens), u.CachedTokens*100/u.PromptTokens)
+}
 
 func plural(n int, one, many string) string { return app.Plural(n, one, many) }
 

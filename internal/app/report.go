@@ -105,6 +105,7 @@ type UsageDoc struct {
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
 	CachedTokens     int `json:"cached_tokens"`
+	CacheWriteTokens int `json:"cache_write_tokens"`
 	ReasoningTokens  int `json:"reasoning_tokens"`
 }
 
@@ -124,7 +125,8 @@ type StepDoc struct {
 // UsageOf turns a tally into its JSON form.
 func UsageOf(t llm.Tally) UsageDoc {
 	return UsageDoc{Calls: t.Calls, Failed: t.Failed, PromptTokens: t.Usage.PromptTokens, CompletionTokens: t.Usage.CompletionTokens,
-		TotalTokens: Tokens(t.Usage), CachedTokens: t.Usage.CachedTokens, ReasoningTokens: t.Usage.ReasoningTokens}
+		TotalTokens: Tokens(t.Usage), CachedTokens: t.Usage.CachedTokens, CacheWriteTokens: t.Usage.CacheWriteTokens,
+		ReasoningTokens: t.Usage.ReasoningTokens}
 }
 
 func usageDocs(u llm.UsageByRole) map[string]UsageDoc {

@@ -9,12 +9,11 @@ import (
 	"os"
 	"strings"
 
-	"github.com/tmc/langchaingo/llms"
-	lcanthropic "github.com/tmc/langchaingo/llms/anthropic"
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/deepgraph/deepgraph/llm"
-	"github.com/deepgraph/deepgraph/llm/internal/lcbridge"
-	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
+	"github.com/deepgraph/deepgraph/llm/internal/sdkwire"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
@@ -27,7 +26,9 @@ const (
 	EnvAPIKey  = "ANTHROPIC_API_KEY"
 	EnvBaseURL = "ANTHROPIC_BASE_URL"
 
-	// APIVersion is the anthropic-version header langchaingo sends.
+	// APIVersion is the anthropic-version header sent: the Messages API
+	// version whose request and event shapes the package uses (the SDK
+	// would send its own, newer one, which drops temperature).
 	APIVersion = "2023-06-01"
 )
 
@@ -65,22 +66,16 @@ type Config struct {
 // Model is an llm.Model for Anthropic's Messages API. It is safe for
 // concurrent use.
 type Model struct {
-	lc        *lcanthropic.LLM
+	client    anthropic.Client
 	provider  string
 	model     string
 	apiKey    string
 	keyEnv    string
-	keyless   bool
 	maxTokens int
-	client    llm.ClientConfig
+	config    llm.ClientConfig
 }
 
 var _ llm.Model = (*Model)(nil)
-
-// placeholderKey satisfies langchaingo's rule that a token is always set
-// (anthropic.ErrMissingToken); the transport removes the x-api-key header it
-// produces, so keyless servers never see it.
-const placeholderKey = "deepgraph-no-key"
 
 // New returns a Model, filling unset fields from ANTHROPIC_API_KEY and
 // ANTHROPIC_BASE_URL.
@@ -122,36 +117,39 @@ func New(cfg Config) (*Model, error) {
 		return nil, fmt.Errorf("%s: no API key: set %s (create one at console.anthropic.com), or point %s at a gateway that needs none: %w",
 			cfg.Provider, EnvAPIKey, EnvBaseURL, llm.ErrAuth)
 	}
-	// langchaingo appends "/messages" to a root that includes the version.
-	if !strings.HasSuffix(base.Path, "/v1") {
-		base.Path += "/v1"
-	}
+	// The SDK appends "v1/messages" to the root; a root given with the
+	// version loses it.
+	base.Path = strings.TrimSuffix(base.Path, "/v1")
 
 	m := &Model{
 		provider:  cfg.Provider,
 		model:     cfg.Model,
 		apiKey:    cfg.APIKey,
 		keyEnv:    cfg.KeyEnv,
-		keyless:   cfg.APIKey == "",
 		maxTokens: cfg.MaxTokens,
-		client:    cfg.Client,
+		config:    cfg.Client,
 	}
-	hc := cfg.Client.Client()
-	hc.Transport = &wiretap.Transport{Next: hc.Transport, KeyHeader: "X-Api-Key", Keyless: m.keyless, Header: cfg.Header.Clone()}
-	token := cfg.APIKey
-	if token == "" {
-		token = placeholderKey
+	headers := sdkwire.Middleware(sdkwire.Headers{KeyHeader: "X-Api-Key", Keyless: cfg.APIKey == "", Extra: cfg.Header.Clone()})
+	opts := []option.RequestOption{
+		// Config and New read the environment; the SDK's own reading
+		// (ANTHROPIC_AUTH_TOKEN, profiles, …) must not send other credentials.
+		option.WithoutEnvironmentDefaults(),
+		option.WithBaseURL(base.String() + "/"),
+		option.WithHTTPClient(cfg.Client.Client()),
+		// llm.CallModel and the client's transport retry; the SDK must not
+		// retry on top of them.
+		option.WithMaxRetries(0),
+		option.WithHeader("anthropic-version", APIVersion),
+		option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+			return headers(req, next)
+		}),
 	}
-	lc, err := lcanthropic.New(
-		lcanthropic.WithToken(token),
-		lcanthropic.WithModel(cfg.Model),
-		lcanthropic.WithBaseURL(base.String()),
-		lcanthropic.WithHTTPClient(hc),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("%s: creating the client: %w", cfg.Provider, err)
+	if cfg.APIKey != "" {
+		// As x-api-key, the header API keys are documented with; the
+		// SDK's WithAPIKey sends a bearer token.
+		opts = append(opts, option.WithHeader("X-Api-Key", cfg.APIKey))
 	}
-	m.lc = lc
+	m.client = anthropic.NewClient(opts...)
 	return m, nil
 }
 
@@ -174,42 +172,32 @@ func (m *Model) Generate(ctx context.Context, msgs []schemas.Message, opts ...ll
 	if err != nil {
 		return nil, err
 	}
-	return llm.CallModel(ctx, m.client, m.provider, req.OnDelta, func(ctx context.Context, onDelta func(llm.Delta)) (*llm.Response, error) {
-		p := p
-		p.call.onDelta = onDelta
-		return m.send(ctx, p)
+	return llm.CallModel(ctx, m.config, m.provider, req.OnDelta, func(ctx context.Context, onDelta func(llm.Delta)) (*llm.Response, error) {
+		var (
+			resp *llm.Response
+			err  error
+		)
+		if req.OnDelta != nil {
+			resp, err = m.stream(ctx, p, onDelta)
+		} else {
+			resp, err = m.complete(ctx, p)
+		}
+		if err != nil {
+			return nil, m.failure(ctx, err)
+		}
+		return resp, nil
 	})
 }
 
-// prepared is a call ready to send: langchaingo's inputs plus what the
-// transport must change in the request body.
-type prepared struct {
-	msgs []llms.MessageContent
-	opts []llms.CallOption
-	call callSpec
-}
-
-func (m *Model) send(ctx context.Context, p prepared) (*llm.Response, error) {
-	c := newCall(p.call)
-	ctx = wiretap.WithCall(ctx, c)
-	lcResp, err := lcbridge.Generate(ctx, m.lc, p.msgs, p.opts...)
-	switch {
-	case err == nil:
-		if err = c.check(ctx); err == nil {
-			if c.spec.stream {
-				return m.build(c, c.fromStream()), nil
-			}
-			return m.build(c, c.fromChoices(lcResp)), nil
-		}
-	case errors.Is(err, lcanthropic.ErrEmptyResponse):
-		// langchaingo rejects a reply without content blocks, which
-		// Anthropic legitimately sends (e.g. nothing to add after tool
-		// results); the transport knows whether the reply was whole.
-		if cerr := c.check(ctx); cerr != nil {
-			err = cerr
-		} else if c.whole() {
-			return m.build(c, c.fromStream()), nil
-		}
+// failure is the error Generate returns for a failed attempt, with the
+// tokens a stream cut off after message_start reported.
+func (m *Model) failure(ctx context.Context, err error) error {
+	src := sdkwire.Source{Provider: m.provider, APIKey: m.apiKey, KeyEnv: m.keyEnv, EnvAPIKey: EnvAPIKey, Decode: decodeError}
+	out := src.Failure(ctx, err)
+	var spent *spentError
+	var apiErr *llm.APIError
+	if errors.As(err, &spent) && errors.As(out, &apiErr) {
+		apiErr.Usage = spent.usage
 	}
-	return nil, m.fail(ctx, c, err)
+	return out
 }

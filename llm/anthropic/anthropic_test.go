@@ -76,7 +76,7 @@ func TestGeneratePlain(t *testing.T) {
 			assert.Equal(t, "Paris.", resp.Content)
 			assert.Equal(t, llm.FinishStop, resp.FinishReason)
 			assert.Equal(t, "claude-sonnet-4-5-20250929", resp.Model)
-			assert.Equal(t, llm.Usage{PromptTokens: 32, CompletionTokens: 3, TotalTokens: 35, CachedTokens: 7}, resp.Usage)
+			assert.Equal(t, llm.Usage{PromptTokens: 32, CompletionTokens: 3, TotalTokens: 35, CachedTokens: 7, CacheWriteTokens: 5}, resp.Usage)
 		})
 	}
 }
@@ -416,7 +416,7 @@ func TestGenerateStreamFailures(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.wantMsg)
 		})
 	}
-	wiretest.NoGoroutineRunning(t, "tmc/langchaingo")
+	wiretest.NoGoroutineRunning(t, "anthropic-sdk-go")
 }
 
 func TestGenerateHTTPErrors(t *testing.T) {
@@ -521,7 +521,7 @@ func TestGenerateCancelAbortsTheRequest(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the server never saw the request aborted")
 	}
-	wiretest.NoGoroutineRunning(t, "tmc/langchaingo")
+	wiretest.NoGoroutineRunning(t, "anthropic-sdk-go")
 }
 
 func TestGenerateUnreachableServer(t *testing.T) {
@@ -596,7 +596,7 @@ func TestNewConfig(t *testing.T) {
 	}
 }
 
-// Reading error bodies is tested in wiretap; this is Anthropic's error
+// Reading error bodies is tested in sdkwire; this is Anthropic's error
 // object, whose type stands for a status.
 func TestDecodeError(t *testing.T) {
 	tests := []struct {

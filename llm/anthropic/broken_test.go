@@ -77,7 +77,7 @@ func TestGenerateRetriesABrokenStream(t *testing.T) {
 			assert.Equal(t, want, deltas, "the observer is told to discard the cut attempt's text")
 		})
 	}
-	wiretest.NoGoroutineRunning(t, "tmc/langchaingo")
+	wiretest.NoGoroutineRunning(t, "anthropic-sdk-go")
 }
 
 func TestGenerateStreamAlwaysCut(t *testing.T) {
@@ -97,7 +97,7 @@ func TestGenerateStreamAlwaysCut(t *testing.T) {
 			assert.Regexp(t, `^anthropic: .*; it was cut off on all 3 attempts`, err.Error())
 		})
 	}
-	wiretest.NoGoroutineRunning(t, "tmc/langchaingo")
+	wiretest.NoGoroutineRunning(t, "anthropic-sdk-go")
 }
 
 func TestGenerateStreamRefusalEventNotRetried(t *testing.T) {

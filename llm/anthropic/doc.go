@@ -1,10 +1,10 @@
 // Package anthropic is deepgraph's llm.Model for Anthropic's Messages API
 // (Claude).
 //
-// It is built on github.com/tmc/langchaingo (llms/anthropic) — which builds the
-// request and runs the HTTP exchange — behind deepgraph's own llm.Model, so
-// langchaingo stays an implementation detail that can be replaced without
-// touching callers.
+// It is built on Anthropic's Go SDK, github.com/anthropics/anthropic-sdk-go/v2:
+// the SDK's typed parameters build each request, its client runs the exchange
+// and its types and SSE decoder read the replies, behind deepgraph's own
+// llm.Model.
 //
 // # Configuration
 //
@@ -13,7 +13,8 @@
 //	ANTHROPIC_API_KEY   the key, sent as x-api-key (required for api.anthropic.com; errors name the variable)
 //	ANTHROPIC_BASE_URL  the API root as in Anthropic's SDKs (default https://api.anthropic.com)
 //
-// Requests go to POST {base}/v1/messages with anthropic-version 2023-06-01.
+// Requests go to POST {base}/v1/messages with anthropic-version 2023-06-01
+// (APIVersion) and the key as x-api-key.
 // Anthropic requires a reply cap: Config.MaxTokens (default 8192) applies
 // when a call sets none. Config.Client carries retries with backoff and
 // Retry-After (429, 5xx and 529 overloaded), the concurrency bound and the
@@ -39,33 +40,32 @@
 //	                     message_stop, ping, error); text and thinking deltas to
 //	                     llm.OnDelta, the structured reply's JSON streams as content
 //	usage                input_tokens + cache writes + cache reads = PromptTokens,
-//	                     cache reads = CachedTokens, output_tokens = CompletionTokens
+//	                     cache reads = CachedTokens, cache writes = CacheWriteTokens,
+//	                     output_tokens = CompletionTokens
+//	prompt caching       calls marked llm.CachePrompt: cache_control breakpoints on the
+//	                     last tool, the system prompt, the turn before the newest and
+//	                     the newest, so the next call of the series reads that prefix
 //	images               user images as base64 image blocks; tool-result images in the
 //	                     user turn after the results
 //	Google Search        not available: llm.ErrUnsupported
 //
-// # How langchaingo's limits are worked around
+// # On the SDK
 //
-// langchaingo v0.1.14 reads only the first part of an assistant message
-// (text or one tool call), never sends tool_choice, always sends a
-// temperature, re-encodes tool input through map[string]any (numbers lose
-// precision), folds HTTP errors into strings, treats a stream cut before
-// message_stop as an empty reply, logs unknown stream events with the
-// standard logger, keeps reading after an error event (its goroutine then
-// blocks forever), fails on event lines over 64 KiB, and rejects a complete
-// reply that has no content blocks.
-// The package therefore splits each assistant message into one message per
-// part and puts a small http.RoundTripper between langchaingo and the
-// retrying transport. Each Generate call stores its needs in the request
-// context; the transport merges consecutive messages of a role back into one
-// turn, restores exact tool input, sets tool_choice, drops the temperature
-// when none was asked for, records status, Retry-After and error body, reads
-// model, stop reason, usage and exact tool input from the reply, assembles
-// streamed replies itself (keeping over-long lines and unknown event types
-// from langchaingo), and turns an error event or a premature end into a read
-// error, so langchaingo stops cleanly and Generate reports it. langchaingo
-// still builds every request, runs every exchange and parses non-streamed
-// replies.
+// The SDK's own retries are off (option.WithMaxRetries(0)): llm.CallModel and
+// the client's transport (llm.ClientConfig) are the one retry loop. Its
+// environment defaults are off too (option.WithoutEnvironmentDefaults): New
+// reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL itself, and nothing else
+// (auth tokens, profiles) is sent. One request middleware
+// (llm/internal/sdkwire) adds Config.Header, keeps keyless gateways keyless
+// and turns an error status into an error that keeps the body. Tool input
+// is sent and read as exact JSON (json.RawMessage), so large numbers keep
+// their digits. The v2 SDK's types no longer carry temperature and the
+// system prompt as text; the package sends them as the extra fields the SDK
+// provides for that (SetExtraFields), as API version 2023-06-01 takes them,
+// and tool results as text. Streams are opened as NewStreaming opens them,
+// to see the Content-Type and a body cut inside an event line; a stream
+// that ends before message_stop, or with an overloaded or rate-limit error
+// event, is cut off (llm.ErrStreamBroken), and llm.CallModel sends it again.
 //
 // # Errors
 //

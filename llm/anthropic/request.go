@@ -2,107 +2,179 @@ package anthropic
 
 import (
 	"bytes"
-	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
 
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/tmc/langchaingo/llms"
 
 	"github.com/deepgraph/deepgraph/llm"
-	"github.com/deepgraph/deepgraph/llm/internal/lcbridge"
+	"github.com/deepgraph/deepgraph/llm/internal/sdkwire"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
-// prepare converts a neutral call into langchaingo's inputs and the body
-// edits the transport applies.
+// prepared is a call ready to send.
+type prepared struct {
+	params        anthropic.MessageNewParams
+	names         llm.ToolNames // the request's tool names on the wire
+	schemaTool    string        // the structured-output tool, if any
+	schemaWrapped bool          // its input is {"value": reply}
+}
+
+// prepare converts a neutral call into the SDK's request parameters.
 func (m *Model) prepare(msgs []schemas.Message, req llm.Request) (prepared, error) {
 	var p prepared
 	if len(msgs) == 0 {
 		return p, fmt.Errorf("%s: %w: no messages to send", m.provider, llm.ErrBadRequest)
 	}
 	// Tool names may hold a '.', which the API rejects: they travel as
-	// wire names, and the reply's tool calls are named back (build).
+	// wire names, and the reply's tool calls are named back.
 	wire, err := llm.NewToolNames(req.Tools)
 	if err != nil {
 		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
 	}
-	p.call.names = wire
-	lcMsgs, inputs, err := toMessages(msgs, wire)
+	p.names = wire
+	system, turns, err := toMessages(msgs, wire)
 	if err != nil {
 		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
 	}
-	p.msgs = lcMsgs
-	p.call.inputs = inputs
-
-	tools, names, err := lcbridge.Tools(req.Tools, wire)
-	if err != nil {
-		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
-	}
-	if req.Schema != nil {
-		taken := make(map[string]bool, len(tools))
-		for _, t := range tools {
-			taken[t.Function.Name] = true
-		}
-		tool, wrapped, err := schemaTool(req.SchemaName, req.Schema, taken)
-		if err != nil {
-			return p, fmt.Errorf("%s: %w", m.provider, err)
-		}
-		tools = append(tools, tool)
-		p.call.schemaTool = tool.Function.Name
-		p.call.schemaWrapped = wrapped
-	}
-	choice, err := toolChoice(req.ToolChoice, names, wire, p.call.schemaTool)
-	if err != nil {
-		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
-	}
-	p.call.toolChoice = choice
-	if len(tools) > 0 {
-		p.opts = append(p.opts, llms.WithTools(tools))
-	}
-
 	maxTokens := m.maxTokens
 	if req.MaxTokens > 0 {
 		maxTokens = req.MaxTokens
 	}
-	p.opts = append(p.opts, llms.WithMaxTokens(maxTokens))
-	if req.Temperature != nil {
-		p.opts = append(p.opts, llms.WithTemperature(*req.Temperature))
-	} else {
-		// langchaingo always sends a temperature (0 when unset); drop it so
-		// the API's default applies.
-		p.call.dropTemperature = true
+	p.params = anthropic.MessageNewParams{Model: anthropic.Model(m.model), MaxTokens: int64(maxTokens), Messages: turns}
+
+	defs, names, err := sdkwire.Tools(req.Tools, wire)
+	if err != nil {
+		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
 	}
+	var tools []anthropic.ToolUnionParam
+	taken := make(map[string]bool, len(defs))
+	for _, d := range defs {
+		taken[d.Name] = true
+		schema, err := json.Marshal(d.Parameters)
+		if err != nil {
+			return p, fmt.Errorf("%s: %w: tool %q: %w", m.provider, llm.ErrBadRequest, d.Name, err)
+		}
+		tools = append(tools, tool(d.Name, d.Description, schema))
+	}
+	if req.Schema != nil {
+		t, wrapped, err := schemaTool(req.SchemaName, req.Schema, taken)
+		if err != nil {
+			return p, fmt.Errorf("%s: %w", m.provider, err)
+		}
+		tools = append(tools, t)
+		p.schemaTool = t.OfTool.Name
+		p.schemaWrapped = wrapped
+	}
+	if p.params.ToolChoice, err = toolChoice(req.ToolChoice, names, wire, p.schemaTool); err != nil {
+		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
+	}
+	p.params.Tools = tools
 	if len(req.Stop) > 0 {
-		p.opts = append(p.opts, llms.WithStopWords(req.Stop))
+		p.params.StopSequences = req.Stop
 	}
-	if req.OnDelta != nil {
-		p.call.onDelta = req.OnDelta
-		p.call.stream = true
-		// Turns streaming on; deltas come from the transport, which also
-		// sees tool input and thinking.
-		p.opts = append(p.opts, llms.WithStreamingFunc(func(context.Context, []byte) error { return nil }))
+	extra := map[string]any{}
+	if req.Temperature != nil {
+		// The SDK's v2 types (API version 2026-10-21) no longer carry
+		// temperature; API version 2023-06-01 (APIVersion) takes it.
+		extra["temperature"] = *req.Temperature
+	}
+	switch {
+	case system == "":
+	case req.CachePrompt:
+		// A block, to carry a cache breakpoint.
+		p.params.System = []anthropic.TextBlockParam{{Text: system, CacheControl: anthropic.NewCacheControlEphemeralParam()}}
+	default:
+		extra["system"] = system
+	}
+	if len(extra) > 0 {
+		p.params.SetExtraFields(extra)
+	}
+	if req.CachePrompt {
+		markCachePrefix(&p.params)
 	}
 	return p, nil
 }
 
-// toMessages converts the conversation for langchaingo, naming tools by their
-// wire names. langchaingo reads only the first part of an assistant message: each text and tool call becomes its
-// own assistant message, and the transport merges consecutive messages of a
-// role back into one (as it does the separate tool_result messages). System
-// messages, wherever they are, become the top-level system prompt. inputs
-// maps tool-call IDs to their exact argument JSON, which the transport puts
-// back (langchaingo round-trips it through map[string]any).
-func toMessages(msgs []schemas.Message, wire llm.ToolNames) ([]llms.MessageContent, map[string]json.RawMessage, error) {
+// markCachePrefix places cache breakpoints (cache_control) on the stable
+// prefix of a call marked llm.CachePrompt: the last tool (the tools come
+// first in the prompt), the end of the turn before the newest one, and the
+// end of the newest turn — so the next call of the series, which resends all
+// of this and adds its own turns, reads everything up to there from the
+// cache (Anthropic looks back from each breakpoint for the longest prefix it
+// has cached). The system prompt carries the fourth (prepare); Anthropic
+// allows four.
+func markCachePrefix(params *anthropic.MessageNewParams) {
+	mark := func(cc *anthropic.CacheControlEphemeralParam) {
+		if cc != nil {
+			*cc = anthropic.NewCacheControlEphemeralParam()
+		}
+	}
+	if n := len(params.Tools); n > 0 {
+		mark(params.Tools[n-1].GetCacheControl())
+	}
+	for i := max(len(params.Messages)-2, 0); i < len(params.Messages); i++ {
+		turn := params.Messages[i]
+		var blocks []anthropic.ContentBlockParamUnion
+		switch {
+		case turn.OfUser != nil:
+			blocks = turn.OfUser.Content
+		case turn.OfAssistant != nil:
+			blocks = turn.OfAssistant.Content
+		}
+		if k := len(blocks); k > 0 {
+			mark(blocks[k-1].GetCacheControl())
+		}
+	}
+}
+
+// tool is a tool definition with its input schema sent as it is.
+func tool(name, description string, schema json.RawMessage) anthropic.ToolUnionParam {
+	t := anthropic.ToolParam{Name: name, InputSchema: param.Override[anthropic.ToolInputSchemaParam](schema)}
+	if description != "" {
+		t.Description = param.NewOpt(description)
+	}
+	return anthropic.ToolUnionParam{OfTool: &t}
+}
+
+// toMessages converts the conversation, naming tools by their wire names.
+// System messages, wherever they are, become the system prompt. Consecutive
+// messages of one role form one turn (tool results and the user's next
+// words share the user turn that follows the calls). Images attached to tool
+// results follow the results in that turn. Tool input is sent as the exact
+// JSON of the call's arguments.
+func toMessages(msgs []schemas.Message, wire llm.ToolNames) (string, []anthropic.MessageParam, error) {
 	var system []string
-	out := make([]llms.MessageContent, 0, len(msgs)+2)
-	inputs := map[string]json.RawMessage{}
-	var pending []llms.ContentPart // images from tool results
+	var turns []anthropic.MessageParam
+	add := func(user bool, blocks ...anthropic.ContentBlockParamUnion) {
+		if len(blocks) == 0 {
+			return
+		}
+		if n := len(turns); n > 0 {
+			last := &turns[n-1]
+			if user && last.OfUser != nil {
+				last.OfUser.Content = append(last.OfUser.Content, blocks...)
+				return
+			}
+			if !user && last.OfAssistant != nil {
+				last.OfAssistant.Content = append(last.OfAssistant.Content, blocks...)
+				return
+			}
+		}
+		if user {
+			turns = append(turns, anthropic.NewUserMessage(blocks...))
+		} else {
+			turns = append(turns, anthropic.NewAssistantMessage(blocks...))
+		}
+	}
+	var pending []anthropic.ContentBlockParamUnion // images from tool results
 	flush := func() {
 		if len(pending) > 0 {
-			parts := append([]llms.ContentPart{llms.TextPart("Images returned by the tool calls above:")}, pending...)
-			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeHuman, Parts: parts})
+			add(true, append([]anthropic.ContentBlockParamUnion{anthropic.NewTextBlock("Images returned by the tool calls above:")}, pending...)...)
 			pending = nil
 		}
 	}
@@ -116,59 +188,55 @@ func toMessages(msgs []schemas.Message, wire llm.ToolNames) ([]llms.MessageConte
 				system = append(system, msg.Content)
 			}
 		case schemas.User:
-			var parts []llms.ContentPart
-			if msg.Content != "" || len(msg.Images) == 0 {
-				parts = append(parts, llms.TextPart(msg.Content))
+			var blocks []anthropic.ContentBlockParamUnion
+			if strings.TrimSpace(msg.Content) != "" || len(msg.Images) == 0 {
+				blocks = append(blocks, anthropic.NewTextBlock(msg.Content))
 			}
-			parts = append(parts, imageParts(msg.Images)...)
-			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeHuman, Parts: parts})
+			add(true, append(blocks, imageBlocks(msg.Images)...)...)
 		case schemas.Assistant:
-			if msg.Content != "" || len(msg.ToolCalls) == 0 {
-				out = append(out, llms.TextParts(llms.ChatMessageTypeAI, msg.Content))
+			var blocks []anthropic.ContentBlockParamUnion
+			if strings.TrimSpace(msg.Content) != "" || len(msg.ToolCalls) == 0 {
+				blocks = append(blocks, anthropic.NewTextBlock(msg.Content))
 			}
 			for _, tc := range msg.ToolCalls {
 				if tc.ID == "" || tc.Name == "" {
-					return nil, nil, fmt.Errorf("message %d: a tool call needs an ID and a name", i)
+					return "", nil, fmt.Errorf("message %d: a tool call needs an ID and a name", i)
 				}
-				args := objectArguments(tc.Arguments)
-				inputs[tc.ID] = args
-				out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{llms.ToolCall{
-					ID: tc.ID, Type: "function", FunctionCall: &llms.FunctionCall{Name: wire.Wire(tc.Name), Arguments: string(args)},
-				}}})
+				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, objectArguments(tc.Arguments), wire.Wire(tc.Name)))
 			}
+			add(false, blocks...)
 		case schemas.Tool:
 			if msg.ToolCallID == "" {
-				return nil, nil, fmt.Errorf("message %d: a tool result needs the ToolCallID of the call it answers", i)
+				return "", nil, fmt.Errorf("message %d: a tool result needs the ToolCallID of the call it answers", i)
 			}
-			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
-				llms.ToolCallResponse{ToolCallID: msg.ToolCallID, Name: wire.Wire(msg.Name), Content: msg.Content},
-			}})
-			pending = append(pending, imageParts(msg.Images)...)
+			result := anthropic.ToolResultBlockParam{ToolUseID: msg.ToolCallID}
+			// The API takes a tool result's content as text or as blocks;
+			// text is what it is.
+			result.SetExtraFields(map[string]any{"content": msg.Content})
+			add(true, anthropic.ContentBlockParamUnion{OfToolResult: &result})
+			pending = append(pending, imageBlocks(msg.Images)...)
 		default:
-			return nil, nil, fmt.Errorf("message %d: unknown role %q", i, msg.Role)
+			return "", nil, fmt.Errorf("message %d: unknown role %q", i, msg.Role)
 		}
 	}
 	flush()
-	if len(out) == 0 {
-		return nil, nil, fmt.Errorf("the conversation has only system messages; add a user message")
+	if len(turns) == 0 {
+		return "", nil, fmt.Errorf("the conversation has only system messages; add a user message")
 	}
-	if len(system) > 0 {
-		out = append([]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, strings.Join(system, "\n\n"))}, out...)
-	}
-	return out, inputs, nil
+	return strings.Join(system, "\n\n"), turns, nil
 }
 
-func imageParts(images []schemas.Image) []llms.ContentPart {
-	parts := make([]llms.ContentPart, 0, len(images))
+func imageBlocks(images []schemas.Image) []anthropic.ContentBlockParamUnion {
+	blocks := make([]anthropic.ContentBlockParamUnion, 0, len(images))
 	for _, img := range images {
-		parts = append(parts, llms.BinaryPart(img.MIMEType, img.Data))
+		blocks = append(blocks, anthropic.NewImageBlockBase64(img.MIMEType, base64.StdEncoding.EncodeToString(img.Data)))
 	}
-	return parts
+	return blocks
 }
 
 // objectArguments is a call's arguments as Anthropic wants them back: a JSON
-// object. Anything else (empty, or malformed text a model once produced) is
-// sent as {}.
+// object, sent byte for byte. Anything else (empty, or malformed text a
+// model once produced) is sent as {}.
 func objectArguments(raw json.RawMessage) json.RawMessage {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '{' && json.Valid(raw) {
@@ -179,16 +247,17 @@ func objectArguments(raw json.RawMessage) json.RawMessage {
 
 // schemaTool is the tool whose forced call carries a structured reply. Its
 // name is the schema's name made valid (and distinct from the offered
-// tools' wire names, taken). Anthropic wants an object as tool input, so a schema whose root is
-// not an object is wrapped as {"value": schema}; wrapped says so.
-func schemaTool(name string, s *jsonschema.Schema, taken map[string]bool) (llms.Tool, bool, error) {
-	tool := llm.APIName(name)
-	for taken[tool] {
-		tool = strings.TrimSuffix(tool[:min(len(tool), 56)], "_") + "_answer"
+// tools' wire names, taken). Anthropic wants an object as tool input, so a
+// schema whose root is not an object is wrapped as {"value": schema}; wrapped
+// says so.
+func schemaTool(name string, s *jsonschema.Schema, taken map[string]bool) (anthropic.ToolUnionParam, bool, error) {
+	toolName := llm.APIName(name)
+	for taken[toolName] {
+		toolName = strings.TrimSuffix(toolName[:min(len(toolName), 56)], "_") + "_answer"
 	}
 	schema, err := json.Marshal(s)
 	if err != nil {
-		return llms.Tool{}, false, fmt.Errorf("encoding the response schema: %w", err)
+		return anthropic.ToolUnionParam{}, false, fmt.Errorf("encoding the response schema: %w", err)
 	}
 	wrapped := !isObjectSchema(s)
 	if wrapped {
@@ -199,12 +268,8 @@ func schemaTool(name string, s *jsonschema.Schema, taken map[string]bool) (llms.
 			"additionalProperties": false,
 		})
 	}
-	return llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name: tool,
-		Description: "Give your final answer by calling this tool; its input is the answer, " +
-			"a JSON document matching the input schema.",
-		Parameters: json.RawMessage(schema),
-	}}, wrapped, nil
+	return tool(toolName, "Give your final answer by calling this tool; its input is the answer, "+
+		"a JSON document matching the input schema.", schema), wrapped, nil
 }
 
 func isObjectSchema(s *jsonschema.Schema) bool {
@@ -215,42 +280,48 @@ func isObjectSchema(s *jsonschema.Schema) bool {
 }
 
 // toolChoice maps the neutral choice to Anthropic's tool_choice
-// ({"type":"auto"|"any"|"none"} or {"type":"tool","name":…}); nil leaves it
-// out. With a response schema the model must call a tool: the schema tool
-// when no other tool is offered (or ToolNone), any tool otherwise, or the
-// one the choice names (by its wire name).
-func toolChoice(c llm.ToolChoice, names map[string]bool, wire llm.ToolNames, schemaTool string) (json.RawMessage, error) {
-	forced := func(name string) json.RawMessage {
-		b, _ := json.Marshal(map[string]string{"type": "tool", "name": name})
-		return b
+// ({"type":"auto"|"any"|"none"} or {"type":"tool","name":…}); the zero value
+// leaves it out. With a response schema the model must call a tool: the
+// schema tool when no other tool is offered (or ToolNone), any tool
+// otherwise, or the one the choice names (by its wire name).
+func toolChoice(c llm.ToolChoice, names map[string]bool, wire llm.ToolNames, schemaTool string) (anthropic.ToolChoiceUnionParam, error) {
+	var none anthropic.ToolChoiceUnionParam
+	forced := func(name string) anthropic.ToolChoiceUnionParam {
+		return anthropic.ToolChoiceUnionParam{OfTool: &anthropic.ToolChoiceToolParam{Name: name}}
 	}
+	anyTool := anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{}}
 	if schemaTool != "" {
 		switch c {
 		case "", llm.ToolAuto, llm.ToolRequired:
 			if len(names) == 0 {
 				return forced(schemaTool), nil
 			}
-			return json.RawMessage(`{"type":"any"}`), nil
+			return anyTool, nil
 		case llm.ToolNone:
 			return forced(schemaTool), nil
 		}
 	}
 	switch c {
 	case "":
-		return nil, nil
-	case llm.ToolAuto, llm.ToolNone:
+		return none, nil
+	case llm.ToolAuto:
 		if len(names) == 0 {
-			return nil, nil
+			return none, nil
 		}
-		return json.RawMessage(`{"type":"` + string(c) + `"}`), nil
+		return anthropic.ToolChoiceUnionParam{OfAuto: &anthropic.ToolChoiceAutoParam{}}, nil
+	case llm.ToolNone:
+		if len(names) == 0 {
+			return none, nil
+		}
+		return anthropic.ToolChoiceUnionParam{OfNone: &anthropic.ToolChoiceNoneParam{}}, nil
 	case llm.ToolRequired:
 		if len(names) == 0 {
-			return nil, fmt.Errorf("tool choice %q needs tools", c)
+			return none, fmt.Errorf("tool choice %q needs tools", c)
 		}
-		return json.RawMessage(`{"type":"any"}`), nil
+		return anyTool, nil
 	}
 	if !names[string(c)] {
-		return nil, fmt.Errorf("tool choice names %q, which is not among the offered tools", c)
+		return none, fmt.Errorf("tool choice names %q, which is not among the offered tools", c)
 	}
 	return forced(wire.Wire(string(c))), nil
 }

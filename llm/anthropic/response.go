@@ -3,126 +3,74 @@ package anthropic
 import (
 	"context"
 	"encoding/json"
-	"maps"
-	"slices"
+	"net/http"
 	"strings"
+	"time"
 
-	"github.com/tmc/langchaingo/llms"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/deepgraph/deepgraph/llm"
-	"github.com/deepgraph/deepgraph/llm/internal/lcbridge"
-	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
+	"github.com/deepgraph/deepgraph/llm/internal/sdkwire"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
-// assembled is a reply in the package's terms, from langchaingo's choices
-// (non-streamed) or from the transport's view of the stream.
+// complete sends a call without streaming and reads the reply.
+func (m *Model) complete(ctx context.Context, p prepared) (*llm.Response, error) {
+	// The SDK refuses a non-streamed call with a large max_tokens unless it
+	// is told how long the call may take: as long as ctx allows (llm.Call's
+	// per-call timeout).
+	limit := 24 * time.Hour
+	if dl, ok := ctx.Deadline(); ok {
+		limit = max(time.Until(dl), time.Millisecond)
+	}
+	msg, err := m.client.Messages.New(ctx, p.params, option.WithRequestTimeout(limit))
+	if err != nil {
+		return nil, err
+	}
+	if msg.Type != "message" {
+		if e := sdkwire.ParseError(json.RawMessage(msg.JSON.ExtraFields["error"].Raw()), decodeError); e != nil {
+			return nil, e
+		}
+		return nil, &sdkwire.ReplyError{Msg: "the reply is not a message", Err: sdkwire.ErrMalformed}
+	}
+	a := assembled{model: msg.Model, stop: string(msg.StopReason), usage: usageOf(msg.Usage.InputTokens, msg.Usage.OutputTokens,
+		msg.Usage.CacheCreationInputTokens, msg.Usage.CacheReadInputTokens)}
+	var text, reasoning strings.Builder
+	for _, b := range msg.Content {
+		switch b.Type {
+		case "text":
+			text.WriteString(b.Text)
+		case "thinking":
+			reasoning.WriteString(b.Thinking)
+		case "tool_use":
+			a.calls = append(a.calls, rawCall{id: b.ID, name: b.Name, args: string(b.Input)})
+		}
+	}
+	a.text, a.reasoning = text.String(), reasoning.String()
+	return p.build(a), nil
+}
+
+// assembled is a reply in the package's terms, streamed or not.
 type assembled struct {
-	text, reasoning string
-	calls           []rawCall
-	stop            string
-	usage           llm.Usage
+	model, text, reasoning string
+	calls                  []rawCall
+	stop                   string
+	usage                  llm.Usage
 }
 
 type rawCall struct{ id, name, args string }
 
-// fromChoices reads langchaingo's choices (one per content block), taking
-// each tool call's exact input from the transport (langchaingo re-encodes it
-// through a map).
-func (c *call) fromChoices(r *llms.ContentResponse) assembled {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var a assembled
-	var text, reasoning strings.Builder
-	var info map[string]any
-	for _, ch := range r.Choices {
-		if ch == nil {
-			continue
-		}
-		if info == nil {
-			info = ch.GenerationInfo
-		}
-		if ch.StopReason != "" {
-			a.stop = ch.StopReason
-		}
-		if _, thinking := ch.GenerationInfo["ThinkingSignature"]; thinking {
-			t, _ := ch.GenerationInfo["ThinkingContent"].(string)
-			reasoning.WriteString(t)
-			continue
-		}
-		text.WriteString(ch.Content)
-		for _, tc := range ch.ToolCalls {
-			if tc.FunctionCall == nil {
-				continue
-			}
-			args := tc.FunctionCall.Arguments
-			if raw := c.reply.inputs[tc.ID]; raw != nil && raw.Len() > 0 {
-				args = raw.String()
-			}
-			a.calls = append(a.calls, rawCall{id: tc.ID, name: tc.FunctionCall.Name, args: args})
-		}
-	}
-	a.text, a.reasoning = text.String(), reasoning.String()
-	a.usage = usage(lcbridge.IntKey(info, "InputTokens"), lcbridge.IntKey(info, "OutputTokens"),
-		lcbridge.IntKey(info, "CacheCreationInputTokens"), lcbridge.IntKey(info, "CacheReadInputTokens"))
-	return a
-}
-
-// fromStream reads the reply the transport assembled from the event stream
-// (or, for a non-streamed reply without content, from the body). Streams are
-// assembled here rather than by langchaingo: its line scanner stops at 64
-// KiB, so the transport keeps longer lines from it.
-func (c *call) fromStream() assembled {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r := &c.reply
-	var a assembled
-	var text, reasoning strings.Builder
-	for _, i := range slices.Sorted(maps.Keys(r.blocks)) {
-		b := r.blocks[i]
-		switch b.typ {
-		case "text":
-			text.WriteString(b.text.String())
-		case "thinking":
-			reasoning.WriteString(b.text.String())
-		case "tool_use":
-			var args string
-			if buf := r.inputs[b.id]; buf != nil {
-				args = buf.String()
-			}
-			a.calls = append(a.calls, rawCall{id: b.id, name: b.name, args: args})
-		}
-	}
-	a.text, a.reasoning, a.stop = text.String(), reasoning.String(), r.stopReason
-	a.usage = r.usage.neutral()
-	return a
-}
-
-// neutral is the llm.Usage of the counters seen so far.
-func (u wireUsage) neutral() llm.Usage {
-	deref := func(p *int) int {
-		if p == nil {
-			return 0
-		}
-		return *p
-	}
-	return usage(deref(u.InputTokens), deref(u.OutputTokens), deref(u.CacheCreationInputTokens), deref(u.CacheReadInputTokens))
-}
-
 // build turns an assembled reply into the neutral one: the structured-output
 // tool's input becomes the content, other tool calls get their tool's name
 // back (from its wire name), IDs and safe arguments.
-func (m *Model) build(c *call, a assembled) *llm.Response {
-	c.mu.Lock()
-	model := c.reply.model
-	c.mu.Unlock()
-	out := &llm.Response{Content: a.text, Reasoning: a.reasoning, Model: model, Usage: a.usage}
+func (p prepared) build(a assembled) *llm.Response {
+	out := &llm.Response{Content: a.text, Reasoning: a.reasoning, Model: a.model, Usage: a.usage}
 	structured := false
 	for _, rc := range a.calls {
-		if c.spec.schemaTool != "" && rc.name == c.spec.schemaTool && !structured {
+		if p.schemaTool != "" && rc.name == p.schemaTool && !structured {
 			structured = true
 			out.Content = rc.args
-			if c.spec.schemaWrapped {
+			if p.schemaWrapped {
 				var v struct {
 					Value json.RawMessage `json:"value"`
 				}
@@ -134,9 +82,9 @@ func (m *Model) build(c *call, a assembled) *llm.Response {
 		}
 		id := rc.id
 		if id == "" {
-			id = lcbridge.CallID("toolu_")
+			id = sdkwire.CallID("toolu_")
 		}
-		out.ToolCalls = append(out.ToolCalls, schemas.ToolCall{ID: id, Name: c.spec.names.Name(rc.name), Arguments: lcbridge.ToolCallArguments(rc.args)})
+		out.ToolCalls = append(out.ToolCalls, schemas.ToolCall{ID: id, Name: p.names.Name(rc.name), Arguments: sdkwire.ToolCallArguments(rc.args)})
 	}
 	out.FinishReason = finishReason(a.stop, len(out.ToolCalls) > 0)
 	return out
@@ -164,39 +112,67 @@ func finishReason(s string, toolCalls bool) llm.FinishReason {
 	return llm.FinishOther
 }
 
-// usage converts Anthropic's counters. Its input_tokens excludes cache reads
-// and writes; PromptTokens counts all three, like OpenAI's prompt_tokens, and
-// CachedTokens the cache reads.
-func usage(input, output, cacheCreated, cacheRead int) llm.Usage {
+// usageOf converts Anthropic's counters. Its input_tokens excludes cache
+// reads and writes; PromptTokens counts all three, like OpenAI's
+// prompt_tokens, CachedTokens the cache reads (cache_read_input_tokens) and
+// CacheWriteTokens the cache writes (cache_creation_input_tokens).
+func usageOf(input, output, cacheCreated, cacheRead int64) llm.Usage {
 	u := llm.Usage{
-		PromptTokens:     input + cacheCreated + cacheRead,
-		CompletionTokens: output,
-		CachedTokens:     cacheRead,
+		PromptTokens:     int(input + cacheCreated + cacheRead),
+		CompletionTokens: int(output),
+		CachedTokens:     int(cacheRead),
+		CacheWriteTokens: int(cacheCreated),
 	}
 	u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	return u
 }
 
-// fail turns a failed call into the error Generate returns: the caller's
-// context error, or an *llm.APIError built from what the transport saw
-// (langchaingo reduces statuses to strings).
-func (m *Model) fail(ctx context.Context, c *call, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
+// errorTypeStatus is the HTTP status Anthropic uses for an error type, so
+// that an error event inside a 200 stream matches the same llm sentinels; 0
+// for an unknown type.
+func errorTypeStatus(typ string) int {
+	switch typ {
+	case "invalid_request_error":
+		return http.StatusBadRequest
+	case "authentication_error":
+		return http.StatusUnauthorized
+	case "billing_error":
+		return http.StatusPaymentRequired
+	case "permission_error":
+		return http.StatusForbidden
+	case "not_found_error":
+		return http.StatusNotFound
+	case "request_too_large":
+		return http.StatusRequestEntityTooLarge
+	case "rate_limit_error":
+		return http.StatusTooManyRequests
+	case "timeout_error":
+		return http.StatusGatewayTimeout
+	case "api_error":
+		return http.StatusInternalServerError
+	case "overloaded_error":
+		return 529
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.Failure(err, m.source()); e != nil {
-		// A stream cut off after message_start has reported tokens.
-		if apiErr, ok := e.(*llm.APIError); ok && c.spec.stream {
-			apiErr.Usage = c.reply.usage.neutral()
-		}
-		return e
-	}
-	return &llm.APIError{Provider: m.provider, Message: "malformed reply: " + wiretap.Clean(err.Error(), m.apiKey), Err: wiretap.ErrMalformed}
+	return 0
 }
 
-// source names the model and its key in errors.
-func (m *Model) source() wiretap.Source {
-	return wiretap.Source{Provider: m.provider, APIKey: m.apiKey, KeyEnv: m.keyEnv, EnvAPIKey: EnvAPIKey, Decode: decodeError}
+// decodeError reads Anthropic's {"type", "message"} error object: the
+// message is "type: message", and the type gives the status.
+func decodeError(raw json.RawMessage) (msg string, status int, ok bool) {
+	var o struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(raw, &o) != nil {
+		return "", 0, false
+	}
+	msg = o.Message
+	if o.Type != "" {
+		if msg == "" {
+			msg = o.Type
+		} else {
+			msg = o.Type + ": " + msg
+		}
+	}
+	return msg, errorTypeStatus(o.Type), true
 }

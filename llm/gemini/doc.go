@@ -23,6 +23,11 @@
 // github.com/google/generative-ai-go is end-of-life and has neither the
 // google_search tool nor grounding metadata.
 //
+// Prompt caching is implicit: the Gemini API caches repeated prompt
+// prefixes by itself, so llm.CachePrompt needs nothing sent, and the cached
+// part it reports (usageMetadata.cachedContentTokenCount) is
+// Usage.CachedTokens, priced at the cached-input price.
+//
 // A program that uses only Gemini imports this package (and research, if
 // it wants the deep-search graph); llm/providers, which maps "provider:model"
 // specs to models, compiles every provider.

@@ -70,7 +70,7 @@ func TestGenerateRetriesABrokenStream(t *testing.T) {
 			assert.Equal(t, want, deltas, "the observer is told to discard the cut attempt's text")
 		})
 	}
-	wiretest.NoGoroutineRunning(t, "tmc/langchaingo")
+	wiretest.NoGoroutineRunning(t, "openai-go")
 }
 
 func TestGenerateStreamAlwaysCut(t *testing.T) {
@@ -91,7 +91,7 @@ func TestGenerateStreamAlwaysCut(t *testing.T) {
 			assert.Regexp(t, `^openai: the event stream .*; it was cut off on all 3 attempts`, err.Error())
 		})
 	}
-	wiretest.NoGoroutineRunning(t, "tmc/langchaingo")
+	wiretest.NoGoroutineRunning(t, "openai-go")
 }
 
 func TestGenerateBrokenStreamRetriesHonourMaxRetries(t *testing.T) {

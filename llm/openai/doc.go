@@ -2,10 +2,9 @@
 // and every server that speaks it: OpenAI, Ollama's /v1 endpoint, vLLM, the
 // llama.cpp server, LM Studio, OpenRouter and DeepSeek.
 //
-// It is built on github.com/tmc/langchaingo (llms/openai) — which builds the
-// request and runs the HTTP exchange — behind deepgraph's own llm.Model, so
-// langchaingo stays an implementation detail that can be replaced without
-// touching callers.
+// It is built on OpenAI's Go SDK, github.com/openai/openai-go/v3: the SDK's
+// typed parameters build each request, its client runs the exchange and its
+// types and SSE decoder read the replies, behind deepgraph's own llm.Model.
 //
 // # Configuration
 //
@@ -46,30 +45,32 @@
 //	                     message after the tool results (the tool role is text-only)
 //	Google Search        not available: llm.ErrUnsupported
 //
-// # How langchaingo's limits are worked around
+// # On the SDK
 //
-// langchaingo v0.1.14 sets response_format once per client, with a schema
-// type that cannot express anyOf, minimum/maximum, formats or $defs; it always
-// sends a temperature; it reduces HTTP errors to strings and hides network
-// errors; its streamed tool calls ignore the index and its stream callback
-// passes tool-call JSON off as content; its line scanner fails on event
-// lines over 64 KiB (Ollama sends a whole tool call in one chunk); and it
-// accepts a stream that stops early, or whose context ends, as a complete
-// reply. The package therefore puts a small
-// http.RoundTripper between langchaingo and the retrying transport. Each
-// Generate call stores its needs in the request context; the transport edits
-// the JSON body (the full json_schema response_format, dropping temperature
-// or stream_options), records status, Retry-After and error body, reads the
-// fields langchaingo drops (model, "reasoning"), and assembles event streams
-// itself: deltas, content, tool calls by index, usage, error objects; lines
-// too long for langchaingo's scanner are kept from it, and a stream that ends
-// before [DONE] or a finish_reason becomes an error instead of a partial
-// reply. langchaingo still builds every request and runs every exchange.
+// The SDK's own retries are off (option.WithMaxRetries(0)): llm.CallModel and
+// the client's transport (llm.ClientConfig) are the one retry loop. One
+// request middleware (llm/internal/sdkwire) adds Config.Header, keeps
+// keyless servers keyless (the SDK would send OPENAI_API_KEY from the
+// environment) and turns an error status into an error that keeps the body,
+// so messages in the shapes compatible servers use (vLLM's "message",
+// "detail", plain text) reach the user. Streams are opened as NewStreaming
+// opens them — the request with "stream": true, the response to ssestream —
+// to see the Content-Type (a server that ignores the request for a stream)
+// and whether [DONE] came: a stream that ends without [DONE] or a
+// finish_reason is cut off (llm.ErrStreamBroken), and llm.CallModel sends the
+// call again. The fields compatible servers add (reasoning_content,
+// reasoning, arguments sent as an object) are read from the SDK's
+// ExtraFields and raw JSON.
 //
-// A transport keyed by the context was chosen over a bounded cache of
-// langchaingo clients per schema: one client serves every schema, large or
-// many schemas cost nothing, the schema goes out byte for byte, and there is
-// no eviction policy to tune. The price is re-encoding the request body once.
+// # Prompt caching
+//
+// OpenAI caches prompt prefixes of 1024 tokens and more by itself and
+// reports the cached part (prompt_tokens_details.cached_tokens →
+// Usage.CachedTokens). Calls marked llm.CachePrompt send a prompt_cache_key
+// hashed from the run's stable prefix (model, system prompt, tools, first
+// user turn), so the calls of one run reach the same cache; by default only
+// to api.openai.com (Config.PromptCacheKey), since other servers may reject
+// the field.
 //
 // # Errors
 //

@@ -10,12 +10,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tmc/langchaingo/llms"
-	lcopenai "github.com/tmc/langchaingo/llms/openai"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
 
 	"github.com/deepgraph/deepgraph/llm"
-	"github.com/deepgraph/deepgraph/llm/internal/lcbridge"
-	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
+	"github.com/deepgraph/deepgraph/llm/internal/sdkwire"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
@@ -65,6 +64,18 @@ const (
 	TokenFieldMaxTokens           TokenField = "max_tokens"
 )
 
+// PromptCacheKeyMode says when prompt_cache_key is sent.
+type PromptCacheKeyMode string
+
+// Prompt cache key modes.
+const (
+	// PromptCacheKeyAuto sends prompt_cache_key to api.openai.com only. The
+	// default.
+	PromptCacheKeyAuto PromptCacheKeyMode = ""
+	PromptCacheKeyOn   PromptCacheKeyMode = "on"
+	PromptCacheKeyOff  PromptCacheKeyMode = "off"
+)
+
 // Config configures a Model. The zero value talks to OpenAI with the key
 // from OPENAI_API_KEY.
 type Config struct {
@@ -99,6 +110,10 @@ type Config struct {
 	// calls, for servers that reject it. Streamed replies then carry no
 	// usage.
 	NoStreamUsage bool
+	// PromptCacheKey says whether calls marked llm.CachePrompt carry a
+	// prompt_cache_key; "" sends it to api.openai.com only, since other
+	// servers may reject the field.
+	PromptCacheKey PromptCacheKeyMode
 	// Header holds extra request headers, e.g. OpenRouter's HTTP-Referer and
 	// X-Title. Authorization cannot be set here.
 	Header http.Header
@@ -109,24 +124,19 @@ type Config struct {
 // Model is an llm.Model for the OpenAI Chat Completions API and the servers
 // that speak it. It is safe for concurrent use.
 type Model struct {
-	lc         *lcopenai.LLM
+	client     openai.Client
 	provider   string
 	model      string
 	apiKey     string
 	keyEnv     string
-	keyless    bool
 	schemaMode SchemaMode
 	maxTokens  bool // send max_tokens instead of max_completion_tokens
 	noUsage    bool
-	client     llm.ClientConfig
+	cacheKey   bool // send prompt_cache_key with llm.CachePrompt calls
+	config     llm.ClientConfig
 }
 
 var _ llm.Model = (*Model)(nil)
-
-// placeholderKey satisfies langchaingo's rule that a token is always set
-// (openai.ErrMissingToken); the transport removes the Authorization header it
-// produces, so keyless servers never see it.
-const placeholderKey = "deepgraph-no-key"
 
 // New returns a Model for OpenAI or an OpenAI-compatible server, filling
 // unset fields from OPENAI_API_KEY and OPENAI_BASE_URL.
@@ -157,7 +167,7 @@ func New(cfg Config) (*Model, error) {
 }
 
 // NewOllama returns a Model for Ollama through its OpenAI-compatible /v1
-// endpoint (langchaingo's own Ollama client ignores tools). The server is
+// endpoint. The server is
 // cfg.BaseURL if set, else OLLAMA_HOST (see OllamaBaseURL). No key is needed;
 // OPENAI_API_KEY is deliberately not read, so it never goes to another host.
 // Model is required: Ollama serves whatever models were pulled.
@@ -254,35 +264,48 @@ func newModel(cfg Config) (*Model, error) {
 		return nil, fmt.Errorf("%s: unknown token field %q (want %q or %q)", cfg.Provider, cfg.TokenField, TokenFieldMaxTokens, TokenFieldMaxCompletionTokens)
 	}
 
+	cache := official
+	switch cfg.PromptCacheKey {
+	case PromptCacheKeyAuto:
+	case PromptCacheKeyOn:
+		cache = true
+	case PromptCacheKeyOff:
+		cache = false
+	default:
+		return nil, fmt.Errorf("%s: unknown prompt cache key setting %q (want %q or %q)", cfg.Provider, cfg.PromptCacheKey, PromptCacheKeyOn, PromptCacheKeyOff)
+	}
+
 	m := &Model{
 		provider:   cfg.Provider,
 		model:      cfg.Model,
 		apiKey:     cfg.APIKey,
 		keyEnv:     cfg.KeyEnv,
-		keyless:    cfg.APIKey == "",
 		schemaMode: cfg.SchemaMode,
 		maxTokens:  legacyTokens,
 		noUsage:    cfg.NoStreamUsage,
-		client:     cfg.Client,
+		cacheKey:   cache,
+		config:     cfg.Client,
 	}
-	hc := cfg.Client.Client()
-	hc.Transport = &wiretap.Transport{Next: hc.Transport, KeyHeader: "Authorization", Keyless: m.keyless, Header: cfg.Header.Clone()}
-	token := cfg.APIKey
-	if token == "" {
-		token = placeholderKey
+	headers := sdkwire.Middleware(sdkwire.Headers{KeyHeader: "Authorization", Keyless: cfg.APIKey == "", Extra: cfg.Header.Clone()})
+	opts := []option.RequestOption{
+		option.WithBaseURL(base.String() + "/"),
+		option.WithAPIKey(cfg.APIKey),
+		option.WithHTTPClient(cfg.Client.Client()),
+		// llm.CallModel and the client's transport retry; the SDK must not
+		// retry on top of them.
+		option.WithMaxRetries(0),
+		// The SDK reads OPENAI_ORG_ID and OPENAI_PROJECT_ID itself; only what
+		// Config says is sent.
+		option.WithHeaderDel("OpenAI-Organization"),
+		option.WithHeaderDel("OpenAI-Project"),
+		option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+			return headers(req, next)
+		}),
 	}
-	lc, err := lcopenai.New(
-		lcopenai.WithToken(token),
-		lcopenai.WithModel(cfg.Model),
-		lcopenai.WithBaseURL(base.String()),
-		// Always set, so langchaingo does not pick up OPENAI_ORGANIZATION.
-		lcopenai.WithOrganization(cfg.Organization),
-		lcopenai.WithHTTPClient(hc),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("%s: creating the client: %w", cfg.Provider, err)
+	if cfg.Organization != "" {
+		opts = append(opts, option.WithOrganization(cfg.Organization))
 	}
-	m.lc = lc
+	m.client = openai.NewClient(opts...)
 	return m, nil
 }
 
@@ -304,31 +327,24 @@ func (m *Model) Generate(ctx context.Context, msgs []schemas.Message, opts ...ll
 	if err != nil {
 		return nil, err
 	}
-	return llm.CallModel(ctx, m.client, m.provider, req.OnDelta, func(ctx context.Context, onDelta func(llm.Delta)) (*llm.Response, error) {
-		p := p
-		p.call.onDelta = onDelta
-		return m.send(ctx, p)
+	return llm.CallModel(ctx, m.config, m.provider, req.OnDelta, func(ctx context.Context, onDelta func(llm.Delta)) (*llm.Response, error) {
+		var (
+			resp *llm.Response
+			err  error
+		)
+		if req.OnDelta != nil {
+			resp, err = m.stream(ctx, p, onDelta)
+		} else {
+			resp, err = m.complete(ctx, p)
+		}
+		if err != nil {
+			return nil, m.source().Failure(ctx, err)
+		}
+		return resp, nil
 	})
 }
 
-// prepared is a call ready to send: langchaingo's inputs plus what the
-// transport must change in the request body.
-type prepared struct {
-	msgs  []llms.MessageContent
-	opts  []llms.CallOption
-	call  callSpec
-	names map[string]bool // offered tool names
-}
-
-func (m *Model) send(ctx context.Context, p prepared) (resp *llm.Response, err error) {
-	c := newCall(p.call)
-	ctx = wiretap.WithCall(ctx, c)
-	lcResp, err := lcbridge.Generate(ctx, m.lc, p.msgs, p.opts...)
-	if err == nil {
-		err = c.check(ctx)
-	}
-	if err != nil {
-		return nil, m.fail(ctx, c, err)
-	}
-	return m.response(c, lcResp)
+// source names the model and its key in errors.
+func (m *Model) source() sdkwire.Source {
+	return sdkwire.Source{Provider: m.provider, APIKey: m.apiKey, KeyEnv: m.keyEnv, EnvAPIKey: EnvAPIKey, Decode: decodeError}
 }

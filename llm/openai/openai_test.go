@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -16,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deepgraph/deepgraph/llm"
-	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
+	"github.com/deepgraph/deepgraph/llm/internal/sdkwire"
 	"github.com/deepgraph/deepgraph/llm/internal/wiretest"
 	"github.com/deepgraph/deepgraph/schemas"
 )
@@ -302,7 +303,7 @@ func TestGenerateImages(t *testing.T) {
 	]`, wiretest.JSON(t, f.Only(t).Body["messages"]))
 }
 
-func TestGenerateReadsWhatLangchaingoDrops(t *testing.T) {
+func TestGenerateReadsNonStandardFields(t *testing.T) {
 	f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 		reply := completion("42", map[string]any{
 			"reasoning": "thought about it",
@@ -435,7 +436,7 @@ func TestGenerateStreamFailures(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.wantMsg)
 		})
 	}
-	wiretest.NoGoroutineRunning(t, "tmc/langchaingo")
+	wiretest.NoGoroutineRunning(t, "openai-go")
 }
 
 func TestGenerateStreamIgnoredByServer(t *testing.T) {
@@ -553,7 +554,7 @@ func TestGenerateCancelAbortsTheRequest(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the server never saw the request aborted")
 	}
-	wiretest.NoGoroutineRunning(t, "tmc/langchaingo")
+	wiretest.NoGoroutineRunning(t, "openai-go")
 }
 
 func TestGenerateUnreachableServer(t *testing.T) {
@@ -757,7 +758,7 @@ func TestStrictCompatible(t *testing.T) {
 	}
 }
 
-// Reading error bodies is tested in wiretap; this is OpenAI's error object.
+// Reading error bodies is tested in sdkwire; this is OpenAI's error object.
 func TestDecodeError(t *testing.T) {
 	tests := []struct {
 		raw    string
@@ -804,30 +805,35 @@ func TestConcurrentCalls(t *testing.T) {
 	assert.Len(t, f.Requests(), 16)
 }
 
-func TestCheckCatchesPartialSuccess(t *testing.T) {
+// A stream is a reply only when it finished: an unfinished one, one that
+// carried an error, and one whose context ended are not, whatever was read.
+func TestReadStreamCatchesPartialSuccess(t *testing.T) {
+	chunk := `data: {"choices":[{"index":0,"delta":{"content":"Hal"}}]}` + "\n\n"
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
 	tests := []struct {
-		name  string
-		setup func(*call)
-		ctx   func() context.Context
-		want  error
+		name string
+		body string
+		ctx  context.Context
+		want error
 	}{
-		{"unfinished stream", func(*call) {}, context.Background, errTruncated},
-		{"finished stream", func(c *call) { c.stream.finish = "stop" }, context.Background, nil},
-		{"recorded error", func(c *call) { c.stream.done = true; c.ReplyErr = wiretap.ErrStreamError }, context.Background, wiretap.ErrStreamError},
-		{"cancelled", func(c *call) { c.stream.done = true }, func() context.Context {
-			ctx, cancel := context.WithCancel(context.Background())
-			cancel()
-			return ctx
-		}, context.Canceled},
+		{"unfinished stream", chunk, context.Background(), errTruncated},
+		{"finished stream", chunk + `data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n", context.Background(), nil},
+		{"[DONE] without a finish_reason", chunk + "data: [DONE]\n\n", context.Background(), nil},
+		{"recorded error", chunk + `data: {"error":{"message":"boom"}}` + "\n\ndata: [DONE]\n\n", context.Background(), sdkwire.ErrStreamError},
+		{"cancelled", chunk + "data: [DONE]\n\n", cancelled, context.Canceled},
 	}
 	for _, tt := range tests {
-		c := newCall(callSpec{stream: true})
-		tt.setup(c)
-		err := c.check(tt.ctx())
+		raw := &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(tt.body))}
+		resp, err := readStream(tt.ctx, raw, llm.ToolNames{}, nil)
 		if tt.want == nil {
 			assert.NoError(t, err, tt.name)
+			if assert.NotNil(t, resp, tt.name) {
+				assert.Equal(t, "Hal", resp.Content, tt.name)
+			}
 		} else {
 			assert.ErrorIs(t, err, tt.want, tt.name)
+			assert.Nil(t, resp, tt.name)
 		}
 	}
 }

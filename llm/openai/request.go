@@ -1,25 +1,32 @@
 package openai
 
 import (
-	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/tmc/langchaingo/llms"
-	lcopenai "github.com/tmc/langchaingo/llms/openai"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/deepgraph/deepgraph/llm"
-	"github.com/deepgraph/deepgraph/llm/internal/lcbridge"
+	"github.com/deepgraph/deepgraph/llm/internal/sdkwire"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
-// prepare converts a neutral call into langchaingo's inputs and the body
-// edits the transport applies.
+// prepared is a call ready to send.
+type prepared struct {
+	params openai.ChatCompletionNewParams
+	names  llm.ToolNames // the request's tool names on the wire
+}
+
+// prepare converts a neutral call into the SDK's request parameters.
 func (m *Model) prepare(msgs []schemas.Message, req llm.Request) (prepared, error) {
-	var p prepared
+	p := prepared{params: openai.ChatCompletionNewParams{Model: m.model}}
 	if len(msgs) == 0 {
 		return p, fmt.Errorf("%s: %w: no messages to send", m.provider, llm.ErrBadRequest)
 	}
@@ -31,90 +38,105 @@ func (m *Model) prepare(msgs []schemas.Message, req llm.Request) (prepared, erro
 			if err != nil {
 				return p, fmt.Errorf("%s: %w", m.provider, err)
 			}
-			p.call.responseFormat = format
+			p.params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: format}
 		case SchemaJSONObject:
 			instructions = llm.SchemaInstructions(req.SchemaName, req.Schema)
-			p.opts = append(p.opts, llms.WithJSONMode())
+			p.params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONObject: &shared.ResponseFormatJSONObjectParam{}}
 		case SchemaPrompt:
 			instructions = llm.SchemaInstructions(req.SchemaName, req.Schema)
 		}
 	}
 	// Tool names may hold a '.', which the API rejects: they travel as
-	// wire names, and the reply's tool calls are named back (response).
+	// wire names, and the reply's tool calls are named back.
 	wire, err := llm.NewToolNames(req.Tools)
 	if err != nil {
 		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
 	}
-	p.call.names = wire
-	lcMsgs, err := toMessages(msgs, instructions, wire)
-	if err != nil {
+	p.names = wire
+	if p.params.Messages, err = toMessages(msgs, instructions, wire); err != nil {
 		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
 	}
-	p.msgs = lcMsgs
-
 	if req.Temperature != nil {
-		p.opts = append(p.opts, llms.WithTemperature(*req.Temperature))
-	} else {
-		// langchaingo always sends a temperature (0 when unset); drop it so
-		// the server's default applies.
-		p.call.dropTemperature = true
+		p.params.Temperature = param.NewOpt(*req.Temperature)
 	}
 	if req.MaxTokens > 0 {
-		p.opts = append(p.opts, llms.WithMaxTokens(req.MaxTokens))
 		if m.maxTokens {
-			p.opts = append(p.opts, lcopenai.WithLegacyMaxTokensField())
+			p.params.MaxTokens = param.NewOpt(int64(req.MaxTokens))
+		} else {
+			p.params.MaxCompletionTokens = param.NewOpt(int64(req.MaxTokens))
 		}
 	}
 	if len(req.Stop) > 0 {
-		p.opts = append(p.opts, llms.WithStopWords(req.Stop))
+		p.params.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: req.Stop}
 	}
-	if len(req.Tools) > 0 {
-		tools, names, err := lcbridge.Tools(req.Tools, wire)
-		if err != nil {
-			return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
-		}
-		p.opts = append(p.opts, llms.WithTools(tools))
-		p.names = names
-	}
-	choice, err := toolChoice(req.ToolChoice, p.names, wire)
+	tools, names, err := sdkwire.Tools(req.Tools, wire)
 	if err != nil {
 		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
 	}
-	if choice != nil {
-		p.opts = append(p.opts, llms.WithToolChoice(choice))
+	for _, t := range tools {
+		def := shared.FunctionDefinitionParam{Name: t.Name, Parameters: t.Parameters}
+		if t.Description != "" {
+			def.Description = param.NewOpt(t.Description)
+		}
+		p.params.Tools = append(p.params.Tools, openai.ChatCompletionFunctionTool(def))
 	}
-	if req.OnDelta != nil {
-		p.call.onDelta = req.OnDelta
-		p.call.stream = true
-		p.call.dropStreamOptions = m.noUsage
-		// Turns streaming on. Deltas come from the transport, which sees
-		// every field of every chunk; langchaingo's callback would pass
-		// tool-call JSON off as content.
-		p.opts = append(p.opts, llms.WithStreamingFunc(func(context.Context, []byte) error { return nil }))
+	if p.params.ToolChoice, err = toolChoice(req.ToolChoice, names, wire); err != nil {
+		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
+	}
+	if req.OnDelta != nil && !m.noUsage {
+		p.params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)}
+	}
+	if req.CachePrompt && m.cacheKey {
+		p.params.PromptCacheKey = param.NewOpt(cacheKey(m.model, msgs, req.Tools))
 	}
 	return p, nil
+}
+
+// cacheKey is the prompt_cache_key of a call marked llm.CachePrompt: a hash
+// of what stays the same across a run's calls — the model, the system
+// prompts, the tools and the first user turn (the task or question) — so
+// that the calls of one run reach the same cache, and other runs do not
+// crowd it.
+func cacheKey(model string, msgs []schemas.Message, tools []schemas.ToolDef) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00", model)
+	for _, t := range tools {
+		fmt.Fprintf(h, "tool %s\x00", t.Name)
+	}
+	for _, msg := range msgs {
+		if msg.Role == schemas.System {
+			fmt.Fprintf(h, "system %s\x00", msg.Content)
+		}
+	}
+	for _, msg := range msgs {
+		if msg.Role == schemas.User {
+			fmt.Fprintf(h, "user %s\x00", msg.Content)
+			break
+		}
+	}
+	return "deepgraph-" + hex.EncodeToString(h.Sum(nil)[:12])
 }
 
 // toMessages converts the conversation, naming tools by their wire names.
 // Images attached to tool results go into a user message after the run of
 // tool messages, since the tool role takes text only and tool results must
 // directly follow their call.
-func toMessages(msgs []schemas.Message, instructions string, wire llm.ToolNames) ([]llms.MessageContent, error) {
-	out := make([]llms.MessageContent, 0, len(msgs)+2)
+func toMessages(msgs []schemas.Message, instructions string, wire llm.ToolNames) ([]openai.ChatCompletionMessageParamUnion, error) {
+	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(msgs)+2)
 	if instructions != "" {
 		if msgs[0].Role == schemas.System {
 			first := msgs[0]
 			first.Content = strings.TrimRight(first.Content, "\n") + "\n\n" + instructions
 			msgs = append([]schemas.Message{first}, msgs[1:]...)
 		} else {
-			out = append(out, llms.TextParts(llms.ChatMessageTypeSystem, instructions))
+			out = append(out, openai.SystemMessage(instructions))
 		}
 	}
-	var pending []llms.ContentPart // images from tool results
+	var pending []openai.ChatCompletionContentPartUnionParam // images from tool results
 	flush := func() {
 		if len(pending) > 0 {
-			parts := append([]llms.ContentPart{llms.TextPart("Images returned by the tool calls above:")}, pending...)
-			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeHuman, Parts: parts})
+			parts := append([]openai.ChatCompletionContentPartUnionParam{openai.TextContentPart("Images returned by the tool calls above:")}, pending...)
+			out = append(out, openai.UserMessage(parts))
 			pending = nil
 		}
 	}
@@ -124,37 +146,34 @@ func toMessages(msgs []schemas.Message, instructions string, wire llm.ToolNames)
 		}
 		switch msg.Role {
 		case schemas.System:
-			out = append(out, llms.TextParts(llms.ChatMessageTypeSystem, msg.Content))
+			out = append(out, openai.SystemMessage(msg.Content))
 		case schemas.User:
-			var parts []llms.ContentPart
-			if msg.Content != "" || len(msg.Images) == 0 {
-				parts = append(parts, llms.TextPart(msg.Content))
+			if len(msg.Images) == 0 {
+				out = append(out, openai.UserMessage(msg.Content))
+				continue
 			}
-			parts = append(parts, imageParts(msg.Images)...)
-			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeHuman, Parts: parts})
+			var parts []openai.ChatCompletionContentPartUnionParam
+			if msg.Content != "" {
+				parts = append(parts, openai.TextContentPart(msg.Content))
+			}
+			out = append(out, openai.UserMessage(append(parts, imageParts(msg.Images)...)))
 		case schemas.Assistant:
-			var parts []llms.ContentPart
-			if msg.Content != "" || len(msg.ToolCalls) == 0 {
-				parts = append(parts, llms.TextPart(msg.Content))
-			}
+			a := openai.ChatCompletionAssistantMessageParam{Content: openai.ChatCompletionAssistantMessageParamContentUnion{OfString: param.NewOpt(msg.Content)}}
 			for _, tc := range msg.ToolCalls {
 				if tc.ID == "" || tc.Name == "" {
 					return nil, fmt.Errorf("message %d: a tool call needs an ID and a name", i)
 				}
-				parts = append(parts, llms.ToolCall{
-					ID:           tc.ID,
-					Type:         "function",
-					FunctionCall: &llms.FunctionCall{Name: wire.Wire(tc.Name), Arguments: argumentsText(tc.Arguments)},
-				})
+				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID:       tc.ID,
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: wire.Wire(tc.Name), Arguments: argumentsText(tc.Arguments)},
+				}})
 			}
-			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: parts})
+			out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
 		case schemas.Tool:
 			if msg.ToolCallID == "" {
 				return nil, fmt.Errorf("message %d: a tool result needs the ToolCallID of the call it answers", i)
 			}
-			out = append(out, llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
-				llms.ToolCallResponse{ToolCallID: msg.ToolCallID, Name: wire.Wire(msg.Name), Content: msg.Content},
-			}})
+			out = append(out, openai.ToolMessage(msg.Content, msg.ToolCallID))
 			pending = append(pending, imageParts(msg.Images)...)
 		default:
 			return nil, fmt.Errorf("message %d: unknown role %q", i, msg.Role)
@@ -164,20 +183,20 @@ func toMessages(msgs []schemas.Message, instructions string, wire llm.ToolNames)
 	return out, nil
 }
 
-func imageParts(images []schemas.Image) []llms.ContentPart {
-	parts := make([]llms.ContentPart, 0, len(images))
+func imageParts(images []schemas.Image) []openai.ChatCompletionContentPartUnionParam {
+	parts := make([]openai.ChatCompletionContentPartUnionParam, 0, len(images))
 	for _, img := range images {
-		parts = append(parts, llms.ImageURLContent{
+		parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{
 			URL: "data:" + img.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(img.Data),
-		})
+		}))
 	}
 	return parts
 }
 
 // argumentsText is a call's arguments as the API wants them back: a JSON
 // text, "{}" when empty. A JSON string holding non-JSON text (how replies with
-// malformed arguments are kept, see lcbridge.ToolCallArguments) is sent back as that
-// text.
+// malformed arguments are kept, see sdkwire.ToolCallArguments) is sent back as
+// that text.
 func argumentsText(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return "{}"
@@ -193,49 +212,40 @@ func argumentsText(raw json.RawMessage) string {
 // {"type":"function","function":{"name":…}} with the tool's wire name.
 // Without tools, auto and none are dropped (OpenAI rejects tool_choice
 // without tools) and the others fail.
-func toolChoice(c llm.ToolChoice, names map[string]bool, wire llm.ToolNames) (any, error) {
+func toolChoice(c llm.ToolChoice, names map[string]bool, wire llm.ToolNames) (openai.ChatCompletionToolChoiceOptionUnionParam, error) {
+	var none openai.ChatCompletionToolChoiceOptionUnionParam
 	switch c {
 	case "":
-		return nil, nil
+		return none, nil
 	case llm.ToolAuto, llm.ToolNone:
 		if len(names) == 0 {
-			return nil, nil
+			return none, nil
 		}
-		return string(c), nil
+		return openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: param.NewOpt(string(c))}, nil
 	case llm.ToolRequired:
 		if len(names) == 0 {
-			return nil, fmt.Errorf("tool choice %q needs tools", c)
+			return none, fmt.Errorf("tool choice %q needs tools", c)
 		}
-		return string(c), nil
+		return openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: param.NewOpt(string(c))}, nil
 	}
 	if !names[string(c)] {
-		return nil, fmt.Errorf("tool choice names %q, which is not among the offered tools", c)
+		return none, fmt.Errorf("tool choice names %q, which is not among the offered tools", c)
 	}
-	return llms.ToolChoice{Type: "function", Function: &llms.FunctionReference{Name: wire.Wire(string(c))}}, nil
+	return openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: wire.Wire(string(c))}), nil
 }
 
-// responseFormat builds the json_schema response_format with the full schema
-// (langchaingo's own schema type drops anyOf, min/max, formats, $defs, …).
-func responseFormat(name string, s *jsonschema.Schema) (json.RawMessage, error) {
+// responseFormat is the json_schema response_format with the full schema,
+// byte for byte, strict when the schema allows it.
+func responseFormat(name string, s *jsonschema.Schema) (*shared.ResponseFormatJSONSchemaParam, error) {
 	schema, err := json.Marshal(s)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the response schema: %w", err)
 	}
-	return json.Marshal(struct {
-		Type       string `json:"type"`
-		JSONSchema struct {
-			Name   string          `json:"name"`
-			Strict bool            `json:"strict"`
-			Schema json.RawMessage `json:"schema"`
-		} `json:"json_schema"`
-	}{
-		Type: "json_schema",
-		JSONSchema: struct {
-			Name   string          `json:"name"`
-			Strict bool            `json:"strict"`
-			Schema json.RawMessage `json:"schema"`
-		}{Name: llm.APIName(name), Strict: StrictCompatible(s), Schema: schema},
-	})
+	return &shared.ResponseFormatJSONSchemaParam{JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{
+		Name:   llm.APIName(name),
+		Strict: param.NewOpt(StrictCompatible(s)),
+		Schema: json.RawMessage(schema),
+	}}, nil
 }
 
 // StrictCompatible reports whether s meets OpenAI's strict structured-output

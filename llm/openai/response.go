@@ -2,68 +2,87 @@ package openai
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 
-	"github.com/tmc/langchaingo/llms"
-	lcopenai "github.com/tmc/langchaingo/llms/openai"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/respjson"
 
 	"github.com/deepgraph/deepgraph/llm"
-	"github.com/deepgraph/deepgraph/llm/internal/lcbridge"
-	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
+	"github.com/deepgraph/deepgraph/llm/internal/sdkwire"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
-// response builds the neutral reply from langchaingo's and the transport's
-// views of it.
-func (m *Model) response(c *call, r *llms.ContentResponse) (*llm.Response, error) {
-	if r == nil || len(r.Choices) == 0 || r.Choices[0] == nil {
-		return nil, &llm.APIError{Provider: m.provider, Message: "the reply has no choices", Err: wiretap.ErrMalformed}
+// complete sends a call without streaming and reads the reply.
+func (m *Model) complete(ctx context.Context, p prepared) (*llm.Response, error) {
+	r, err := m.client.Chat.Completions.New(ctx, p.params)
+	if err != nil {
+		return nil, err
 	}
-	ch := r.Choices[0]
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	if len(r.Choices) == 0 {
+		// A compatible server may answer a 200 with an error object.
+		if e := sdkwire.ParseError(json.RawMessage(r.JSON.ExtraFields["error"].Raw()), decodeError); e != nil {
+			return nil, e
+		}
+		return nil, &sdkwire.ReplyError{Msg: "the reply has no choices", Err: sdkwire.ErrMalformed}
+	}
+	msg := r.Choices[0].Message
 	out := &llm.Response{
-		Content:   ch.Content,
-		Reasoning: ch.ReasoningContent,
-		Model:     c.model,
-		Usage:     usage(ch.GenerationInfo),
+		Content:   msg.Content,
+		Reasoning: reasoning(msg.JSON.ExtraFields),
+		Model:     r.Model,
+		Usage:     usage(r.Usage),
 	}
-	finish := ch.StopReason
 	var calls []schemas.ToolCall
-	if c.spec.stream {
-		// Streams are assembled by the transport: langchaingo's streamed
-		// tool calls ignore the index, its finish reason is the last
-		// chunk's (which may be empty), and its scanner never sees lines
-		// over maxPassLine.
-		out.Content = c.stream.content.String()
-		out.Usage = c.stream.usage
-		out.Reasoning = c.stream.reasoning.String()
-		finish = c.stream.finish
-		calls = c.stream.toolCalls()
-	} else {
-		if out.Reasoning == "" {
-			out.Reasoning = c.reasoning
+	for _, tc := range msg.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
+			continue
 		}
-		for _, tc := range ch.ToolCalls {
-			if tc.FunctionCall == nil {
-				continue
-			}
-			calls = append(calls, schemas.ToolCall{ID: tc.ID, Name: tc.FunctionCall.Name, Arguments: lcbridge.ToolCallArguments(tc.FunctionCall.Arguments)})
-		}
+		calls = append(calls, schemas.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: arguments(tc.Function.Arguments, tc.Function.JSON.Arguments)})
 	}
-	for i := range calls {
-		if calls[i].ID == "" {
-			calls[i].ID = lcbridge.CallID("call_")
-		}
-		if calls[i].Name == "" {
-			return nil, &llm.APIError{Provider: m.provider, Message: fmt.Sprintf("tool call %d in the reply has no function name", i), Err: wiretap.ErrMalformed}
-		}
-		calls[i].Name = c.spec.names.Name(calls[i].Name)
+	if err := nameCalls(calls, p.names); err != nil {
+		return nil, err
 	}
 	out.ToolCalls = calls
-	out.FinishReason = finishReason(finish, len(calls) > 0)
+	out.FinishReason = finishReason(r.Choices[0].FinishReason, len(calls) > 0)
 	return out, nil
+}
+
+// nameCalls gives calls without an ID one, and each call its tool's name
+// (from its wire name).
+func nameCalls(calls []schemas.ToolCall, names llm.ToolNames) error {
+	for i := range calls {
+		if calls[i].ID == "" {
+			calls[i].ID = sdkwire.CallID("call_")
+		}
+		if calls[i].Name == "" {
+			return &sdkwire.ReplyError{Msg: fmt.Sprintf("tool call %d in the reply has no function name", i), Err: sdkwire.ErrMalformed}
+		}
+		calls[i].Name = names.Name(calls[i].Name)
+	}
+	return nil
+}
+
+// arguments is a tool call's arguments as the reply has them: the string
+// the API sends, or the JSON object some servers send instead.
+func arguments(text string, field respjson.Field) json.RawMessage {
+	if raw := field.Raw(); text == "" && len(raw) > 0 && raw[0] == '{' {
+		return sdkwire.ToolCallArguments(raw)
+	}
+	return sdkwire.ToolCallArguments(text)
+}
+
+// reasoning reads the thinking text compatible servers add to a message or
+// delta: reasoning_content (DeepSeek, vLLM) or reasoning (Ollama,
+// OpenRouter). The OpenAI API has neither.
+func reasoning(extra map[string]respjson.Field) string {
+	for _, key := range []string{"reasoning_content", "reasoning"} {
+		var s string
+		if f, ok := extra[key]; ok && json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
+			return s
+		}
+	}
+	return ""
 }
 
 // finishReason normalises OpenAI's finish_reason. Servers that report "stop"
@@ -85,40 +104,43 @@ func finishReason(s string, toolCalls bool) llm.FinishReason {
 	return llm.FinishOther
 }
 
-// usage reads langchaingo's GenerationInfo counters.
-func usage(info map[string]any) llm.Usage {
-	u := llm.Usage{
-		PromptTokens:     lcbridge.IntKey(info, "PromptTokens"),
-		CompletionTokens: lcbridge.IntKey(info, "CompletionTokens"),
-		TotalTokens:      lcbridge.IntKey(info, "TotalTokens"),
-		CachedTokens:     lcbridge.IntKey(info, "PromptCachedTokens"),
-		ReasoningTokens:  lcbridge.IntKey(info, "ReasoningTokens"),
+// usage converts the usage object: prompt_tokens counts cached input too,
+// prompt_tokens_details.cached_tokens is what was read from the prompt
+// cache and cache_write_tokens what was written to it.
+func usage(u openai.CompletionUsage) llm.Usage {
+	out := llm.Usage{
+		PromptTokens:     int(u.PromptTokens),
+		CompletionTokens: int(u.CompletionTokens),
+		TotalTokens:      int(u.TotalTokens),
+		CachedTokens:     int(u.PromptTokensDetails.CachedTokens),
+		CacheWriteTokens: int(u.PromptTokensDetails.CacheWriteTokens),
+		ReasoningTokens:  int(u.CompletionTokensDetails.ReasoningTokens),
 	}
-	if u.TotalTokens == 0 {
-		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	if out.TotalTokens == 0 {
+		out.TotalTokens = out.PromptTokens + out.CompletionTokens
 	}
-	return u
+	return out
 }
 
-// fail turns a failed call into the error Generate returns: the caller's
-// context error, or an *llm.APIError built from what the transport saw
-// (langchaingo reduces statuses to strings and hides network errors).
-func (m *Model) fail(ctx context.Context, c *call, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
+// decodeError reads an "error" object as OpenAI and compatible servers send
+// it: {"message", "type", "code"}; the message falls back to the type, and
+// a code in the HTTP error range is the status.
+func decodeError(raw json.RawMessage) (msg string, status int, ok bool) {
+	var o struct {
+		Message string          `json:"message"`
+		Type    string          `json:"type"`
+		Code    json.RawMessage `json:"code"`
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.Failure(err, m.source()); e != nil {
-		return e
+	if json.Unmarshal(raw, &o) != nil {
+		return "", 0, false
 	}
-	if errors.Is(err, lcopenai.ErrEmptyResponse) {
-		return &llm.APIError{Provider: m.provider, Message: "the reply has no choices", Err: wiretap.ErrMalformed}
+	msg = o.Message
+	if msg == "" {
+		msg = o.Type
 	}
-	return &llm.APIError{Provider: m.provider, Message: "malformed reply: " + wiretap.Clean(err.Error(), m.apiKey), Err: wiretap.ErrMalformed}
-}
-
-// source names the model and its key in errors.
-func (m *Model) source() wiretap.Source {
-	return wiretap.Source{Provider: m.provider, APIKey: m.apiKey, KeyEnv: m.keyEnv, EnvAPIKey: EnvAPIKey, Decode: decodeError}
+	var code int
+	if json.Unmarshal(o.Code, &code) == nil && code >= 400 && code <= 599 {
+		status = code
+	}
+	return msg, status, true
 }

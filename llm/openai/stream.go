@@ -1,26 +1,128 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"net/http"
 	"strings"
 
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
 	"github.com/deepgraph/deepgraph/llm"
-	"github.com/deepgraph/deepgraph/llm/internal/lcbridge"
-	"github.com/deepgraph/deepgraph/llm/internal/wiretap"
+	"github.com/deepgraph/deepgraph/llm/internal/sdkwire"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
-// streamState is what the transport assembles from a streamed reply.
+var errTruncated = fmt.Errorf("event stream ended before its end marker: %w", io.ErrUnexpectedEOF)
+
+// msgTruncated is the message of a stream that ended without its end marker.
+const msgTruncated = "the event stream ended before [DONE] or a finish_reason; the reply is incomplete"
+
+// stream sends a streamed call and assembles the reply from its chunks.
+//
+// It opens the stream as the SDK's NewStreaming does — the same request with
+// "stream": true, the raw response handed to ssestream — rather than calling
+// NewStreaming, for two things NewStreaming hides: the response's
+// Content-Type (a server that ignores the request for a stream answers with
+// JSON, which must fail rather than read as an empty stream), and whether the
+// stream ended with [DONE] (a stream that simply stops is cut off, not done).
+func (m *Model) stream(ctx context.Context, p prepared, onDelta func(llm.Delta)) (*llm.Response, error) {
+	var raw *http.Response
+	_, err := m.client.Chat.Completions.New(ctx, p.params, option.WithJSONSet("stream", true), option.WithResponseBodyInto(&raw))
+	if err != nil {
+		return nil, err
+	}
+	if !sdkwire.IsEventStream(raw) {
+		defer raw.Body.Close()
+		return nil, sdkwire.NotStream(raw, decodeError)
+	}
+	return readStream(ctx, raw, p.names, onDelta)
+}
+
+// readStream reads a streamed reply from raw, a 200 event stream, passing
+// deltas to onDelta (when set), and closes its body. A stream is complete
+// when it sent [DONE] or a finish_reason (some servers close without
+// [DONE]); one that stops before is cut off (llm.ErrStreamBroken).
+func readStream(ctx context.Context, raw *http.Response, names llm.ToolNames, onDelta func(llm.Delta)) (*llm.Response, error) {
+	dec := &doneDecoder{Decoder: ssestream.NewDecoder(raw)}
+	s := ssestream.NewStream[openai.ChatCompletionChunk](dec, nil)
+	defer s.Close()
+	st := streamState{byIndex: map[int64]*toolCallBuilder{}}
+	for s.Next() {
+		if d := st.add(s.Current()); onDelta != nil && (d.Content != "" || d.Reasoning != "") {
+			onDelta(d)
+		}
+	}
+	if err := s.Err(); err != nil {
+		var se *ssestream.StreamError
+		if errors.As(err, &se) {
+			var ev struct {
+				Error json.RawMessage `json:"error"`
+			}
+			_ = json.Unmarshal(se.Event.Data, &ev)
+			if e := sdkwire.StreamError(ev.Error, decodeError); e != nil {
+				return nil, e
+			}
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			return nil, &sdkwire.ReplyError{Msg: "the event stream carries a chunk that is not JSON: " + err.Error(), Err: sdkwire.ErrMalformed}
+		}
+		return nil, sdkwire.StreamEnded(err)
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if !dec.done && st.finish == "" {
+		return nil, sdkwire.Broken(msgTruncated, errTruncated)
+	}
+	calls := st.toolCalls()
+	if err := nameCalls(calls, names); err != nil {
+		return nil, err
+	}
+	return &llm.Response{
+		Content:      st.content.String(),
+		Reasoning:    st.reasoning.String(),
+		Model:        st.model,
+		Usage:        st.usage,
+		ToolCalls:    calls,
+		FinishReason: finishReason(st.finish, len(calls) > 0),
+	}, nil
+}
+
+// doneDecoder is the SDK's event decoder, noting whether the stream sent
+// its end marker, [DONE].
+type doneDecoder struct {
+	ssestream.Decoder
+	done bool
+}
+
+func (d *doneDecoder) Next() bool {
+	ok := d.Decoder.Next()
+	if ok && bytes.HasPrefix(d.Event().Data, []byte("[DONE]")) {
+		d.done = true
+	}
+	return ok
+}
+
+// streamState is a streamed reply as its chunks assemble it.
 type streamState struct {
-	done      bool // saw data: [DONE]
+	model     string
 	finish    string
 	content   strings.Builder
 	reasoning strings.Builder
 	usage     llm.Usage
 	calls     []*toolCallBuilder
-	byIndex   map[int]*toolCallBuilder
+	byIndex   map[int64]*toolCallBuilder
 }
 
 type toolCallBuilder struct {
@@ -28,87 +130,13 @@ type toolCallBuilder struct {
 	args     strings.Builder
 }
 
-// chunk is one streamed chat.completion.chunk, with the fields langchaingo
-// drops: tool-call indexes, "reasoning", the model, an error object.
-type chunk struct {
-	Model   string `json:"model"`
-	Choices []struct {
-		Index int `json:"index"`
-		Delta struct {
-			Content          string          `json:"content"`
-			ReasoningContent string          `json:"reasoning_content"`
-			Reasoning        string          `json:"reasoning"`
-			ToolCalls        []toolCallDelta `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *wireUsage      `json:"usage"`
-	Error json.RawMessage `json:"error"`
-}
-
-// wireUsage is the usage object of a reply or of the last stream chunk.
-type wireUsage struct {
-	PromptTokens        int `json:"prompt_tokens"`
-	CompletionTokens    int `json:"completion_tokens"`
-	TotalTokens         int `json:"total_tokens"`
-	PromptTokensDetails struct {
-		CachedTokens int `json:"cached_tokens"`
-	} `json:"prompt_tokens_details"`
-	CompletionTokensDetails struct {
-		ReasoningTokens int `json:"reasoning_tokens"`
-	} `json:"completion_tokens_details"`
-}
-
-func (u wireUsage) usage() llm.Usage {
-	out := llm.Usage{
-		PromptTokens:     u.PromptTokens,
-		CompletionTokens: u.CompletionTokens,
-		TotalTokens:      u.TotalTokens,
-		CachedTokens:     u.PromptTokensDetails.CachedTokens,
-		ReasoningTokens:  u.CompletionTokensDetails.ReasoningTokens,
-	}
-	if out.TotalTokens == 0 {
-		out.TotalTokens = out.PromptTokens + out.CompletionTokens
-	}
-	return out
-}
-
-type toolCallDelta struct {
-	Index    *int   `json:"index"`
-	ID       string `json:"id"`
-	Function struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	} `json:"function"`
-}
-
-// streamLine inspects one event-stream line (on the reader's goroutine).
-func (c *call) streamLine(line []byte) (bool, error) {
-	data, ok := wiretap.SSEData(line)
-	if !ok {
-		return true, nil
-	}
-	if string(data) == "[DONE]" {
-		c.mu.Lock()
-		c.stream.done = true
-		c.mu.Unlock()
-		return true, nil
-	}
-	var ch chunk
-	if json.Unmarshal(data, &ch) != nil {
-		return true, nil // like langchaingo: ignore data that is not JSON
-	}
-	c.mu.Lock()
-	if e := wiretap.StreamError(ch.Error, decodeError); e != nil {
-		c.ReplyErr = e
-		c.mu.Unlock()
-		return false, e
-	}
+// add takes one chunk in and returns its delta.
+func (s *streamState) add(ch openai.ChatCompletionChunk) llm.Delta {
 	if ch.Model != "" {
-		c.model = ch.Model
+		s.model = ch.Model
 	}
-	if ch.Usage != nil {
-		c.stream.usage = ch.Usage.usage()
+	if ch.JSON.Usage.Valid() {
+		s.usage = usage(ch.Usage)
 	}
 	var d llm.Delta
 	for _, choice := range ch.Choices {
@@ -116,74 +144,31 @@ func (c *call) streamLine(line []byte) (bool, error) {
 			continue
 		}
 		d.Content += choice.Delta.Content
-		r := choice.Delta.ReasoningContent
-		if r == "" {
-			r = choice.Delta.Reasoning
-		}
+		r := reasoning(choice.Delta.JSON.ExtraFields)
 		d.Reasoning += r
-		c.stream.content.WriteString(choice.Delta.Content)
-		c.stream.reasoning.WriteString(r)
+		s.content.WriteString(choice.Delta.Content)
+		s.reasoning.WriteString(r)
 		for _, tc := range choice.Delta.ToolCalls {
-			c.stream.addToolCall(tc)
+			s.addToolCall(tc)
 		}
-		if choice.FinishReason != nil && *choice.FinishReason != "" {
-			c.stream.finish = *choice.FinishReason
+		if choice.FinishReason != "" {
+			s.finish = choice.FinishReason
 		}
 	}
-	c.mu.Unlock()
-	if c.spec.onDelta != nil && (d.Content != "" || d.Reasoning != "") {
-		c.spec.onDelta(d)
-	}
-	return true, nil
-}
-
-// streamEnd decides how the stream ended. A stream is complete when it sent
-// [DONE], or a finish_reason (some servers close without [DONE]).
-func (c *call) streamEnd(readErr error) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case readErr != nil:
-		c.ReplyErr = wiretap.StreamEnded(readErr)
-	case c.stream.done || c.stream.finish != "":
-		return io.EOF
-	default:
-		c.ReplyErr = wiretap.Broken(msgTruncated, errTruncated)
-	}
-	return c.ReplyErr
-}
-
-// check catches what langchaingo reports as success although the reply is
-// not whole: when the context ends mid-stream its reader goroutine may quit
-// without passing the read error on, and the partial reply comes back
-// without an error.
-func (c *call) check(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ReplyErr != nil {
-		return c.ReplyErr
-	}
-	if c.spec.stream && !c.stream.done && c.stream.finish == "" {
-		c.ReplyErr = wiretap.Broken(msgTruncated, errTruncated)
-		return c.ReplyErr
-	}
-	return nil
+	return d
 }
 
 // addToolCall merges a streamed tool-call fragment, by index when the server
 // sends one (OpenAI does; fragments of parallel calls may interleave), else
 // by ID, else into the latest call.
-func (s *streamState) addToolCall(tc toolCallDelta) {
+func (s *streamState) addToolCall(tc openai.ChatCompletionChunkChoiceDeltaToolCall) {
 	var b *toolCallBuilder
 	switch {
-	case tc.Index != nil:
-		b = s.byIndex[*tc.Index]
+	case tc.JSON.Index.Valid():
+		b = s.byIndex[tc.Index]
 		if b == nil {
 			b = &toolCallBuilder{}
-			s.byIndex[*tc.Index] = b
+			s.byIndex[tc.Index] = b
 			s.calls = append(s.calls, b)
 		}
 	case len(s.calls) > 0 && (tc.ID == "" || tc.ID == s.calls[len(s.calls)-1].id):
@@ -198,18 +183,12 @@ func (s *streamState) addToolCall(tc toolCallDelta) {
 	if b.name == "" {
 		b.name = tc.Function.Name
 	}
-	args := tc.Function.Arguments
-	var text string
-	switch {
-	case len(args) == 0 || string(args) == "null":
-	case args[0] == '"':
-		if json.Unmarshal(args, &text) == nil {
-			b.args.WriteString(text)
-		}
-	default:
+	if raw := tc.Function.JSON.Arguments.Raw(); tc.Function.Arguments == "" && len(raw) > 0 && raw[0] == '{' {
 		// Some servers send the arguments as a JSON object, not a string.
-		b.args.Write(args)
+		b.args.WriteString(raw)
+		return
 	}
+	b.args.WriteString(tc.Function.Arguments)
 }
 
 func (s *streamState) toolCalls() []schemas.ToolCall {
@@ -218,7 +197,7 @@ func (s *streamState) toolCalls() []schemas.ToolCall {
 	}
 	out := make([]schemas.ToolCall, 0, len(s.calls))
 	for _, b := range s.calls {
-		out = append(out, schemas.ToolCall{ID: b.id, Name: b.name, Arguments: lcbridge.ToolCallArguments(b.args.String())})
+		out = append(out, schemas.ToolCall{ID: b.id, Name: b.name, Arguments: sdkwire.ToolCallArguments(b.args.String())})
 	}
 	return out
 }

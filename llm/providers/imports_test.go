@@ -13,22 +13,33 @@ const module = "github.com/deepgraph/deepgraph/"
 
 // TestEachProviderCompilesAlone checks, with `go list -deps`, that a
 // program importing one provider package compiles no other provider and
-// none of their SDKs, and that package research compiles no provider at
-// all: users import the providers they use, and only this package compiles
-// all of them.
+// none of their SDKs (openai-go, anthropic-sdk-go, langchaingo, Google's),
+// that the langchaingo adapter compiles none of them, that the providers
+// package — which opens the built-in providers — does not compile
+// langchaingo, and that package research compiles no provider at all:
+// users import the providers they use, and only this package compiles the
+// built-in ones.
 func TestEachProviderCompilesAlone(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("the go tool is not on PATH:", err)
 	}
-	sdks := []string{"google.golang.org/grpc", "google.golang.org/protobuf", "google.golang.org/genai", "cloud.google.com/go"}
+	const (
+		openaiSDK    = "github.com/openai/openai-go"
+		anthropicSDK = "github.com/anthropics/anthropic-sdk-go"
+		langchaingo  = "github.com/tmc/langchaingo"
+	)
+	google := []string{"google.golang.org/grpc", "google.golang.org/protobuf", "google.golang.org/genai", "cloud.google.com/go"}
 	tests := []struct {
 		pkg    string
 		banned []string // import path prefixes the package must not compile
 	}{
-		{"llm/gemini", append([]string{"github.com/tmc/langchaingo", module + "llm/openai", module + "llm/anthropic", module + "llm/providers"}, sdks...)},
-		{"llm/openai", append([]string{module + "llm/gemini", module + "llm/anthropic", "github.com/tmc/langchaingo/llms/anthropic", module + "llm/providers"}, sdks...)},
-		{"research", append([]string{"github.com/tmc/langchaingo", module + "llm/gemini", module + "llm/openai", module + "llm/anthropic", module + "llm/providers"}, sdks...)},
+		{"llm/gemini", append([]string{openaiSDK, anthropicSDK, langchaingo, module + "llm/openai", module + "llm/anthropic", module + "llm/providers"}, google...)},
+		{"llm/openai", append([]string{anthropicSDK, langchaingo, module + "llm/gemini", module + "llm/anthropic", module + "llm/providers"}, google...)},
+		{"llm/anthropic", append([]string{openaiSDK, langchaingo, module + "llm/gemini", module + "llm/openai", module + "llm/providers"}, google...)},
+		{"llm/langchaingo", []string{openaiSDK, anthropicSDK, module + "llm/gemini", module + "llm/openai", module + "llm/anthropic", module + "llm/providers"}},
+		{"llm/providers", []string{langchaingo}},
+		{"research", append([]string{openaiSDK, anthropicSDK, langchaingo, module + "llm/gemini", module + "llm/openai", module + "llm/anthropic", module + "llm/providers"}, google...)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.pkg, func(t *testing.T) {

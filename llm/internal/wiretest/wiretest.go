@@ -1,5 +1,5 @@
-// Package wiretest is test support for deepgraph's providers built on
-// langchaingo (llm/openai, llm/anthropic): a fake HTTP server that records
+// Package wiretest is test support for deepgraph's providers built on the
+// vendors' SDKs (llm/openai, llm/anthropic): a fake HTTP server that records
 // the JSON requests it receives and answers through a scripted handler, and
 // checks that are the same for every provider. Only tests import it.
 //
@@ -114,7 +114,7 @@ func Schema[T any](t testing.TB) *jsonschema.Schema {
 }
 
 // NoGoroutineRunning fails the test if a goroutine whose stack mentions
-// marker (e.g. "tmc/langchaingo") is still alive two seconds after the
+// marker (e.g. "openai-go") is still alive two seconds after the
 // call: every call must end the goroutines it started.
 func NoGoroutineRunning(t testing.TB, marker string) {
 	t.Helper()

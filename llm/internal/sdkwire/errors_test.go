@@ -1,4 +1,4 @@
-package wiretap
+package sdkwire
 
 import (
 	"encoding/json"

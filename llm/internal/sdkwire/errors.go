@@ -1,4 +1,4 @@
-package wiretap
+package sdkwire
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 // Errors a ReplyError wraps, for the conditions every provider shares.
 var (
 	// ErrMalformed is a reply that cannot be read: not JSON where JSON was
-	// due, too large, missing what every reply has.
+	// due, missing what every reply has.
 	ErrMalformed = errors.New("malformed reply")
 	// ErrStreamError is an error object inside a reply whose HTTP status
 	// was 200.
@@ -82,7 +82,7 @@ func Broken(msg string, cause error) *ReplyError {
 
 // StreamEnded is the ReplyError for an event stream whose reading stopped
 // with readErr before the final event: Broken, unless the reply itself was
-// at fault (readErr matches ErrMalformed, e.g. an over-long line).
+// at fault (readErr matches ErrMalformed).
 func StreamEnded(readErr error) *ReplyError {
 	msg := "the event stream broke off: " + readErr.Error()
 	if errors.Is(readErr, ErrMalformed) {
