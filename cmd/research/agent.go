@@ -73,9 +73,12 @@ func (c *cli) runAgent(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	task, err := c.question(args)
+	task, err := c.question(args, "no task: run research agent \"your task\" (or pipe it in)")
 	if err != nil {
-		return usageErr("no task: run research agent \"your task\" (or pipe it in)")
+		return err
+	}
+	if err := checkOut(c.out); err != nil {
+		return err
 	}
 	ctx := cmd.Context()
 	logger := c.logger()
@@ -152,11 +155,17 @@ func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.Age
 	}
 	if tr != nil {
 		c.console.line(runLine(st, tr))
+		c.runID = tr.Run.ID
 	}
 	c.console.start("thinking")
-	steps := &agentSteps{c: c.console, start: began}
+	steps := &agentSteps{c: c.console, start: began, meter: setup.Meter}
+	c.console.setStamp(steps.stamp)
 	if tr != nil {
-		steps.progress = func() { tr.Progress(ctx, tr.Run.Tokens, tr.Run.Calls) }
+		baseTokens, baseCalls := tr.Run.Tokens, tr.Run.Calls
+		steps.base = int(baseTokens)
+		steps.progress = func(spent llm.Tally) {
+			tr.Progress(ctx, baseTokens+int64(tokens(spent.Usage)), baseCalls+spent.Calls)
+		}
 	}
 	res, runErr := start(runCtx, steps.observe)
 	for res != nil && res.Waiting != nil && errors.Is(runErr, graph.ErrInterrupted) && c.canAsk() {
@@ -172,17 +181,23 @@ func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.Age
 	c.console.stop()
 	o := outcomeOf(ctx, runCtx, runErr)
 	o.timeout = cfg.Timeout
+	why := o.why(c, runErr)
+	if o.status == runstore.StatusDone && res != nil {
+		// An agent that gave up, ran out of steps or got stuck did not do
+		// its task: its run is kept as failed, with its best effort.
+		o.status, why = app.AgentOutcome(res, cfg.Agent.MaxSteps)
+	}
 	var doc []byte
 	if res != nil {
 		recordUsage(tr, res.Usage, map[string]string{llm.RoleAgent: setup.Spec}, cfg.Prices)
-		doc, _ = json.MarshalIndent(app.PricedAgentResultDoc(res, setup.Spec, cfg.Prices, o.docErr(c, runErr)), "", "  ")
+		doc, _ = json.MarshalIndent(app.PricedAgentResultDoc(tr.Ref(), res, setup.Spec, cfg.Prices, o.docErr(c, runErr)), "", "  ")
 	}
 	var usage llm.UsageByRole
 	if res != nil {
 		usage = res.Usage
 	}
 	app.MeterRun(ctx, telemetry.RunKindAgent, o.status, usage, map[string]string{llm.RoleAgent: setup.Spec}, cfg.Prices)
-	if err := tr.Finish(ctx, o.status, o.why(c, runErr), doc); err != nil {
+	if err := tr.Finish(ctx, o.status, why, doc); err != nil {
 		c.console.errorLine("warning: " + err.Error())
 	}
 	paused := o.status == runstore.StatusNeedsInput && res != nil && res.Waiting != nil
@@ -222,7 +237,7 @@ func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.Age
 	if err := c.writeAgentAnswer(cfg, res, doc); err != nil {
 		return err
 	}
-	return agentExit(cfg, res.Status)
+	return agentExit(res.Status, why)
 }
 
 func (c *cli) writeAgentAnswer(cfg *config.Config, res *nodes.AgentResult, doc []byte) error {
@@ -232,19 +247,21 @@ func (c *cli) writeAgentAnswer(cfg *config.Config, res *nodes.AgentResult, doc [
 	return c.output(strings.TrimRight(cleanText(res.Answer), "\n") + "\n")
 }
 
-// agentExit is the exit status of a finished agent run.
-func agentExit(cfg *config.Config, status nodes.AgentStatus) error {
+// agentExit is the exit status of a finished agent run with status, and
+// why it is not done (app.AgentOutcome).
+func agentExit(status nodes.AgentStatus, why string) error {
+	code := exitFailed
 	switch status {
 	case nodes.AgentSuccess, nodes.AgentAnswered:
 		return nil
 	case nodes.AgentFailure:
-		return &exitError{code: exitAgentFailed, err: errors.New("the agent could not complete the task (it ended with status failure); its explanation is above")}
+		code = exitAgentFailed
 	case nodes.AgentMaxSteps:
-		return &exitError{code: exitAgentLimit, err: fmt.Errorf("the agent reached its step limit (%d; raise it with --max-steps); the answer above is a best effort", cfg.Agent.MaxSteps)}
+		code = exitAgentLimit
 	case nodes.AgentStuck:
-		return &exitError{code: exitAgentStuck, err: errors.New("the agent was stuck repeating itself and stopped; try a more capable model or rephrase the task")}
+		code = exitAgentStuck
 	}
-	return &exitError{code: exitFailed, err: fmt.Errorf("the agent ended with status %q", status)}
+	return &exitError{code: code, err: errors.New(why)}
 }
 
 // showAgent prints a stored agent run's answer.
@@ -275,15 +292,28 @@ func (p *pausingAsker) Ask(ctx context.Context, question string) (string, error)
 	return p.inner.Ask(ctx, question)
 }
 
-// agentSteps shows the agent's steps on stderr.
+// agentSteps shows the agent's steps on stderr, each with the elapsed time
+// and the tokens spent so far:
+//
+//	[  1.2s    812 tok] Step 1: I will search for …
 type agentSteps struct {
 	c        *console
 	start    time.Time
-	progress func() // a step ended
+	meter    *llm.Meter      // the agent's model calls in this process
+	base     int             // tokens spent before this process (a resumed run)
+	progress func(llm.Tally) // a step ended: what this process spent so far
+	refused  bool            // the hint about refused pages was given
 }
 
-func (s *agentSteps) line(msg string) {
-	s.c.line(fmt.Sprintf("[%5.1fs] %s", time.Since(s.start).Seconds(), msg))
+func (s *agentSteps) line(msg string) { s.c.line(s.stamp() + msg) }
+
+// stamp is the start of a step's line: "[  1.2s    812 tok] ".
+func (s *agentSteps) stamp() string {
+	var spent llm.Tally
+	if s.meter != nil {
+		spent = s.meter.Total()
+	}
+	return fmt.Sprintf("[%5.1fs %6s tok] ", time.Since(s.start).Seconds(), compact(s.base+tokens(spent.Usage)))
 }
 
 func (s *agentSteps) observe(ev nodes.AgentEvent) {
@@ -295,8 +325,12 @@ func (s *agentSteps) observe(ev nodes.AgentEvent) {
 		s.c.setStatus(fmt.Sprintf("step %d: running tools", ev.Step))
 	case nodes.AgentEventAct:
 		s.c.setStatus("thinking")
+		if !s.refused && app.PageRefused(ev) {
+			s.refused = true
+			s.line("  hint: " + app.AllowPrivateHint)
+		}
 	}
-	if s.progress != nil {
-		s.progress()
+	if s.progress != nil && s.meter != nil {
+		s.progress(s.meter.Total())
 	}
 }

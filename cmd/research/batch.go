@@ -132,6 +132,9 @@ func (c *cli) runBatch(cmd *cobra.Command, file string, f batchFlags) error {
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return usageErr("--out %s: %v", f.out, errors.Unwrap(err))
 	}
+	if err := checkDir("--out "+f.out, f.out, false); err != nil {
+		return err
+	}
 	ctx := cmd.Context()
 	c.console.setQuiet(c.quiet)
 	c.console.start("connecting to Temporal")
@@ -238,7 +241,7 @@ type batchQuestion struct {
 // question gets tmpl's settings, its workflow ID and its file name.
 func parseQuestions(r io.Reader, tmpl temporalresearch.Request) (qs []batchQuestion, dups []int, err error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxStdinQuestion+1)
+	sc.Buffer(make([]byte, 0, 64<<10), maxQuestion+1)
 	seen := map[string]bool{}
 	line := 0
 	for sc.Scan() {
@@ -703,7 +706,7 @@ func (b *batch) write(q batchQuestion, out *temporalresearch.Outcome, runErr err
 		docErr = errors.New(b.redact(runErr.Error()))
 	}
 	rep := out.Report
-	doc, err := app.PricedResearchDocument(rep, out.Models, b.prices, docErr)
+	doc, err := app.PricedResearchDocument(app.RunRef{RunID: q.ID}, rep, out.Models, b.prices, docErr)
 	if err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ func TestParseQuestions(t *testing.T) {
 		assert.Equal(t, "1000-question-number-999", qs[999].Name)
 	})
 	t.Run("a line too long", func(t *testing.T) {
-		_, _, err := parseQuestions(strings.NewReader("ok?\n"+strings.Repeat("x", maxStdinQuestion+10)+"\n"), temporalresearch.Request{})
+		_, _, err := parseQuestions(strings.NewReader("ok?\n"+strings.Repeat("x", maxQuestion+10)+"\n"), temporalresearch.Request{})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "line 2 is longer than 64 KiB")
 	})

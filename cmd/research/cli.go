@@ -27,6 +27,7 @@ const (
 	exitAgentLimit  = 4   // research agent: the step limit was reached (best-effort answer)
 	exitAgentStuck  = 5   // research agent: the agent kept repeating itself
 	exitNeedsInput  = 6   // the run paused for an answer nobody could give here (resume it with --answer)
+	exitNoSources   = 7   // research: the run finished, but its answer cites no source
 	exitInterrupted = 130 // Ctrl-C (SIGINT) or SIGTERM
 )
 
@@ -70,12 +71,14 @@ type cli struct {
 	review     bool   // research: pause for a review of the queries
 	thread     string // research: ask a follow-up on this run's thread
 	traceFile  string // --trace: the run's spans as OTLP/JSON
+	runID      string // the stored run being driven, once there is one
 
 	temporal app.Temporal // --temporal and its settings: the run goes to Temporal
 
 	tel *export.Provider // tracing, when OTEL_* or --trace asks for it
 
 	console *console
+	lines   *lineHandler         // the warnings' handler, made on first use
 	asker   *tools.TerminalAsker // the terminal's one reader, made on first use
 }
 
@@ -146,12 +149,9 @@ interrupted (the report gathered so far is printed, marked incomplete).`,
 		// runs for all of them.
 		PersistentPreRunE: c.startTelemetry,
 	}
-	root.CompletionOptions.HiddenDefaultCmd = true
 	root.SetOut(c.stdout)
 	root.SetErr(c.stderr)
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return &exitError{code: exitUsage, err: fmt.Errorf("%w (see %s --help)", err, cmd.CommandPath())}
-	})
+	root.SetFlagErrorFunc(flagError)
 	pf := root.PersistentFlags()
 	pf.StringVar(&c.configFile, "config", "", "config file (default $DEEPGRAPH_CONFIG, else <user config dir>/deepgraph/config.yaml)")
 	pf.BoolVarP(&c.quiet, "quiet", "q", false, "print nothing on stderr but errors")
@@ -168,6 +168,10 @@ interrupted (the report gathered so far is printed, marked incomplete).`,
 	addTemporalFlags(root.Flags(), &c.temporal, "submit the run to the Temporal server at HOST:PORT: research workers there do the work (research worker); this shows its timeline and report, and Ctrl-C cancels it", true)
 
 	root.AddCommand(c.graphCmd(), c.configCmd(), c.versionCmd(), c.agentCmd(), c.runsCmd(), c.showCmd(), c.rmCmd(), c.resumeCmd(), c.serveCmd(), c.flowCmd(), c.mcpCmd(), c.workerCmd(), c.batchCmd())
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	c.setHelp(root)
+	questionArgs(root)
 	return root
 }
 
@@ -236,62 +240,47 @@ func (c *cli) loadConfig(cmd *cobra.Command) (*config.Config, error) {
 	return cfg, nil
 }
 
-// logger is the program's slog logger: warnings on stderr, debug records
-// with -v, nothing with -q.
+// logger is the program's slog logger: warnings on stderr, one readable
+// line each (lineHandler); every record in slog's text form with -v;
+// nothing with -q.
 func (c *cli) logger() *slog.Logger {
-	level := slog.LevelWarn
 	switch {
 	case c.verbose:
-		level = slog.LevelDebug
+		return slog.New(c.traced(slog.NewTextHandler(c.console, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	case c.quiet:
 		return slog.New(slog.DiscardHandler)
 	}
-	return slog.New(c.traced(slog.NewTextHandler(c.console, &slog.HandlerOptions{Level: level})))
+	if c.lines == nil {
+		c.lines = newLineHandler(c.console, slog.LevelWarn)
+	}
+	return slog.New(c.traced(c.lines))
 }
 
-// output opens where the report goes: --out FILE or stdout.
-func (c *cli) output(data string) error {
-	if c.out == "" {
-		_, err := io.WriteString(c.stdout, data)
-		return err
-	}
-	if err := os.WriteFile(c.out, []byte(data), 0o644); err != nil {
-		return fmt.Errorf("writing the report: %w", err)
-	}
-	return nil
-}
+// maxQuestion bounds a question (or task), given as arguments or piped in.
+const maxQuestion = 64 << 10
 
-// maxStdinQuestion bounds a question piped in.
-const maxStdinQuestion = 64 << 10
-
-// outputMarkdown writes a Markdown report (cleaned of control characters)
-// where the report goes: rendered for the terminal when that is stdout —
-// after a blank line that parts it from the timeline — and as written when
-// piped, sent to a file, or with NO_COLOR set.
-func (c *cli) outputMarkdown(md string) error {
-	md = strings.TrimRight(cleanText(md), "\n") + "\n"
-	if c.out == "" && c.stdoutTTY && !c.noColor {
-		md = "\n" + renderMarkdown(md)
-	}
-	return c.output(md)
-}
-
-// question is the question from the arguments, or from stdin when it is
-// piped in.
-func (c *cli) question(args []string) (string, error) {
+// question is the question (or task) from the arguments, or from stdin when
+// it is piped in; none is the error when there is none.
+func (c *cli) question(args []string, none string) (string, error) {
 	q := strings.TrimSpace(strings.Join(args, " "))
+	if len(q) > maxQuestion {
+		return "", usageErr("the question is %s, longer than the 64 KiB a question or task may be: shorten it, or put the material in a directory and research it with --corpus DIR", kib(len(q)))
+	}
 	if q == "" && !c.stdinTTY && c.stdin != nil {
-		b, err := io.ReadAll(io.LimitReader(c.stdin, maxStdinQuestion+1))
+		b, err := io.ReadAll(io.LimitReader(c.stdin, maxQuestion+1))
 		if err != nil {
 			return "", fmt.Errorf("reading the question from stdin: %w", err)
 		}
-		if len(b) > maxStdinQuestion {
-			return "", usageErr("the question on stdin is longer than 64 KiB: shorten it, or put the material in a directory and research it with --corpus DIR")
+		if len(b) > maxQuestion {
+			return "", usageErr("the question on stdin is longer than the 64 KiB a question or task may be: shorten it, or put the material in a directory and research it with --corpus DIR")
 		}
 		q = strings.TrimSpace(string(b))
 	}
 	if q == "" {
-		return "", usageErr("no question: run research \"your question\" (or pipe it in); research --help lists the options")
+		return "", usageErr("%s", none)
 	}
 	return q, nil
 }
+
+// kib writes a size in bytes as KiB: "100 KiB".
+func kib(n int) string { return fmt.Sprintf("%d KiB", (n+1023)/1024) }

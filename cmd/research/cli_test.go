@@ -83,10 +83,25 @@ func TestTimelineLines(t *testing.T) {
 `
 	assert.Equal(t, want, buf.String())
 
+	// The summary says the wall-clock time of the command (the report's
+	// own Timings measure its last stretch only, after a review).
+	usage := llm.UsageByRole{"query": {Calls: 2, Usage: llm.Usage{TotalTokens: 1500}}}
 	buf.Reset()
-	tl.summary(&research.Report{Sources: make([]citation.Source, 2), Dropped: 1, Timings: research.Timings{Total: 3 * time.Second},
-		Usage: llm.UsageByRole{"query": {Calls: 2, Usage: llm.Usage{TotalTokens: 1500}}}}, nil, "$0.0123")
-	assert.Equal(t, "Done in 3.0s · 1,500 tokens · 2 LLM calls · 2 sources cited · 1 citation dropped · $0.0123\n", buf.String())
+	tl.summary(&research.Report{Sources: make([]citation.Source, 2), Dropped: 1, Timings: research.Timings{Total: 300 * time.Millisecond},
+		Usage: usage}, nil, "$0.0123")
+	assert.Equal(t, "Done in 1.2s · 1,500 tokens · 2 LLM calls · 2 sources cited · 1 citation dropped · $0.0123\n", buf.String())
+
+	// Paused before its answer: the sources gathered so far, none cited.
+	buf.Reset()
+	tl.summary(&research.Report{Sources: make([]citation.Source, 9), Gathered: 9, Incomplete: true, Review: &research.ReviewRequest{},
+		Usage: usage}, graph.ErrInterrupted, "")
+	assert.Equal(t, "Paused for review in 1.2s · 1,500 tokens · 2 LLM calls · 9 sources gathered so far\n", buf.String())
+
+	// No source cited; a resumed run says when it began.
+	buf.Reset()
+	tl.began = start.Add(-10 * time.Minute)
+	tl.summary(&research.Report{Usage: usage}, nil, "")
+	assert.Equal(t, "Done in 1.2s · 1,500 tokens · 2 LLM calls · no source cited · 0 citations dropped · resumed (the run began 10m ago)\n", buf.String())
 }
 
 func TestConsoleSpinnerAndRedaction(t *testing.T) {
@@ -141,7 +156,7 @@ func TestJSONDocument(t *testing.T) {
 		Usage:   llm.UsageByRole{"query": {Calls: 1, Usage: llm.Usage{PromptTokens: 3, CompletionTokens: 2}}},
 		Timings: research.Timings{Total: 1500 * time.Microsecond, Steps: []research.StepTiming{{Node: "generate_query", Tasks: 1, Duration: time.Millisecond}}},
 	}
-	b, err := jsonDocument(rep, map[string]string{"query": "openai:x"}, errors.New("stopped"))
+	b, err := jsonDocument(app.RunRef{}, rep, map[string]string{"query": "openai:x"}, errors.New("stopped"))
 	require.NoError(t, err)
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(b, &doc))

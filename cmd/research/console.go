@@ -21,6 +21,7 @@ type console struct {
 	tty     bool
 	quiet   bool
 	secrets []string
+	stamp   func() string // the timeline's "[  1.2s  812 tok] " for log lines, while one runs
 
 	// spinner state (terminal only)
 	status  string
@@ -144,6 +145,25 @@ func (c *console) line(s string) {
 		return
 	}
 	c.writeLocked(s + "\n")
+}
+
+// setStamp makes stamp prefix the log lines (nil: none).
+func (c *console) setStamp(stamp func() string) {
+	c.mu.Lock()
+	c.stamp = stamp
+	c.mu.Unlock()
+}
+
+// stamped prints a log line, after the timeline's stamp while a run shows
+// one (nothing when quiet).
+func (c *console) stamped(s string) {
+	c.mu.Lock()
+	stamp := c.stamp
+	c.mu.Unlock()
+	if stamp != nil {
+		s = stamp() + s
+	}
+	c.line(s)
 }
 
 // plain prints text as it is (help and hints; also when quiet).

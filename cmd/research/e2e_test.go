@@ -467,11 +467,15 @@ func TestE2ENoResults(t *testing.T) {
 		return http.StatusOK, map[string]any{"query": q, "number_of_results": 0, "results": []any{}, "unresponsive_engines": []any{}}
 	})
 	res := run(t, env(t, vars), "--model", "openai:gpt-4.1-mini", "--loops", "1", "Does the glorbnax exist?")
-	require.Equal(t, 0, res.code, res)
+	// The answer is printed, but a run that cites no source says so and
+	// exits 7.
+	require.Equal(t, exitNoSources, res.code, res)
 	assert.Contains(t, res.stdout, "the search found nothing")
 	assert.NotContains(t, res.stdout, "## Sources")
 	assert.Contains(t, res.stderr, `Searched "raft leader election": 0 sources`)
-	assert.Contains(t, res.stderr, "0 sources cited")
+	assert.Contains(t, res.stderr, "Answer: no source cited, 0 citations dropped")
+	assert.Contains(t, res.stderr, "· no source cited ·")
+	assert.Contains(t, res.stderr, "research: the answer above cites no source: nothing was gathered")
 	var answerPrompt string
 	for _, r := range oa.all() {
 		var req openaiRequest

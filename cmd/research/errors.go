@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/deepgraph/deepgraph/graph"
@@ -26,12 +27,30 @@ func errorLines(err error, verbose bool) []string {
 	if errors.As(err, &ne) {
 		msg = fmt.Sprintf("%s failed: %v", ne.Node, ne.Err)
 	}
-	for _, l := range strings.Split(msg, "\n") {
+	for _, l := range strings.Split(userText(msg), "\n") {
 		if l = strings.TrimSpace(l); l != "" {
 			lines = append(lines, oneLine(l, 0))
 		}
 	}
 	return lines
+}
+
+// internalPrefix matches the names of this program's Go packages that its
+// errors start with ("runstore: no such run: …"): they mean nothing to the
+// person reading the message, which says what went wrong without them.
+// Names of providers and of what failed (gemini:, searxng:, search:,
+// mcp:) stay.
+var internalPrefix = regexp.MustCompile(`(^|: |\(|; )(?:runstore|graph|temporalgraph|temporalresearch|nodes|netguard|mcpserver|httpx|telemetry|sqlite|postgres|checkpoint|llm|tools|local|app|config|research): `)
+
+// userText drops internal package prefixes from an error message.
+func userText(msg string) string {
+	for {
+		out := internalPrefix.ReplaceAllString(msg, "$1")
+		if out == msg {
+			return out
+		}
+		msg = out
+	}
 }
 
 // hints suggests what to do about err.

@@ -71,9 +71,12 @@ func (c *cli) runFlow(cmd *cobra.Command, args []string, fo app.FlowOptions) err
 	if err != nil {
 		return err
 	}
-	task, err := c.question(args)
+	task, err := c.question(args, "no task: run research flow \"your task\" (or pipe it in)")
 	if err != nil {
-		return usageErr("no task: run research flow \"your task\" (or pipe it in)")
+		return err
+	}
+	if err := checkOut(c.out); err != nil {
+		return err
 	}
 	switch {
 	case fo.MaxPlanSteps < 1 || fo.MaxPlanSteps > 50:

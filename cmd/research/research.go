@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -34,8 +32,11 @@ func (c *cli) runResearch(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	question, err := c.question(args)
+	question, err := c.question(args, "no question: run research \"your question\" (or pipe it in); research --help lists the options")
 	if err != nil {
+		return err
+	}
+	if err := checkOut(c.out); err != nil {
 		return err
 	}
 	if c.temporal.Address != "" {
@@ -96,37 +97,6 @@ func (c *cli) runResearch(cmd *cobra.Command, args []string) error {
 	})
 }
 
-// mistypedCommand refuses a one-word question that looks like a misspelt
-// command ("research confg"): researching it would cost a paid run on a
-// word nobody meant to ask about.
-func mistypedCommand(cmd *cobra.Command, args []string) error {
-	if len(args) != 1 || !isWord(args[0]) {
-		return nil
-	}
-	// One edit away, or two for words of five letters or more ("agnet"),
-	// or the start of a command name ("serv"); "Rust" is not "runs".
-	cmd.SuggestionsMinimumDistance = 1
-	if utf8.RuneCountInString(args[0]) >= 5 {
-		cmd.SuggestionsMinimumDistance = 2
-	}
-	sug := cmd.SuggestionsFor(args[0])
-	if len(sug) == 0 {
-		return nil
-	}
-	return usageErr("%q is not a command: did you mean research %s? (to research the word itself, ask a question: research \"what is %s?\")",
-		args[0], strings.Join(sug, " or research "), args[0])
-}
-
-// isWord reports whether s is a single word of letters and hyphens.
-func isWord(s string) bool {
-	for _, r := range s {
-		if !unicode.IsLetter(r) && r != '-' {
-			return false
-		}
-	}
-	return s != ""
-}
-
 // driveResearch runs (or resumes) a research run with the timeline, asks
 // for reviews on the terminal, records the outcome in the store and prints
 // the report.
@@ -159,23 +129,28 @@ func (c *cli) driveResearch(ctx context.Context, cfg *config.Config, r *app.Rese
 				baseUsage = saved.Usage
 			}
 			baseKnown = err == nil
-			tl.base, baseCalls = int(tr.Run.Tokens), tr.Run.Calls
+			tl.setBase(int(tr.Run.Tokens))
+			baseCalls = tr.Run.Calls
+			tl.began = tr.Run.Started
 		}
 		tl.line(runLine(st, tr))
+		c.runID = tr.Run.ID
 	}
 	observe := research.Observe(func(a research.Activity) {
 		tl.observe(a)
 		if a.Usage != nil && tr != nil {
-			tot := tl.usage.Total()
+			spent, usage := tl.spent()
 			tr.Run.Cost = nil
 			if baseKnown {
-				tr.Run.Cost = app.CostUSD(baseUsage.Merge(tl.usage), r.Models.Specs(), cfg.Prices)
+				tr.Run.Cost = app.CostUSD(baseUsage.Merge(usage), r.Models.Specs(), cfg.Prices)
 			}
-			tr.Progress(ctx, int64(tl.base+tokens(tot.Usage)), baseCalls+tot.Calls)
+			tr.Progress(ctx, int64(spent), baseCalls+usage.Total().Calls)
 		}
 	})
 	rep, runErr := start(runCtx, observe)
+	reviewed := false
 	for rep != nil && rep.Review != nil && errors.Is(runErr, graph.ErrInterrupted) && c.canAsk() {
+		reviewed = true
 		ans, err := c.askReview(runCtx, rep.Review)
 		if err != nil {
 			if !errors.Is(err, errNoAnswer) {
@@ -191,10 +166,16 @@ func (c *cli) driveResearch(ctx context.Context, cfg *config.Config, r *app.Rese
 
 	var doc []byte
 	if rep != nil {
+		if reviewed {
+			// The report measured the last stretch only, after the
+			// review: the run took this command's time, the waits for
+			// the person included.
+			rep.Timings.Total = tl.now().Sub(tl.start)
+		}
 		recordUsage(tr, rep.Usage, r.Models.Specs(), cfg.Prices)
 		tl.summary(rep, runErr, app.CostText(rep.Usage, r.Models.Specs(), cfg.Prices))
 		var err error
-		if doc, err = app.PricedResearchDocument(rep, r.Models.Specs(), cfg.Prices, o.docErr(c, runErr)); err != nil {
+		if doc, err = app.PricedResearchDocument(tr.Ref(), rep, r.Models.Specs(), cfg.Prices, o.docErr(c, runErr)); err != nil {
 			return err
 		}
 	}
@@ -205,6 +186,13 @@ func (c *cli) driveResearch(ctx context.Context, cfg *config.Config, r *app.Rese
 	switch {
 	case o.status == runstore.StatusNeedsInput && rep != nil && rep.Review != nil:
 		c.pausedForReview(tr.Run.ID, rep.Review)
+		if cfg.Format == config.FormatJSON {
+			// For scripts: the run's id to resume it with, marked
+			// incomplete ("waits for an answer").
+			if err := c.output(string(doc) + "\n"); err != nil {
+				return err
+			}
+		}
 	case rep != nil && (runErr == nil || o.status == runstore.StatusInterrupted || rep.Answer != "" || cfg.Format == config.FormatJSON):
 		// A failed run's JSON document still goes out: incomplete, with
 		// its error, for the scripts that read it.
@@ -212,7 +200,23 @@ func (c *cli) driveResearch(ctx context.Context, cfg *config.Config, r *app.Rese
 			return err
 		}
 	}
-	return o.exit(runErr)
+	if err := o.exit(runErr); err != nil {
+		return err
+	}
+	return uncited(rep)
+}
+
+// uncited is the error of a finished run whose answer cites no source
+// (exit 7): nothing it gathered supports the answer printed above.
+func uncited(rep *research.Report) error {
+	if rep == nil || len(rep.Sources) > 0 || rep.Incomplete || rep.Review != nil {
+		return nil
+	}
+	why := "nothing was gathered (the searches found nothing, or the review stopped the research before any search)"
+	if rep.Gathered > 0 {
+		why = fmt.Sprintf("it cites none of the %s gathered", plural(rep.Gathered, "source", "sources"))
+	}
+	return &exitError{code: exitNoSources, err: fmt.Errorf("the answer above cites no source: %s; do not rely on it, or research again with other words or a wider --search", why)}
 }
 
 // outcome is how a run ended, for its record and the exit status.

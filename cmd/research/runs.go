@@ -349,7 +349,7 @@ func (c *cli) showResearch(ctx context.Context, cfg *config.Config, st *app.Stor
 	if err != nil {
 		return err
 	}
-	doc, err := jsonDocument(rep, set.Models, errors.New(orText(run.Error, string(run.Effective(time.Now(), runstore.Alive)))))
+	doc, err := jsonDocument(app.RunRef{RunID: run.ID, ThreadID: run.Thread}, rep, set.Models, errors.New(orText(run.Error, string(run.Effective(time.Now(), runstore.Alive)))))
 	if err != nil {
 		return err
 	}

@@ -234,7 +234,13 @@ func (c *cli) runTemporal(cmd *cobra.Command, cfg *config.Config, question strin
 	}
 	c.console.stop()
 	if runErr == nil {
-		return f.show(ctx, out, nil, nil, false)
+		if err := f.show(ctx, out, nil, nil, false); err != nil {
+			return err
+		}
+		if out != nil {
+			return uncited(out.Report)
+		}
+		return nil
 	}
 	out, _ = temporalresearch.OutcomeOf(runErr)
 	if temporalresearch.TimedOut(runErr) {
@@ -281,7 +287,7 @@ func (f *temporalFollow) show(ctx context.Context, out *temporalresearch.Outcome
 		f.tl.line("Models (on the workers): " + modelList(out.Models))
 	}
 	f.tl.summary(rep, runErr, app.CostText(rep.Usage, out.Models, cfg.Prices))
-	doc, err := app.PricedResearchDocument(rep, out.Models, cfg.Prices, docErr)
+	doc, err := app.PricedResearchDocument(app.RunRef{RunID: f.run.ID()}, rep, out.Models, cfg.Prices, docErr)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/deepgraph/deepgraph/internal/app"
@@ -25,13 +26,42 @@ import (
 type timeline struct {
 	c     *console
 	start time.Time
+	mu    sync.Mutex // usage and base, also read by log lines' stamps
 	usage llm.UsageByRole
-	base  int // tokens spent before this process (a resumed run)
+	base  int       // tokens spent before this process (a resumed run)
+	began time.Time // when a resumed run first started (zero for a new one)
 	now   func() time.Time
 }
 
+// newTimeline starts a timeline at start; the console's log lines carry its
+// stamp from now on.
 func newTimeline(c *console, start time.Time) *timeline {
-	return &timeline{c: c, start: start, now: time.Now}
+	t := &timeline{c: c, start: start, now: time.Now}
+	c.setStamp(t.stamp)
+	return t
+}
+
+// stamp is the start of a timeline line: "[  1.2s    812 tok] ".
+func (t *timeline) stamp() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tot := t.usage.Total()
+	return fmt.Sprintf("[%5.1fs %6s tok] ", t.now().Sub(t.start).Seconds(), compact(t.base+tokens(tot.Usage)))
+}
+
+// setBase records what a resumed run spent before this process.
+func (t *timeline) setBase(tokens int) {
+	t.mu.Lock()
+	t.base = tokens
+	t.mu.Unlock()
+}
+
+// spent is the tokens spent so far, the base included, and this process's
+// usage.
+func (t *timeline) spent() (int, llm.UsageByRole) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.base + tokens(t.usage.Total().Usage), t.usage
 }
 
 // header says which back end and models run.
@@ -81,13 +111,14 @@ func modelList(models map[string]string) string {
 }
 
 func (t *timeline) line(msg string) {
-	tot := t.usage.Total()
-	t.c.line(fmt.Sprintf("[%5.1fs %6s tok] %s", t.now().Sub(t.start).Seconds(), compact(t.base+tokens(tot.Usage)), msg))
+	t.c.line(t.stamp() + msg)
 }
 
 // observe is research.Observe's callback.
 func (t *timeline) observe(a research.Activity) {
+	t.mu.Lock()
 	t.usage = t.usage.Merge(a.Usage)
+	t.mu.Unlock()
 	switch a.Kind {
 	case research.ActivityGenerating:
 		t.c.setStatus("generating search queries")
@@ -105,37 +136,74 @@ func (t *timeline) observe(a research.Activity) {
 	}
 }
 
-// summary prints the final line: elapsed, tokens, calls, sources cited,
-// citations dropped, warnings, the cost (app.CostText; "" leaves it out); and, also when quiet, a warning when no
-// page could be read.
+// summary prints the final line: how the run ended and after how long
+// (the wall-clock time of this command, waits for a review included; and
+// for a resumed run, since when it began), tokens, calls, sources — cited,
+// or gathered for a run paused before its answer — citations dropped,
+// warnings, the cost (app.CostText; "" leaves it out); and, also when
+// quiet, a warning when no page could be read.
 func (t *timeline) summary(rep *research.Report, runErr error, cost string) {
 	tot := rep.Usage.Total()
-	state := "Done"
+	elapsed := fmt.Sprintf("%.1fs", t.now().Sub(t.start).Seconds())
+	spent := thousands(tokens(tot.Usage)) + " tokens"
+	if c := cachedText(tot.Usage); c != "" {
+		spent += " (" + c + ")"
+	}
+	parts := []string{"", spent, plural(tot.Calls, "LLM call", "LLM calls")}
 	switch {
 	case rep.Review != nil:
-		state = "Paused for review"
-	case rep.Incomplete || runErr != nil:
-		state = "Stopped (incomplete)"
-	}
-	msg := fmt.Sprintf("%s in %.1fs · %s tokens · %s · %s cited · %s dropped", state, rep.Timings.Total.Seconds(),
-		thousands(tokens(tot.Usage)), plural(tot.Calls, "LLM call", "LLM calls"),
-		plural(len(rep.Sources), "source", "sources"), plural(rep.Dropped, "citation", "citations"))
-	if c := cachedText(tot.Usage); c != "" {
-		msg = strings.Replace(msg, " tokens · ", " tokens ("+c+") · ", 1)
+		parts[0] = "Paused for review in " + elapsed
+		parts = append(parts, plural(rep.Gathered, "source", "sources")+" gathered so far")
+	default:
+		parts[0] = "Done in " + elapsed
+		if rep.Incomplete || runErr != nil {
+			parts[0] = "Stopped (incomplete) in " + elapsed
+		}
+		if len(rep.Sources) == 0 {
+			parts = append(parts, "no source cited")
+		} else {
+			parts = append(parts, plural(len(rep.Sources), "source", "sources")+" cited")
+		}
+		parts = append(parts, plural(rep.Dropped, "citation", "citations")+" dropped")
 	}
 	if n := len(rep.Warnings); n > 0 {
-		msg += " · " + plural(n, "warning", "warnings")
+		parts = append(parts, plural(n, "warning", "warnings"))
 	}
 	if cost != "" {
-		msg += " · " + cost
+		parts = append(parts, cost)
 	}
-	t.c.line(msg)
+	if !t.began.IsZero() {
+		parts = append(parts, "resumed (the run began "+ago(t.now().Sub(t.began))+")")
+	}
+	t.c.line(strings.Join(parts, " · "))
 	// An answer that rests on no page at all is said even with --quiet.
 	for _, w := range rep.Warnings {
 		if w.Kind == research.WarningSnippetsOnly {
-			t.c.errorLine("warning: " + oneLine(w.Message, 300))
+			msg := "warning: " + oneLine(w.Message, 300)
+			if refused(rep) {
+				msg += " (some were refused: " + app.AllowPrivateHint + ")"
+			}
+			t.c.errorLine(msg)
 		}
 	}
+}
+
+// refused reports whether the network guard refused pages of the run.
+func refused(rep *research.Report) bool {
+	return slices.ContainsFunc(rep.Warnings, func(w research.Warning) bool { return w.Kind == research.WarningPagesRefused })
+}
+
+// ago writes a duration roughly: "40s ago", "12m ago", "3h ago", "2d ago".
+func ago(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%.0fs ago", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%.0fm ago", d.Minutes())
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%.0fh ago", d.Hours())
+	}
+	return fmt.Sprintf("%.0fd ago", d.Hours()/24)
 }
 
 func tokens(u llm.Usage) int { return app.Tokens(u) }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/deepgraph/deepgraph/config"
 	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/internal/runstore"
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/nodes"
 	"github.com/deepgraph/deepgraph/research"
@@ -51,6 +52,10 @@ type AgentSetup struct {
 	// Spec is the agent's model spec, and Model the model.
 	Spec  string
 	Model llm.Model
+	// Meter counts the agent's model calls as they happen (role agent),
+	// for a running count of the tokens; the result's Usage is the run's
+	// own account of them.
+	Meter *llm.Meter
 	// Workspace is the directory the file and exec tools work in;
 	// TempWorkspace says it was created for this run (and is kept after it,
 	// so its files can be inspected).
@@ -109,8 +114,9 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 	if err := costLimit(cfg, map[string]string{llm.RoleAgent: spec}, limited); err != nil {
 		return nil, err
 	}
-	model = limited[llm.RoleAgent]
-	setup := &AgentSetup{Spec: spec, Model: model}
+	meter := new(llm.Meter)
+	model = llm.Metered(limited[llm.RoleAgent], meter, llm.RoleAgent)
+	setup := &AgentSetup{Spec: spec, Model: model, Meter: meter}
 	defer func() {
 		if err != nil {
 			setup.Close()
@@ -333,4 +339,23 @@ var ExecToolNames = []string{tools.PythonExecuteName, tools.BashName}
 // HasExec reports whether the collection can run code.
 func HasExec(c *tools.Collection) bool {
 	return slices.ContainsFunc(c.Names(), func(n string) bool { return slices.Contains(ExecToolNames, n) })
+}
+
+// AgentOutcome is the status a finished agent run is kept with, and why:
+// done when it did its task (terminate with success, or an answer without
+// tool calls); failed when it gave up, reached its step limit (maxSteps)
+// or was stuck repeating itself — its answer, if any, is then a best effort
+// and is kept with it.
+func AgentOutcome(res *nodes.AgentResult, maxSteps int) (runstore.Status, string) {
+	switch res.Status {
+	case nodes.AgentSuccess, nodes.AgentAnswered:
+		return runstore.StatusDone, ""
+	case nodes.AgentFailure:
+		return runstore.StatusFailed, "the agent gave up: it could not complete the task (its answer says why)"
+	case nodes.AgentMaxSteps:
+		return runstore.StatusFailed, fmt.Sprintf("the agent reached its step limit (%d; raise it with --max-steps): its answer is a best effort", maxSteps)
+	case nodes.AgentStuck:
+		return runstore.StatusFailed, "the agent was stuck repeating itself and stopped: try a more capable model or rephrase the task"
+	}
+	return runstore.StatusFailed, fmt.Sprintf("the agent ended with status %q", res.Status)
 }

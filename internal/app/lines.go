@@ -21,6 +21,9 @@ func ActivityLine(a research.Activity) string {
 	case research.ActivityGenerating:
 		return "Generating search queries"
 	case research.ActivityQueries:
+		if len(a.Queries) == 0 {
+			return "No queries to search: the answer is written from what was gathered"
+		}
 		return "Queries: " + QuoteList(a.Queries)
 	case research.ActivitySearched:
 		msg := fmt.Sprintf("Searched %s: %s", strconv.Quote(OneLine(a.Query, 80)), Plural(a.Sources, "source", "sources"))
@@ -37,12 +40,20 @@ func ActivityLine(a research.Activity) string {
 	case research.ActivityFinalizing:
 		return "Finalizing the answer"
 	case research.ActivityAnswered:
-		return fmt.Sprintf("Answer: %s cited, %s dropped", Plural(a.Cited, "source", "sources"), Plural(a.Dropped, "citation", "citations"))
+		cited := Plural(a.Cited, "source", "sources") + " cited"
+		if a.Cited == 0 {
+			cited = "no source cited"
+		}
+		return fmt.Sprintf("Answer: %s, %s dropped", cited, Plural(a.Dropped, "citation", "citations"))
 	case research.ActivityFailed:
 		return fmt.Sprintf("%s failed: %s", a.Node, OneLine(nodeErrPrefix.ReplaceAllString(a.Error, ""), 200))
 	case research.ActivityWarning:
 		if a.Warning != nil {
-			return "Warning: " + OneLine(a.Warning.Message, 300)
+			msg := "Warning: " + OneLine(a.Warning.Message, 300)
+			if a.Warning.Kind == research.WarningPagesRefused {
+				msg += " (" + AllowPrivateHint + ")"
+			}
+			return msg
 		}
 	case research.ActivityReview:
 		return "Waiting for a review of " + Plural(len(a.Queries), "query", "queries") + ": " + QuoteList(a.Queries)
@@ -115,4 +126,14 @@ func Plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return strconv.Itoa(n) + " " + many
+}
+
+// AllowPrivateHint says how to read the pages the network guard refuses.
+const AllowPrivateHint = "--allow-private-urls lets pages on private and loopback addresses be read"
+
+// PageRefused reports whether an agent step is a tool call whose page the
+// network guard refused to read (fetch_page's "cannot read URL: refused:
+// …"), for a hint to the user: the model is not told how to lift the guard.
+func PageRefused(ev nodes.AgentEvent) bool {
+	return ev.Kind == nodes.AgentEventAct && ev.Failed && strings.HasPrefix(ev.Output, "cannot read ") && strings.Contains(ev.Output, ": refused: ")
 }

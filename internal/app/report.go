@@ -21,7 +21,8 @@ const ReportSchema = "deepgraph.research.report/v2"
 // --format json prints, research show reads back and the server sends. The
 // README documents it field by field.
 type ReportDoc struct {
-	Schema   string `json:"schema"`
+	Schema string `json:"schema"`
+	RunRef
 	Question string `json:"question"`
 	// Answer is the answer in Markdown with numbered citations [n](url).
 	Answer string `json:"answer"`
@@ -78,6 +79,15 @@ func readDoc(data []byte, doc any, dropped *int) error {
 		*dropped = *old.Dropped
 	}
 	return nil
+}
+
+// RunRef names the run of a document, when it is kept: its id — the id
+// research show, resume and --thread take; on Temporal the workflow id —
+// and the thread its follow-up questions continue. Both are left out of
+// the JSON when empty (a run with --no-save).
+type RunRef struct {
+	RunID    string `json:"run_id,omitempty"`
+	ThreadID string `json:"thread_id,omitempty"`
 }
 
 // WarningDoc is a warning of a ReportDoc.
@@ -152,14 +162,14 @@ func MS(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // ResearchDoc builds the JSON document of rep, its cost at the built-in
 // prices; runErr, when not nil, is why the run stopped.
 func ResearchDoc(rep *research.Report, models map[string]string, runErr error) ReportDoc {
-	return PricedResearchDoc(rep, models, nil, runErr)
+	return PricedResearchDoc(RunRef{}, rep, models, nil, runErr)
 }
 
-// PricedResearchDoc is ResearchDoc with prices overriding the built-in
-// ones (config's prices key).
-func PricedResearchDoc(rep *research.Report, models map[string]string, prices llm.Prices, runErr error) ReportDoc {
+// PricedResearchDoc is ResearchDoc of the run named by run, with prices
+// overriding the built-in ones (config's prices key).
+func PricedResearchDoc(run RunRef, rep *research.Report, models map[string]string, prices llm.Prices, runErr error) ReportDoc {
 	doc := ReportDoc{
-		Schema: ReportSchema, Question: rep.Question, Answer: CleanText(rep.Answer), Markdown: CleanText(rep.Markdown()),
+		Schema: ReportSchema, RunRef: run, Question: rep.Question, Answer: CleanText(rep.Answer), Markdown: CleanText(rep.Markdown()),
 		Sources: []SourceDoc{}, SourcesGathered: rep.Gathered, DroppedCitations: rep.Dropped, Queries: rep.Queries, Loops: rep.Loops,
 		Backend: rep.Backend, Models: models, Usage: usageDocs(rep.Usage), UsageTotal: UsageOf(rep.Usage.Total()),
 		Cost:       CostOf(rep.Usage, models, prices),
@@ -193,13 +203,13 @@ func PricedResearchDoc(rep *research.Report, models map[string]string, prices ll
 
 // ResearchDocument renders rep as the indented JSON report.
 func ResearchDocument(rep *research.Report, models map[string]string, runErr error) ([]byte, error) {
-	return PricedResearchDocument(rep, models, nil, runErr)
+	return PricedResearchDocument(RunRef{}, rep, models, nil, runErr)
 }
 
-// PricedResearchDocument is ResearchDocument with prices overriding the
-// built-in ones.
-func PricedResearchDocument(rep *research.Report, models map[string]string, prices llm.Prices, runErr error) ([]byte, error) {
-	return json.MarshalIndent(PricedResearchDoc(rep, models, prices, runErr), "", "  ")
+// PricedResearchDocument is ResearchDocument of the run named by run, with
+// prices overriding the built-in ones.
+func PricedResearchDocument(run RunRef, rep *research.Report, models map[string]string, prices llm.Prices, runErr error) ([]byte, error) {
+	return json.MarshalIndent(PricedResearchDoc(run, rep, models, prices, runErr), "", "  ")
 }
 
 // AgentResultSchema names the JSON document of an agent run; v2 renamed
@@ -209,7 +219,8 @@ const AgentResultSchema = "deepgraph.agent.result/v2"
 // AgentDoc is the JSON document of an agent run (research agent --format
 // json, research show, the server).
 type AgentDoc struct {
-	Schema     string            `json:"schema"`
+	Schema string `json:"schema"`
+	RunRef
 	Task       string            `json:"task"`
 	Status     nodes.AgentStatus `json:"status"`
 	Answer     string            `json:"answer"`
@@ -246,13 +257,13 @@ func (d *AgentDoc) UnmarshalJSON(data []byte) error {
 // AgentResultDoc builds the JSON document of an agent run's result, its
 // cost at the built-in prices.
 func AgentResultDoc(res *nodes.AgentResult, spec string, runErr error) AgentDoc {
-	return PricedAgentResultDoc(res, spec, nil, runErr)
+	return PricedAgentResultDoc(RunRef{}, res, spec, nil, runErr)
 }
 
-// PricedAgentResultDoc is AgentResultDoc with prices overriding the
-// built-in ones.
-func PricedAgentResultDoc(res *nodes.AgentResult, spec string, prices llm.Prices, runErr error) AgentDoc {
-	doc := AgentDoc{Schema: AgentResultSchema, Task: res.Task, Status: res.Status, Answer: CleanText(res.Answer), BestEffort: res.BestEffort,
+// PricedAgentResultDoc is AgentResultDoc of the run named by run, with
+// prices overriding the built-in ones.
+func PricedAgentResultDoc(run RunRef, res *nodes.AgentResult, spec string, prices llm.Prices, runErr error) AgentDoc {
+	doc := AgentDoc{Schema: AgentResultSchema, RunRef: run, Task: res.Task, Status: res.Status, Answer: CleanText(res.Answer), BestEffort: res.BestEffort,
 		Steps: res.Steps, Model: spec, Usage: usageDocs(res.Usage), UsageTotal: UsageOf(res.Usage.Total()),
 		Sources: []SourceDoc{}, SourcesGathered: res.Gathered, DroppedCitations: res.Dropped, Partial: CleanText(res.Partial),
 		Cost: CostOf(res.Usage, map[string]string{llm.RoleAgent: spec}, prices)}

@@ -180,6 +180,15 @@ type Tracker struct {
 	Resumed bool
 }
 
+// Ref names the tracked run in its documents; empty for a nil Tracker (a
+// run not kept).
+func (t *Tracker) Ref() RunRef {
+	if t == nil || t.Run == nil {
+		return RunRef{}
+	}
+	return RunRef{RunID: t.Run.ID, ThreadID: t.Run.Thread}
+}
+
 // Begin records a new run as running in this process.
 func (s *Store) Begin(ctx context.Context, kind runstore.Kind, question, thread string, set Settings, logger *slog.Logger) (*Tracker, error) {
 	settings, err := json.Marshal(set)

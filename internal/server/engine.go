@@ -55,7 +55,11 @@ type AgentRun struct {
 	Workspace string
 	// Prices are as ResearchRun's.
 	Prices llm.Prices
-	Close  func()
+	// Meter counts the agent's model calls as they happen, for the tokens
+	// of its timeline (nil: the timeline's tokens stay at what the run had
+	// spent before).
+	Meter *llm.Meter
+	Close func()
 }
 
 // Choices are what a run may choose on this server, for GET /info.
@@ -241,5 +245,5 @@ func (e *configEngine) Agent(ctx context.Context, set app.Settings, cp graph.Che
 	if err != nil {
 		return nil, err
 	}
-	return &AgentRun{Agent: setup.Agent, Model: setup.Spec, Workspace: setup.Workspace, Prices: cfg.Prices, Close: setup.Close}, nil
+	return &AgentRun{Agent: setup.Agent, Model: setup.Spec, Workspace: setup.Workspace, Prices: cfg.Prices, Meter: setup.Meter, Close: setup.Close}, nil
 }

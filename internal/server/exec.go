@@ -222,7 +222,7 @@ func (q *queue) research(ctx context.Context, j *job, tr *app.Tracker, set app.S
 		waiting = &Interrupt{Kind: InterruptReview, Review: rep.Review}
 	}
 	q.conclude(ctx, j, tr, err, rep.Usage, app.CostUSD(rep.Usage, r.Models, r.Prices), waiting, func(docErr error) ([]byte, error) {
-		return app.PricedResearchDocument(rep, r.Models, r.Prices, docErr)
+		return app.PricedResearchDocument(tr.Ref(), rep, r.Models, r.Prices, docErr)
 	}, func(st runstore.Status) {
 		app.MeterRun(ctx, telemetry.RunKindResearch, st, rep.Usage, r.Models, r.Prices)
 	})
@@ -277,10 +277,19 @@ func (q *queue) agent(ctx context.Context, j *job, tr *app.Tracker, set app.Sett
 		set.Agent.Workspace = a.Workspace
 		q.saveSettings(ctx, tr, set)
 	}
-	tl := &timeline{log: j.log, start: time.Now()}
+	// The tokens and calls of the timeline and of the run's record: what
+	// the run had spent before this stretch, and what its model calls
+	// spend now (the meter).
+	tl := &timeline{log: j.log, start: time.Now(), base: int(run.Tokens)}
+	baseTokens, baseCalls := run.Tokens, run.Calls
 	observe := func(ev nodes.AgentEvent) {
+		var spent llm.Tally
+		if a.Meter != nil {
+			tl.usage = a.Meter.Snapshot()
+			spent = tl.usage.Total()
+		}
 		tl.activity(agentActivity(ev))
-		tr.Progress(ctx, tr.Run.Tokens, tr.Run.Calls)
+		tr.Progress(ctx, baseTokens+int64(app.Tokens(spent.Usage)), baseCalls+spent.Calls)
 	}
 	opts := []graph.RunOption{graph.Thread(run.Thread), graph.RunID(run.ID)}
 	var res *nodes.AgentResult
@@ -306,9 +315,20 @@ func (q *queue) agent(ctx context.Context, j *job, tr *app.Tracker, set app.Sett
 	if res.Waiting != nil {
 		waiting = &Interrupt{Kind: InterruptQuestion, Question: app.CleanText(res.Waiting.Question)}
 	}
+	if err == nil {
+		// An agent that gave up, ran out of steps or got stuck did not do
+		// its task: the run fails, its best effort in the document.
+		maxSteps := 0
+		if set.Agent != nil {
+			maxSteps = set.Agent.MaxSteps
+		}
+		if st, why := app.AgentOutcome(res, maxSteps); st == runstore.StatusFailed {
+			err = errors.New(why)
+		}
+	}
 	models := map[string]string{llm.RoleAgent: a.Model}
 	q.conclude(ctx, j, tr, err, res.Usage, app.CostUSD(res.Usage, models, a.Prices), waiting, func(docErr error) ([]byte, error) {
-		return json.MarshalIndent(app.PricedAgentResultDoc(res, a.Model, a.Prices, docErr), "", "  ")
+		return json.MarshalIndent(app.PricedAgentResultDoc(tr.Ref(), res, a.Model, a.Prices, docErr), "", "  ")
 	}, func(st runstore.Status) { app.MeterRun(ctx, telemetry.RunKindAgent, st, res.Usage, models, a.Prices) })
 }
 

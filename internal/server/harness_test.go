@@ -232,11 +232,12 @@ func (e *testEngine) Agent(_ context.Context, set app.Settings, cp graph.Checkpo
 	if err != nil {
 		return nil, err
 	}
-	a, err := nodes.NewAgent(nodes.AgentConfig{Model: e.agentScript, Tools: set2, MaxSteps: 5, Checkpointer: cp})
+	meter := new(llm.Meter)
+	a, err := nodes.NewAgent(nodes.AgentConfig{Model: llm.Metered(e.agentScript, meter, llm.RoleAgent), Tools: set2, MaxSteps: 5, Checkpointer: cp})
 	if err != nil {
 		return nil, err
 	}
-	return &AgentRun{Agent: a, Model: "fake:world", Workspace: "/nonexistent", Prices: e.prices}, nil
+	return &AgentRun{Agent: a, Model: "fake:world", Workspace: "/nonexistent", Prices: e.prices, Meter: meter}, nil
 }
 
 type noHuman struct{}
