@@ -133,8 +133,30 @@ func (c *cli) versionCmd() *cobra.Command {
 
 // versionString is "research v1.2.3 (commit abc1234, go1.26.8 linux/amd64)".
 func versionString() string {
-	v := version
-	var commit string
+	v, commit := buildVersion()
+	var details []string
+	if commit != "" {
+		details = append(details, "commit "+commit)
+	}
+	details = append(details, runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH)
+	return fmt.Sprintf("research %s (%s)", v, strings.Join(details, ", "))
+}
+
+// shortVersion is the version alone, as research serve reports it: "v1.2.3",
+// or "devel (commit abc1234)" for a build of a working copy.
+func shortVersion() string {
+	v, commit := buildVersion()
+	if v == "devel" && commit != "" {
+		v += " (commit " + commit + ")"
+	}
+	return v
+}
+
+// buildVersion is the release version (main.version, else the module
+// version from the build information, else "devel") and the commit the
+// binary was built from ("" when unknown; "+dirty" with local changes).
+func buildVersion() (v, commit string) {
+	v = version
 	var dirty bool
 	if info, ok := debug.ReadBuildInfo(); ok {
 		if v == "" && info.Main.Version != "" && info.Main.Version != "(devel)" {
@@ -152,16 +174,11 @@ func versionString() string {
 	if v == "" {
 		v = "devel"
 	}
-	var details []string
-	if commit != "" {
-		if len(commit) > 12 {
-			commit = commit[:12]
-		}
-		if dirty {
-			commit += "+dirty"
-		}
-		details = append(details, "commit "+commit)
+	if len(commit) > 12 {
+		commit = commit[:12]
 	}
-	details = append(details, runtime.Version()+" "+runtime.GOOS+"/"+runtime.GOARCH)
-	return fmt.Sprintf("research %s (%s)", v, strings.Join(details, ", "))
+	if commit != "" && dirty {
+		commit += "+dirty"
+	}
+	return v, commit
 }

@@ -77,7 +77,7 @@ func (c *cli) serve(cmd *cobra.Command, _ []string) error {
 	srv := server.New(st, server.NewEngine(cfg, pool, logger), server.Options{
 		Token: cfg.Serve.Token.Reveal(), CORSOrigins: cfg.Serve.CORSOrigins, MaxRunning: cfg.Serve.MaxRunning,
 		QueueSize: cfg.Serve.QueueSize, ResumeInterrupted: cfg.Serve.ResumeInterrupted, Loopback: server.IsLoopback(addr),
-		Version: versionString(), Redact: c.console.redact, Logger: logger,
+		Version: shortVersion(), Redact: c.console.redact, Logger: logger,
 		// Set up before every command (OTEL_*, --trace): requests and runs
 		// are traced, and the engine wraps each run's models and tools.
 		Telemetry: telemetry.From(ctx),

@@ -189,7 +189,8 @@ async function loadInfo() {
   if (Number(app.info.max_question) > 0) ui.question.maxLength = Number(app.info.max_question);
 
   const models = Array.isArray(app.info.models) ? app.info.models.map(str).filter(Boolean) : [];
-  ui.serverInfo.textContent = [app.info.version ? `v${str(app.info.version).replace(/^v/, '')}` : '', models.join(', ')].filter(Boolean).join(' · ');
+  // The version as the server gives it ("v1.2.3", "devel"), then the models.
+  ui.serverInfo.textContent = [str(app.info.version).trim(), models.join(', ')].filter(Boolean).join(' · ');
   ui.serverInfo.title = ui.serverInfo.textContent;
   syncKind();
 }
@@ -348,6 +349,7 @@ function resetView(thread) {
   app.thread = thread;
   app.views = [];
   app.primary = null;
+  parkCards(); // out of the run views about to go
   clear(ui.runs);
   hideInterrupt();
   setTitle(thread ? thread.title : '');
@@ -587,6 +589,30 @@ function setInterruptBusy(busy) {
   for (const b of [ui.reviewApprove, ui.reviewStop, ui.reviewAdd, ui.agentSend]) b.disabled = busy;
 }
 
+/**
+ * parkCards puts the review and question cards back in the page's main
+ * column (hidden), out of any run view: a view's DOM goes when another
+ * thread opens.
+ */
+function parkCards() {
+  ui.main.insertBefore(ui.review, ui.askForm);
+  ui.main.insertBefore(ui.agentQuestion, ui.askForm);
+}
+
+/**
+ * presentCard shows card (the review or the agent's question) in the run's
+ * view, right under its status, and brings it into view with the focus on
+ * first: a pause is a question to the reader, not something to find below
+ * the whole run.
+ */
+function presentCard(view, card, first) {
+  view.interruptSlot.append(card);
+  show(card);
+  const calm = matchMedia('(prefers-reduced-motion: reduce)').matches;
+  card.scrollIntoView({ block: 'nearest', behavior: calm ? 'auto' : 'smooth' });
+  first?.focus({ preventScroll: true });
+}
+
 function showInterrupt(view, intr) {
   const key = `${view.id}:${JSON.stringify(intr)}`;
   if (key === app.interruptKey) return; // already shown: keep the edits
@@ -595,7 +621,7 @@ function showInterrupt(view, intr) {
     show(ui.review, false);
     ui.agentText.textContent = str(intr.question) || 'The agent needs an answer to go on.';
     ui.agentAnswer.value = '';
-    show(ui.agentQuestion);
+    presentCard(view, ui.agentQuestion, ui.agentAnswer);
     return;
   }
   // A review of the proposed search queries.
@@ -611,7 +637,7 @@ function showInterrupt(view, intr) {
   clear(ui.reviewQueries);
   for (const q of app.reviewProposed) addReviewQuery(q);
   ui.reviewHint.textContent = '';
-  show(ui.review);
+  presentCard(view, ui.review, ui.reviewApprove);
 }
 
 function hideInterrupt() {

@@ -21,6 +21,12 @@ export function seconds(ms) {
   return `${m} min ${Math.round(s - m * 60)} s`;
 }
 
+/** usd writes US dollars as the CLI does: "$0.0123" below a dollar, "$12.34" above. */
+export function usd(v) {
+  const n = Number(v) || 0;
+  return n < 1 ? `$${n.toFixed(4)}` : `$${n.toFixed(2)}`;
+}
+
 /** plural writes a count with its noun: "1 source", "3 sources". */
 export function plural(n, one, many) {
   n = Number(n) || 0;

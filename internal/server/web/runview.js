@@ -9,7 +9,8 @@
 import { el, clear, show } from './dom.js';
 import { parse, renderMarkdown, safeHref, hostOf, withoutSourcesList } from './markdown.js';
 import { activityEntry } from './timeline.js';
-import { compact, thousands, seconds, plural } from './format.js';
+import { compact, thousands, seconds, plural, usd } from './format.js';
+import { reportMarkdown, reportJSON, fileName, copyText, download } from './report.js';
 
 const ACTIVE = new Set(['queued', 'running', 'needs-input']);
 const str = (v) => (typeof v === 'string' ? v : v === undefined || v === null ? '' : String(v));
@@ -29,6 +30,12 @@ const PRIMARY_IDS = {
   answer: 'answer',
   sources: 'sources',
   summary: 'run-summary',
+  actionsEl: 'report-actions',
+  copyBtn: 'report-copy',
+  mdBtn: 'report-download-md',
+  jsonBtn: 'report-download-json',
+  actionStatus: 'report-action-status',
+  interruptSlot: 'interrupt-slot',
   root: 'current-run',
 };
 
@@ -96,6 +103,20 @@ export class RunView {
     this.sources = el('ol', { class: 'sources' });
     this.sourcesSection = el('section', { class: 'sources-section', hidden: true }, el('h4', {}, 'Sources'), this.sources);
     this.summary = el('p', { class: 'run-summary', hidden: true });
+    // Where the review or the agent's question shows, right under the
+    // run's status: in view, not below the whole run.
+    this.interruptSlot = el('div', { class: 'interrupt-slot' });
+
+    // The report, to take away: copied as Markdown, downloaded as
+    // Markdown or JSON.
+    this.copyBtn = el('button', { type: 'button', class: 'button small secondary' }, 'Copy as Markdown');
+    this.mdBtn = el('button', { type: 'button', class: 'button small secondary' }, 'Download .md');
+    this.jsonBtn = el('button', { type: 'button', class: 'button small secondary' }, 'Download .json');
+    this.actionStatus = el('span', { class: 'action-status', role: 'status' });
+    this.actionsEl = el('div', { class: 'report-actions', hidden: true }, this.copyBtn, this.mdBtn, this.jsonBtn, this.actionStatus);
+    this.copyBtn.addEventListener('click', () => this.#copy());
+    this.mdBtn.addEventListener('click', () => this.#download('md'));
+    this.jsonBtn.addEventListener('click', () => this.#download('json'));
 
     this.root = el(
       'article',
@@ -109,11 +130,13 @@ export class RunView {
       ),
       this.activity,
       this.answerStatus,
+      this.interruptSlot,
       this.errorEl,
       this.noticeEl,
       this.answer,
       this.sourcesSection,
       this.summary,
+      this.actionsEl,
     );
   }
 
@@ -161,7 +184,9 @@ export class RunView {
     switch (type) {
       case 'status':
         this.setStatus(data.status);
-        if (data.error) this.showError(data.error);
+        // Only a failure is an error: a pause for an answer or a
+        // cancellation carries its reason too, and is no error.
+        if (data.status === 'failed' && data.error) this.showError(data.error);
         break;
       case 'token':
         if (data.restart) this.#restartStream(); // the stream broke off and is written again
@@ -271,6 +296,8 @@ export class RunView {
     show(this.sourcesSection, false);
     show(this.noticeEl, false);
     show(this.summary, false);
+    show(this.actionsEl, false);
+    this.actionStatus.textContent = '';
     this.streamNode = null;
     this.answerFinal = false;
     this.report = null;
@@ -307,6 +334,9 @@ export class RunView {
     // What kept the answer from being complete.
     const notes = [];
     if (report.incomplete) notes.push('This answer is incomplete: the run stopped before it finished, so it holds only what was gathered.');
+    if (!isAgent && !report.incomplete && sources.length === 0) {
+      notes.push('This answer cites no source: nothing the research gathered supports it, so do not rely on it.');
+    }
     if (isAgent) {
       const st = str(report.status);
       if (st && st !== 'success' && st !== 'answered') notes.push(`The agent stopped with status “${st}”.`);
@@ -318,8 +348,25 @@ export class RunView {
       show(this.noticeEl);
     }
     if (report.error) this.showError(report.error);
+    show(this.actionsEl, !this.historic || markdown.trim() !== '');
     this.#updateSummary();
     this.#updateAnswerStatus();
+  }
+
+  /** #copy copies the report as Markdown and says whether it worked. */
+  async #copy() {
+    const md = reportMarkdown(this.report);
+    if (!md) return;
+    const ok = await copyText(md);
+    this.actionStatus.textContent = ok ? 'Copied.' : 'Could not copy: select the answer and copy it by hand.';
+  }
+
+  /** #download saves the report as Markdown (ext "md") or JSON. */
+  #download(ext) {
+    if (!this.report) return;
+    const text = ext === 'md' ? reportMarkdown(this.report) : reportJSON(this.report);
+    download(fileName(this.kind, this.id, ext), ext === 'md' ? 'text/markdown;charset=utf-8' : 'application/json', text);
+    this.actionStatus.textContent = `Saved ${fileName(this.kind, this.id, ext)}.`;
   }
 
   #updateSummary() {
@@ -336,11 +383,15 @@ export class RunView {
     if (tokens !== undefined) parts.push(`${thousands(tokens)} tokens`);
     const calls = u.calls ?? this.run.llm_calls;
     if (calls !== undefined) parts.push(plural(calls, 'LLM call', 'LLM calls'));
-    const ms = rep.timings?.total_ms ?? this.run.duration_ms;
+    // The run's own duration, start to end (waits for a review included);
+    // the report's timings measure its last stretch only.
+    const ms = this.run.duration_ms ?? rep.timings?.total_ms;
     if (Number(ms) > 0) parts.push(seconds(ms));
+    const cost = costText(rep.cost, this.run.cost_usd, calls);
+    if (cost) parts.push(cost);
     if (!isAgent) {
       const n = Array.isArray(rep.sources) ? rep.sources.length : 0;
-      parts.push(`${plural(n, 'source', 'sources')} cited`);
+      parts.push(n ? `${plural(n, 'source', 'sources')} cited` : 'no source cited');
       // dropped_citations; citations_dropped in reports stored before v2.
       const dropped = rep.dropped_citations ?? rep.citations_dropped;
       if (Number(dropped)) parts.push(`${plural(dropped, 'citation', 'citations')} dropped`);
@@ -379,6 +430,20 @@ export class RunView {
     if (this.answerStatus.textContent !== text) this.answerStatus.textContent = text;
     show(this.answerStatus, !!text);
   }
+}
+
+/**
+ * costText is what a run's model calls cost: "$0.0123" (the report's cost,
+ * else the run's cost_usd), "$0.0100 + unknown" when some model's price is
+ * unknown, "cost unknown" when none is known; "" when nothing was called.
+ */
+export function costText(cost, runCost, calls) {
+  const c = cost && typeof cost === 'object' ? cost : null;
+  if (c && typeof c.total_usd === 'number') return usd(c.total_usd);
+  if (!c && typeof runCost === 'number') return usd(runCost);
+  if (!Number(calls)) return '';
+  if (c && Number(c.known_usd) > 0) return `${usd(c.known_usd)} + unknown`;
+  return 'cost unknown';
 }
 
 /** sourceItem builds one <li> of the Sources list. */

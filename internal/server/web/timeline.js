@@ -37,6 +37,7 @@ function render(a) {
       return { title: 'Generating search queries', tone: 'pending' };
     case 'queries': {
       const qs = list(a.queries);
+      if (!qs.length) return { title: 'No queries to search: the answer is written from what was gathered', tone: 'muted' };
       return { title: `Search queries (${qs.length})`, body: [queryChips(qs)] };
     }
     case 'searching':
@@ -67,12 +68,14 @@ function render(a) {
     }
     case 'finalizing':
       return { title: 'Writing the answer', tone: 'pending' };
-    case 'answered':
+    case 'answered': {
+      const cited = Number(a.cited) > 0;
       return {
-        title: 'Answered',
-        tone: 'ok',
-        body: [el('p', { class: 'tl-detail' }, `${plural(a.cited, 'source', 'sources')} cited, ${plural(a.dropped, 'citation', 'citations')} dropped`)],
+        title: cited ? 'Answered' : 'Answered without citing any source',
+        tone: cited ? 'ok' : 'warn',
+        body: [el('p', { class: 'tl-detail' }, `${cited ? `${plural(a.cited, 'source', 'sources')} cited` : 'no source cited'}, ${plural(a.dropped, 'citation', 'citations')} dropped`)],
       };
+    }
     case 'failed':
       return {
         title: `${str(a.node) || 'A step'} failed`,
