@@ -131,9 +131,16 @@ writes the report as above (--timeout bounds the run on the workers), and
 Ctrl-C cancels the run and prints what it had gathered. research batch
 runs a file of questions there.
 
-Exit status: 0 success, 1 the run failed, 2 configuration or usage error,
-6 paused for an answer (research resume ID --answer … continues), 130
-interrupted (the report gathered so far is printed, marked incomplete).`,
+A first argument that is one typo away from a command ("research agnet
+…", "research shwo ID") is refused before anything is paid for: research
+-- "…" researches the text as it is.
+
+Exit status (docs/cli.md): 0 success; 1 the run failed; 2 configuration or
+usage error; 3, 4, 5 research agent gave up, reached its step limit, got
+stuck; 6 paused for an answer (research resume ID --answer … continues); 7
+the answer cites no source (it is printed, but nothing gathered supports
+it); 130 interrupted (the report gathered so far is printed, marked
+incomplete).`,
 		Example: `  GEMINI_API_KEY=… research "Who won the Euro 2024 and who scored the most goals?"
   research --effort high --format json --out report.json "state of RISC-V laptops"
   SEARXNG_URL=http://localhost:8888 research -m ollama:qwen3:8b "…"

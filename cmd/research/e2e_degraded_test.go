@@ -19,7 +19,8 @@ func TestE2EEveryPageRefusedIsSaid(t *testing.T) {
 	require.Equal(t, 0, res.code, res)
 	assert.Equal(t, 0, webRec.count())
 	assert.Contains(t, res.stderr, `Warning: "raft leader election": 3 pages were refused by the network guard`)
-	assert.Contains(t, res.stderr, "research: warning: no page could be read: the answer is based on search snippets only")
+	assert.Contains(t, res.stderr, "(--allow-private-urls lets pages on private and loopback addresses be read)", "the refusal says how to lift it")
+	assert.Contains(t, res.stderr, "research: warning: no page could be read: the answer is based on search snippets only (some were refused: --allow-private-urls")
 	assert.Contains(t, res.stdout, "**Based on search snippets only.**")
 	timelineLines(t, res.stderr)
 

@@ -173,6 +173,9 @@ func TestE2EReviewWithoutATerminal(t *testing.T) {
 	res = run(t, envv, "resume", id, "--answer", "Euro 2024 Finale; Euro 2024 Spanien")
 	require.Equal(t, exitNeedsInput, res.code, res)
 	assert.Contains(t, res.stderr, `Queries: "Euro 2024 Finale" · "Euro 2024 Spanien"`)
+	// Paused before any answer: the sources gathered, none "cited".
+	assert.Regexp(t, `Paused for review in \S+ · [\d,]+ tokens · \d+ LLM calls · 4 sources gathered so far`, res.stderr)
+	assert.NotRegexp(t, `Paused for review.*cited`, res.stderr)
 	assert.Contains(t, res.stderr, "Reflection 1 found missing: Die Anzahl der Tore fehlt.")
 	assert.Equal(t, 1, callsWhere(g, searchedFor("Euro 2024 Finale")))
 	assert.Equal(t, 1, callsWhere(g, searchedFor("Euro 2024 Spanien")))

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -44,6 +46,9 @@ func TestE2EReviewOnATerminal(t *testing.T) {
 	p.waitCount(t, prompt, 1, 30*time.Second)
 	assert.Contains(t, p.stderr.String(), "1. Euro 2024 Sieger\n  2. Euro 2024 Torschützenkönig")
 	assert.Zero(t, callsWhere(g, func(r geminiRequest) bool { return r.grounded() }), "nothing searched before the review")
+	// The person reads the queries for a while: the run's time includes it.
+	const reading = 600 * time.Millisecond
+	time.Sleep(reading)
 	_, err := master.WriteString("Euro 2024 Finale; Euro 2024 Spanien\n")
 	require.NoError(t, err)
 
@@ -55,6 +60,13 @@ func TestE2EReviewOnATerminal(t *testing.T) {
 	res := p.wait(t, 30*time.Second)
 	require.Equal(t, 0, res.code, res)
 	assert.Contains(t, res.stdout, "Spanien gewann die Euro 2024")
+	// "Done in" is the command's time, the reviews included (it was the
+	// last stretch only: "Done in 0.0s").
+	m := regexp.MustCompile(`Done in (\d+\.\d)s · `).FindStringSubmatch(res.stderr)
+	require.NotNil(t, m, res.stderr)
+	took, err := strconv.ParseFloat(m[1], 64)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, took, reading.Seconds(), "the summary counts the time the person took")
 	assertCitations(t, res.stdout, g.uris())
 	assert.NotContains(t, res.stderr, "Paused:", "a run answered on the terminal never stops for research resume")
 	for q, n := range map[string]int{"Euro 2024 Finale": 1, "Euro 2024 Spanien": 1, "Euro 2024 Tore Anzahl": 1, "Euro 2024 Sieger": 0} {

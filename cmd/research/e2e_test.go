@@ -725,10 +725,21 @@ func TestE2EAgent(t *testing.T) {
 			step++
 			return oaReply{ToolCalls: []oaCall{{Name: "planning", Args: `{"command":"create","plan_id":"p` + itoa(step) + `","title":"Plan","steps":["a","b"]}`}}}
 		})
-		res := run(t, agentEnv(t, oa), "agent", "--model", "openai:gpt-4.1-mini", "--workspace", t.TempDir(), "--max-steps", "2", "plan forever")
+		envv := agentEnv(t, oa)
+		res := run(t, envv, "agent", "--model", "openai:gpt-4.1-mini", "--workspace", t.TempDir(), "--max-steps", "2", "plan forever")
 		require.Equal(t, 4, res.code, res)
 		assert.Equal(t, "Best effort: two plans were made.\n", res.stdout)
 		assert.Contains(t, res.stderr, "step limit (2; raise it with --max-steps)")
+		// Each step says what was spent so far (it said nothing).
+		assert.Regexp(t, `\[\s*\d+\.\ds\s+[1-9][\d.]*k? tok\] Step 2`, res.stderr)
+		// The run is kept as failed, with why: it did not do its task.
+		runs := run(t, envv, "runs", "--format", "json")
+		require.Equal(t, 0, runs.code, runs)
+		var list []struct{ Status, Error string }
+		require.NoError(t, json.Unmarshal([]byte(runs.stdout), &list))
+		require.Len(t, list, 1)
+		assert.Equal(t, "failed", list[0].Status, "a run stopped by its step limit is not done")
+		assert.Contains(t, list[0].Error, "step limit (2")
 	})
 	t.Run("stuck: exit 5", func(t *testing.T) {
 		view := oaCall{Name: "str_replace_editor", Args: `{"command":"view","path":"."}`}

@@ -11,10 +11,13 @@
 //	research --temporal localhost:7233 "…"              # submit one there and follow it
 //	research batch questions.txt --temporal localhost:7233 --out reports/
 //
-// Exit status: 0 success; 1 the run failed; 2 a configuration or usage error
-// (no model configured, a bad flag or config value); 130 interrupted with
-// Ctrl-C (the report gathered so far is printed, marked incomplete). research
-// agent adds 3 (the agent gave up), 4 (step limit reached) and 5 (stuck).
+// Exit status (one table in docs/cli.md): 0 success; 1 the run failed; 2 a
+// configuration or usage error (no model configured, a bad flag or config
+// value, a misspelt command, an output that cannot be written); research
+// agent adds 3 (the agent gave up), 4 (step limit reached) and 5 (stuck); 6
+// the run paused for an answer nobody could give here; 7 a research run
+// finished but its answer cites no source; 130 interrupted with Ctrl-C (the
+// report gathered so far is printed, marked incomplete).
 package main
 
 import (
