@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -231,3 +232,23 @@ func TestPausingAsker(t *testing.T) {
 type askerFunc func(ctx context.Context, q string) (string, error)
 
 func (f askerFunc) Ask(ctx context.Context, q string) (string, error) { return f(ctx, q) }
+
+// Log records are one readable line each: the message, the attributes in
+// brackets, the error last; internal package prefixes dropped, secrets
+// masked, the timeline's stamp first, a repeated line said once.
+func TestLineHandler(t *testing.T) {
+	var buf strings.Builder
+	c := newConsole(&buf, false)
+	c.secrets = []string{"tvly-secret-123"}
+	c.setStamp(func() string { return "[  1.0s    10 tok] " })
+	log := slog.New(newLineHandler(c, slog.LevelWarn))
+	log.Info("not shown")
+	log.Warn("search: provider failed, trying the next", "provider", "tavily", "next", "searxng",
+		"err", errors.New("tavily: HTTP 401 for key tvly-secret-123\nsecond line"))
+	log.Warn("search: provider failed, trying the next", "provider", "tavily", "next", "searxng",
+		"err", errors.New("tavily: HTTP 401 for key tvly-secret-123\nsecond line"))
+	log.With("server", "files").WithGroup("mcp").Error("runstore: could not record", "run", "k3f9", "trace_id", "abc")
+	assert.Equal(t, `[  1.0s    10 tok] Warning: search: provider failed, trying the next (provider: tavily, next: searxng): tavily: HTTP 401 for key [redacted] second line
+[  1.0s    10 tok] Error: could not record (server: files, mcp.run: k3f9)
+`, buf.String())
+}

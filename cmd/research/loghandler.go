@@ -86,13 +86,14 @@ func recordLine(level slog.Level, msg string, attrs []slog.Attr) string {
 	add = func(prefix string, a slog.Attr) {
 		v := a.Value.Resolve()
 		key := prefix + a.Key
+		name := key[strings.LastIndexByte(key, '.')+1:] // without its groups
 		switch {
 		case v.Kind() == slog.KindGroup:
 			for _, g := range v.Group() {
 				add(key+".", g)
 			}
-		case a.Key == "trace_id" || a.Key == "span_id" || a.Equal(slog.Attr{}):
-		case a.Key == "err" || a.Key == "error" || isError(v):
+		case name == "trace_id" || name == "span_id" || a.Equal(slog.Attr{}):
+		case name == "err" || name == "error" || isError(v):
 			errs = append(errs, oneLine(userText(v.String()), 300))
 		default:
 			details = append(details, key+": "+oneLine(userText(v.String()), 120))
