@@ -199,3 +199,24 @@ func TestE2EHelpFitsTheCommand(t *testing.T) {
 		assert.Contains(t, res.stdout, "research", "%s completion", shell)
 	}
 }
+
+// A page the agent may not read (a loopback address) tells the person how
+// to allow it — once — while the model is only told it was refused.
+func TestE2EAgentRefusedPageNamesTheFlag(t *testing.T) {
+	web, webRec := newFakeWeb(t)
+	fetch := oaCall{Name: "fetch_page", Args: `{"url":"` + web.URL + `/notes"}`}
+	oa := newFakeOpenAI(t, agentScript(
+		oaReply{ToolCalls: []oaCall{fetch}},
+		oaReply{ToolCalls: []oaCall{fetch}},
+		oaReply{ToolCalls: []oaCall{terminate("success", "The page could not be read.")}},
+	))
+	res := run(t, env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL()}),
+		"agent", "--model", "openai:gpt-4.1-mini", "--workspace", t.TempDir(), "--tools", "fetch_page,terminate", "read my notes")
+	require.Equal(t, 0, res.code, res)
+	assert.Zero(t, webRec.count(), "the page was not read")
+	assert.Contains(t, res.stderr, "✗ fetch_page")
+	assert.Equal(t, 1, strings.Count(res.stderr, "hint: --allow-private-urls lets pages on private and loopback addresses be read"), res.stderr)
+	for _, r := range oa.all() {
+		assert.NotContains(t, string(r.Body), "allow-private-urls", "the model is not told how to lift the guard")
+	}
+}

@@ -132,8 +132,10 @@ func Plural(n int, one, many string) string {
 const AllowPrivateHint = "--allow-private-urls lets pages on private and loopback addresses be read"
 
 // PageRefused reports whether an agent step is a tool call whose page the
-// network guard refused to read (fetch_page's "cannot read URL: refused:
-// …"), for a hint to the user: the model is not told how to lift the guard.
+// network guard refused to read (fetch_page's "Error: cannot read URL:
+// refused: …"), for a hint to the user: the model is not told how to lift
+// the guard.
 func PageRefused(ev nodes.AgentEvent) bool {
-	return ev.Kind == nodes.AgentEventAct && ev.Failed && strings.HasPrefix(ev.Output, "cannot read ") && strings.Contains(ev.Output, ": refused: ")
+	out := strings.TrimPrefix(ev.Output, "Error: ")
+	return ev.Kind == nodes.AgentEventAct && ev.Failed && strings.HasPrefix(out, "cannot read ") && strings.Contains(out, ": refused: ")
 }
