@@ -32,8 +32,8 @@ func TestBrowserTruth(t *testing.T) {
 	eng := newEngine(world{callDelay: 20 * time.Millisecond, queries: 2})
 	eng.prices = worldPrices
 	eng.agentScript = fake.New(
-		fake.ToolCalls(fake.ToolCall("no_such_tool", map[string]string{})).WithTokens(1000, 100),
-		fake.ToolCalls(fake.ToolCall("terminate", map[string]string{"status": "success", "answer": "Done."})).WithTokens(2000, 100),
+		fake.ToolCalls(fake.ToolCall("ask_human", map[string]string{"question": "Which year?"})).WithTokens(1000, 100),
+		fake.ToolCalls(fake.ToolCall("terminate", map[string]string{"status": "success", "answer": "Done."})).WithTokens(2000, 100).When(fake.AnyContains("2024")),
 	)
 	ts := startTestServer(t, filepath.Join(t.TempDir(), "runs.db"), eng)
 	b := startBrowser(t, chromium)
@@ -131,13 +131,20 @@ func TestBrowserTruth(t *testing.T) {
 	assert.Equal(t, "research-"+runID+".md", files[1].Name)
 	assert.Equal(t, strings.TrimSpace(doc.Markdown)+"\n", files[1].Text)
 
-	// An agent run: its steps count the tokens they spent.
+	// An agent run that asks a question: the question is a card in its
+	// view, in focus; its steps count the tokens they spent.
 	require.NoError(t, chromedp.Do(ctx,
 		chromedp.Click(chromedp.ID("new-thread")),
 		chromedp.Click(chromedp.ID("kind-agent")),
 		chromedp.SendKeys(chromedp.ID("question"), "Finish the task"),
 		chromedp.Click(chromedp.ID("ask")),
 	))
+	pollJS(t, ctx, `document.body.dataset.state === 'needs-input' && !document.getElementById('agent-question').hidden`)
+	assert.True(t, evalJS[bool](t, ctx, `document.getElementById('agent-question').closest('article.run') === document.getElementById('current-run') &&
+		document.activeElement === document.getElementById('agent-answer') && document.getElementById('error-box').hidden`),
+		"the agent's question is in the run's view, in focus, and no error")
+	assert.Equal(t, "Which year?", evalJS[string](t, ctx, `document.getElementById('agent-question-text').textContent`))
+	require.NoError(t, chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("agent-answer"), "2024\n")))
 	pollJS(t, ctx, `document.body.dataset.state === 'done' && document.querySelector('#timeline li[data-kind="agent_done"]')`)
 	tokens := evalJS[[]string](t, ctx, `[...document.querySelectorAll('#timeline > li')].map((li) => li.dataset.kind + ' ' + li.querySelector('.tl-tokens').textContent)`)
 	assert.Equal(t, []string{"agent_think 1.1k tok", "agent_act 1.1k tok", "agent_think 3.2k tok", "agent_act 3.2k tok", "agent_done 3.2k tok"}, tokens)

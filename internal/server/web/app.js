@@ -6,6 +6,8 @@
 //   api.js       JSON calls, the bearer token, API errors
 //   sse.js       the event-stream client (fetch + reader, reconnects)
 //   runview.js   one run's view (timeline, answer, sources, status)
+//   interrupt.js the review and agent-question cards, in the run's view
+//   report.js    a report copied or downloaded
 //   timeline.js  one timeline entry per activity event
 //   markdown.js  the safe Markdown parser and DOM builder
 //   dom.js       DOM helpers (createElement + text only)
@@ -18,6 +20,7 @@
 import { api, auth, authHeaders, errorFrom, paths } from './api.js';
 import { streamRun, sleep, backoff } from './sse.js';
 import { RunView, isActive } from './runview.js';
+import { InterruptCards } from './interrupt.js';
 import { $, el, clear, show, truncate, oneLine } from './dom.js';
 import { relativeTime, absoluteTime, plural } from './format.js';
 
@@ -54,20 +57,6 @@ const ui = {
   threadTitle: $('thread-title'),
   welcome: $('welcome'),
   runs: $('runs'),
-  review: $('review'),
-  reviewForm: $('review-form'),
-  reviewContext: $('review-context'),
-  reviewGap: $('review-gap'),
-  reviewQueries: $('review-queries'),
-  reviewAdd: $('review-add'),
-  reviewHint: $('review-hint'),
-  reviewApprove: $('review-approve'),
-  reviewStop: $('review-stop'),
-  agentQuestion: $('agent-question'),
-  agentForm: $('agent-answer-form'),
-  agentText: $('agent-question-text'),
-  agentAnswer: $('agent-answer'),
-  agentSend: $('agent-answer-send'),
   askForm: $('ask-form'),
   question: $('question'),
   effort: $('effort'),
@@ -91,9 +80,6 @@ const app = {
   threadsNext: null,
   threadsToken: 0,
   submitting: false,
-  interruptKey: '', // the interrupt the review/question form shows
-  reviewProposed: [],
-  reviewSeq: 0,
 };
 
 // The callbacks each RunView uses.
@@ -105,6 +91,9 @@ const actions = {
     if (view === app.primary) syncPrimary();
   },
 };
+
+// The review and the agent's question: their answers resume the open run.
+const cards = new InterruptCards({ onAnswer: (body) => app.primary && resumeRun(app.primary, body), home: ui.askForm });
 
 // ---------------------------------------------------------------------------
 // Errors and the access token
@@ -349,9 +338,9 @@ function resetView(thread) {
   app.thread = thread;
   app.views = [];
   app.primary = null;
-  parkCards(); // out of the run views about to go
+  cards.park(); // out of the run views about to go
   clear(ui.runs);
-  hideInterrupt();
+  cards.hide();
   setTitle(thread ? thread.title : '');
   show(ui.welcome, true);
   setHash(thread ? thread.thread_id : '');
@@ -545,8 +534,8 @@ const PAGE_STATE = { queued: 'running', running: 'running', 'needs-input': 'need
 function syncPrimary() {
   const view = app.primary;
   ui.body.dataset.state = (view && PAGE_STATE[view.status]) || 'idle';
-  if (view && view.status === 'needs-input' && view.interrupt) showInterrupt(view, view.interrupt);
-  else hideInterrupt();
+  if (view && view.status === 'needs-input' && view.interrupt) cards.show(view, view.interrupt);
+  else cards.hide();
   updateAskHint();
 }
 
@@ -565,7 +554,7 @@ async function cancelRun(view) {
 
 /** resumeRun posts an answer (or {} for an interrupted run) and follows on. */
 async function resumeRun(view, body) {
-  setInterruptBusy(true);
+  cards.busy(true);
   view.resumeBtn.disabled = true;
   try {
     const run = await api('POST', paths.resume(view.run.thread_id, view.id), body);
@@ -573,135 +562,17 @@ async function resumeRun(view, body) {
     view.interrupt = null;
     // The answer is taken: never show the same question again.
     view.applyRun({ ...run, status: run?.status === 'needs-input' || !run?.status ? 'queued' : run.status, interrupt: undefined }, { report: false });
-    hideInterrupt();
+    cards.hide();
     view.reopen = true;
     if (!view.following) follow(view);
     loadThreads(true);
   } catch (err) {
     showError(err);
   } finally {
-    setInterruptBusy(false);
+    cards.busy(false);
     view.resumeBtn.disabled = false;
   }
 }
-
-function setInterruptBusy(busy) {
-  for (const b of [ui.reviewApprove, ui.reviewStop, ui.reviewAdd, ui.agentSend]) b.disabled = busy;
-}
-
-/**
- * parkCards puts the review and question cards back in the page's main
- * column (hidden), out of any run view: a view's DOM goes when another
- * thread opens.
- */
-function parkCards() {
-  ui.main.insertBefore(ui.review, ui.askForm);
-  ui.main.insertBefore(ui.agentQuestion, ui.askForm);
-}
-
-/**
- * presentCard shows card (the review or the agent's question) in the run's
- * view, right under its status, and brings it into view with the focus on
- * first: a pause is a question to the reader, not something to find below
- * the whole run.
- */
-function presentCard(view, card, first) {
-  view.interruptSlot.append(card);
-  show(card);
-  const calm = matchMedia('(prefers-reduced-motion: reduce)').matches;
-  card.scrollIntoView({ block: 'nearest', behavior: calm ? 'auto' : 'smooth' });
-  first?.focus({ preventScroll: true });
-}
-
-function showInterrupt(view, intr) {
-  const key = `${view.id}:${JSON.stringify(intr)}`;
-  if (key === app.interruptKey) return; // already shown: keep the edits
-  app.interruptKey = key;
-  if (intr.kind === 'question') {
-    show(ui.review, false);
-    ui.agentText.textContent = str(intr.question) || 'The agent needs an answer to go on.';
-    ui.agentAnswer.value = '';
-    presentCard(view, ui.agentQuestion, ui.agentAnswer);
-    return;
-  }
-  // A review of the proposed search queries.
-  const r = intr.review && typeof intr.review === 'object' ? intr.review : {};
-  show(ui.agentQuestion, false);
-  ui.reviewContext.textContent =
-    r.stage === 'follow_up'
-      ? `The research found a gap after reflection ${Number(r.loop) || ''}. These follow-up searches are proposed; edit, add or remove them.`
-      : 'These searches are proposed for your question; edit, add or remove them before the research starts.';
-  ui.reviewGap.textContent = r.knowledge_gap ? `Knowledge gap: ${str(r.knowledge_gap)}` : '';
-  show(ui.reviewGap, !!r.knowledge_gap);
-  app.reviewProposed = (Array.isArray(r.queries) ? r.queries : []).map(str);
-  clear(ui.reviewQueries);
-  for (const q of app.reviewProposed) addReviewQuery(q);
-  ui.reviewHint.textContent = '';
-  presentCard(view, ui.review, ui.reviewApprove);
-}
-
-function hideInterrupt() {
-  app.interruptKey = '';
-  show(ui.review, false);
-  show(ui.agentQuestion, false);
-}
-
-function addReviewQuery(value = '') {
-  const id = `review-query-${++app.reviewSeq}`;
-  const input = el('input', { type: 'text', class: 'review-query', id, autocomplete: 'off', spellcheck: 'true' });
-  input.value = value;
-  const label = el('label', { for: id, class: 'visually-hidden' });
-  const remove = el('button', { type: 'button', class: 'button small secondary review-remove' }, 'Remove');
-  remove.addEventListener('click', () => {
-    const li = remove.closest('li');
-    const next = li.nextElementSibling || li.previousElementSibling;
-    li.remove();
-    numberReviewQueries();
-    (next ? next.querySelector('input') : ui.reviewAdd).focus();
-  });
-  ui.reviewQueries.append(el('li', { class: 'review-item' }, label, input, remove));
-  numberReviewQueries();
-  return input;
-}
-
-function numberReviewQueries() {
-  [...ui.reviewQueries.children].forEach((li, i) => {
-    li.querySelector('label').textContent = `Query ${i + 1}`;
-    li.querySelector('.review-remove').setAttribute('aria-label', `Remove query ${i + 1}`);
-  });
-}
-
-ui.reviewAdd.addEventListener('click', () => addReviewQuery('').focus());
-
-// "Search these" (also Enter in a query field).
-ui.reviewForm.addEventListener('submit', (e) => {
-  e.preventDefault();
-  const view = app.primary;
-  if (!view) return;
-  const queries = [...ui.reviewQueries.querySelectorAll('input.review-query')].map((i) => i.value.trim()).filter(Boolean);
-  if (!queries.length) {
-    ui.reviewHint.textContent = 'Add at least one query, or choose “Stop and write the answer”.';
-    ui.reviewAdd.focus();
-    return;
-  }
-  const p = app.reviewProposed;
-  const unchanged = queries.length === p.length && queries.every((q, i) => q === p[i].trim());
-  resumeRun(view, { answer: unchanged ? 'ok' : { queries } });
-});
-
-ui.reviewStop.addEventListener('click', () => {
-  if (app.primary) resumeRun(app.primary, { answer: 'stop' });
-});
-
-ui.agentForm.addEventListener('submit', (e) => {
-  e.preventDefault();
-  const answer = ui.agentAnswer.value.trim();
-  if (!answer) {
-    ui.agentAnswer.focus();
-    return;
-  }
-  if (app.primary) resumeRun(app.primary, { answer });
-});
 
 // ---------------------------------------------------------------------------
 // Asking
