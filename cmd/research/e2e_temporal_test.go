@@ -193,6 +193,7 @@ func TestE2ETemporalRun(t *testing.T) {
 		require.NoError(t, json.Unmarshal(data, &doc))
 		assert.Equal(t, app.ReportSchema, doc.Schema)
 		assert.Equal(t, "What is Raft? "+m, doc.Question)
+		assert.True(t, strings.HasPrefix(doc.RunID, "research-"), "the document names the run's workflow: %q", doc.RunID)
 		assert.False(t, doc.Incomplete)
 		assert.NotEmpty(t, doc.Sources)
 		assert.Positive(t, doc.UsageTotal.TotalTokens)
