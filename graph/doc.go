@@ -85,7 +85,10 @@
 //
 // A run may take at most its recursion limit of steps (DefaultRecursionLimit,
 // WithRecursionLimit, RecursionLimit); beyond it the run fails with a
-// *RecursionError. A failing node cancels the rest of its step and fails the
+// *RecursionError. The limit counts the steps of one invocation — Invoke,
+// Stream, or each Resume — as LangGraph's does: a thread that loops through
+// a human's answer thirty times is thirty short runs, and a run stopped by
+// the limit resumes with the same limit or a higher one and goes on. A failing node cancels the rest of its step and fails the
 // run with a *NodeError naming the node and the step; errors.Is and errors.As
 // see the node's own error through it. A panic in a node becomes a
 // *PanicError with the stack. Cancelling the context stops the run: nodes get

@@ -36,7 +36,8 @@ type runSettings struct {
 // Invoke on a thread whose last run finished continues from that run's state.
 func Thread(id string) RunOption { return func(r *runSettings) { r.thread = id } }
 
-// RecursionLimit overrides the graph's recursion limit for one run.
+// RecursionLimit overrides the graph's recursion limit for one run: the
+// number of steps this invocation may take (a Resume counts its own).
 func RecursionLimit(steps int) RunOption { return func(r *runSettings) { r.limit = steps } }
 
 // MaxConcurrency overrides the graph's bound on parallel tasks for one run,
@@ -73,7 +74,10 @@ type run[S any] struct {
 	state S
 	step  int
 	limit int
-	conc  int // bound on a step's tasks running at once; 0: none
+	// base is the step the invocation started from: the recursion limit
+	// counts the steps of this invocation (LangGraph's), not the thread's.
+	base int
+	conc int // bound on a step's tasks running at once; 0: none
 
 	cp     Checkpointer
 	thread string
@@ -436,7 +440,7 @@ func (r *run[S]) load(cp *Checkpoint) error {
 	if err := r.c.decodeState(cp, &r.state); err != nil {
 		return err
 	}
-	r.step, r.cpID, r.ran = cp.Step, cp.ID, cp.Ran
+	r.step, r.base, r.cpID, r.ran = cp.Step, cp.Step, cp.ID, cp.Ran
 	for _, jp := range cp.Joins {
 		for ji, j := range r.c.joins {
 			if r.c.nodes[j.to].name != jp.To {
@@ -620,12 +624,12 @@ func (r *run[S]) pending() []PendingInterrupt {
 // loop runs steps until no task is left.
 func (r *run[S]) loop() error {
 	for len(r.tasks) > 0 {
-		if r.step >= r.limit {
+		if r.step-r.base >= r.limit {
 			next := make([]string, len(r.tasks))
 			for i, t := range r.tasks {
 				next[i] = t.node.name
 			}
-			return &RecursionError{Limit: r.limit, Next: next}
+			return &RecursionError{Limit: r.limit, Next: next, Thread: r.thread}
 		}
 		if gated := r.gated(); len(gated) > 0 {
 			return r.pauseAt(r.breakpoints(gated))
