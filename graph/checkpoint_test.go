@@ -51,7 +51,7 @@ func TestResumeRerunsOnlyUnfinishedTasks(t *testing.T) {
 	_, err := c.Invoke(ctx, tState{}, graph.Thread("t1"))
 	require.ErrorIs(t, err, errBoom)
 
-	snap, err := c.State(ctx, "t1", "")
+	snap, err := c.State(ctx, graph.Thread("t1"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"work"}, snap.Next, "a and b finished: only c is left")
 	assert.Equal(t, []string{"a", "b"}, snap.State.Items, "with a's and b's writes")
@@ -74,7 +74,7 @@ func TestResumeRerunsOnlyUnfinishedTasks(t *testing.T) {
 	again, err := c.Resume(ctx, graph.Thread("t1"))
 	require.NoError(t, err)
 	assert.Equal(t, out, again)
-	snap, err = c.State(ctx, "t1", "")
+	snap, err = c.State(ctx, graph.Thread("t1"))
 	require.NoError(t, err)
 	assert.Empty(t, snap.Next)
 }

@@ -45,15 +45,18 @@ const DefaultMaxConcurrency = 64
 func WithMaxConcurrency(n int) Option { return func(s *settings) { s.concurrency = n } }
 
 // WithInterruptBefore pauses every run before a step in which one of nodes
-// would run (a static breakpoint, LangGraph's interrupt_before). The step's
-// checkpoint is stored first; Resume runs it. It needs WithCheckpointer.
+// would run (a static breakpoint, LangGraph's interrupt_before); AllNodes
+// ("*") names them all. The step's checkpoint is stored first; Resume runs
+// it. It needs WithCheckpointer. PauseBefore sets them for one run
+// (LangGraph's per-run interrupt_before).
 func WithInterruptBefore(nodes ...string) Option {
 	return func(s *settings) { s.before = append(s.before, nodes...) }
 }
 
 // WithInterruptAfter pauses every run after a step in which one of nodes
-// ran, once the step is stored; Resume goes on with the next step. A run
-// whose last step ran the node simply finishes. It needs WithCheckpointer.
+// ran, once the step is stored; Resume goes on with the next step; AllNodes
+// ("*") names them all. A run whose last step ran the node simply finishes.
+// It needs WithCheckpointer. PauseAfter sets them for one run.
 func WithInterruptAfter(nodes ...string) Option {
 	return func(s *settings) { s.after = append(s.after, nodes...) }
 }
@@ -87,9 +90,45 @@ type Compiled[S any] struct {
 	joins   []cjoin
 	set     settings
 
-	// Breakpoints, by node index.
+	bp breaks // WithInterruptBefore and WithInterruptAfter
+}
+
+// breaks are the static breakpoints of a graph or a run, by node index.
+type breaks struct {
 	before, after []bool
-	breakpoints   bool
+	any           bool
+}
+
+// AllNodes, given to WithInterruptBefore, WithInterruptAfter or their
+// per-run forms, names every node of the graph (LangGraph's "*").
+const AllNodes = "*"
+
+// breaksFor resolves the node names of breakpoints, AllNodes included;
+// bad gets each unknown name.
+func (c *Compiled[S]) breaksFor(before, after []string, bad func(what, name string)) breaks {
+	b := breaks{before: make([]bool, len(c.nodes)), after: make([]bool, len(c.nodes))}
+	for _, bp := range []struct {
+		names []string
+		set   []bool
+		what  string
+	}{{before, b.before, "WithInterruptBefore"}, {after, b.after, "WithInterruptAfter"}} {
+		for _, name := range bp.names {
+			if name == AllNodes {
+				for i := range bp.set {
+					bp.set[i] = true
+				}
+				b.any = b.any || len(bp.set) > 0
+				continue
+			}
+			i, ok := c.byName[name]
+			if !ok {
+				bad(bp.what, name)
+				continue
+			}
+			bp.set[i], b.any = true, true
+		}
+	}
+	return b
 }
 
 // endIdx is the index End resolves to.
@@ -266,20 +305,11 @@ func (g *Graph[S]) Compile(opts ...Option) (*Compiled[S], error) {
 			to(d, fmt.Sprintf("destination of node %q", n.name))
 		}
 	}
-	c.before, c.after = make([]bool, len(c.nodes)), make([]bool, len(c.nodes))
+	c.bp = c.breaksFor(st.before, st.after, func(what, name string) { bad("%s names unknown node %q", what, name) })
 	for _, bp := range []struct {
 		names []string
-		set   []bool
 		what  string
-	}{{st.before, c.before, "WithInterruptBefore"}, {st.after, c.after, "WithInterruptAfter"}} {
-		for _, name := range bp.names {
-			i, ok := c.byName[name]
-			if !ok {
-				bad("%s names unknown node %q", bp.what, name)
-				continue
-			}
-			bp.set[i], c.breakpoints = true, true
-		}
+	}{{st.before, "WithInterruptBefore"}, {st.after, "WithInterruptAfter"}} {
 		if len(bp.names) > 0 && st.checkpointer == nil {
 			bad("%s needs a checkpointer to pause and resume runs: add graph.WithCheckpointer", bp.what)
 		}

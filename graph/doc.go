@@ -44,7 +44,11 @@
 // leaves the thread's value as it was — and InputWrites adds writes that
 // say what a struct cannot: graph.InputWrites(Done.Set(false)) writes a zero
 // value, Queries.Set(nil) empties a list. A Reduce field thus sees its merge
-// function run on the input of every run, new thread or not.
+// function run on the input of every run, new thread or not. On a
+// continuing thread, InputWrites is the way to write an input: every write
+// counts, zero values included. DecodeWrites reads such writes from a JSON
+// object of field values, where a key that is present is written
+// (LangGraph's input dict).
 //
 // # Nodes, edges and routing
 //
@@ -94,8 +98,7 @@
 // *PanicError with the stack. Cancelling the context stops the run: nodes get
 // the context and should honour it. WithRetry and WithTimeout set policies
 // per node, WithNodeDefaults for the whole graph; a RetryPolicy's zero
-// InitialInterval waits LangGraph's default 500ms, a negative one
-// (RetryImmediately) does not wait. Invoke returns, with an error, the state
+// InitialInterval retries without waiting. Invoke returns, with an error, the state
 // as of the last completed step.
 //
 // # Streaming

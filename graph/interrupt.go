@@ -159,13 +159,13 @@ func (e *AnswerError) Unwrap() error { return e.Err }
 // Answer resumes a paused thread with the answer to its one pending
 // interrupt. When several are pending, use AnswerFor.
 func Answer(v any) RunOption {
-	return func(r *runSettings) { r.answers = append(r.answers, givenAnswer{value: v}) }
+	return runFunc(func(r *runSettings) { r.answers = append(r.answers, givenAnswer{value: v}) })
 }
 
 // AnswerFor resumes a paused thread with the answer to the interrupt whose
 // ID is id; give one per interrupt to answer several at once.
 func AnswerFor(id string, v any) RunOption {
-	return func(r *runSettings) { r.answers = append(r.answers, givenAnswer{id: id, byID: true, value: v}) }
+	return runFunc(func(r *runSettings) { r.answers = append(r.answers, givenAnswer{id: id, byID: true, value: v}) })
 }
 
 type givenAnswer struct {

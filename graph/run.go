@@ -17,7 +17,13 @@ import (
 )
 
 // RunOption configures one run (Invoke, Stream, Resume, ResumeStream).
-type RunOption func(*runSettings)
+// A Ref (Thread) is one.
+type RunOption interface{ applyRun(*runSettings) }
+
+// runFunc is a RunOption that is a function.
+type runFunc func(*runSettings)
+
+func (f runFunc) applyRun(r *runSettings) { f(r) }
 
 type runSettings struct {
 	thread      string
@@ -29,32 +35,38 @@ type runSettings struct {
 	answers     []givenAnswer
 	inputs      []any // InputWrites: each a []Write[S] of the caller's S
 	runner      TaskRunner
+	// PauseBefore and PauseAfter: set when the run has its own.
+	before, after []string
+	breaks        bool
 }
 
-// Thread names the conversation the run belongs to. With a Checkpointer the
-// run's progress is stored under it: Resume continues it after a failure, and
-// Invoke on a thread whose last run finished continues from that run's state.
-func Thread(id string) RunOption { return func(r *runSettings) { r.thread = id } }
+// PauseBefore sets the run's breakpoints before nodes, in place of the
+// graph's (WithInterruptBefore): the run pauses before a step in which one
+// of them would run. AllNodes ("*") names every node; no nodes, none. A
+// Resume takes the breakpoints it is given, or the graph's.
+func PauseBefore(nodes ...string) RunOption {
+	return runFunc(func(r *runSettings) { r.before, r.breaks = append(r.before, nodes...), true })
+}
+
+// PauseAfter sets the run's breakpoints after nodes, in place of the
+// graph's (WithInterruptAfter): the run pauses after a step in which one of
+// them ran. AllNodes ("*") names every node; no nodes, none.
+func PauseAfter(nodes ...string) RunOption {
+	return runFunc(func(r *runSettings) { r.after, r.breaks = append(r.after, nodes...), true })
+}
 
 // RecursionLimit overrides the graph's recursion limit for one run: the
 // number of steps this invocation may take (a Resume counts its own).
-func RecursionLimit(steps int) RunOption { return func(r *runSettings) { r.limit = steps } }
+func RecursionLimit(steps int) RunOption { return runFunc(func(r *runSettings) { r.limit = steps }) }
 
 // MaxConcurrency overrides the graph's bound on parallel tasks for one run,
 // with the meaning of WithMaxConcurrency: 0 is DefaultMaxConcurrency and a
 // negative n is no bound.
-func MaxConcurrency(n int) RunOption { return func(r *runSettings) { r.concurrency = n } }
-
-// FromCheckpoint runs from checkpoint id of the thread instead of its newest
-// — time travel. When id is not the newest, the run starts a branch: its
-// first checkpoint follows id (SourceFork), the step after id runs again in
-// full, and the checkpoints after id stay as they were, in History. With
-// Invoke or Stream, the input is merged into that checkpoint's state.
-func FromCheckpoint(id string) RunOption { return func(r *runSettings) { r.from = id } }
+func MaxConcurrency(n int) RunOption { return runFunc(func(r *runSettings) { r.concurrency = n }) }
 
 // RunID labels the checkpoints the run writes (Checkpoint.Run), so that an
 // application can tell its runs apart in a thread's history.
-func RunID(id string) RunOption { return func(r *runSettings) { r.runID = id } }
+func RunID(id string) RunOption { return runFunc(func(r *runSettings) { r.runID = id }) }
 
 // InputWrites adds writes to the input of a run (Invoke or Stream): after
 // the input struct's non-zero fields, they are applied in order through the
@@ -64,7 +76,7 @@ func RunID(id string) RunOption { return func(r *runSettings) { r.runID = id } }
 // list" — Queries.Set(nil). The writes must be made by handles of the graph's
 // own state type; Resume refuses them (edit a stored thread with UpdateState).
 func InputWrites[S any](w ...Write[S]) RunOption {
-	return func(r *runSettings) { r.inputs = append(r.inputs, w) }
+	return runFunc(func(r *runSettings) { r.inputs = append(r.inputs, w) })
 }
 
 // run is one execution of a compiled graph.
@@ -118,6 +130,7 @@ type run[S any] struct {
 	collect     *[]Write[S] // same-state subgraph: every write, in merge order
 
 	tr *runTrace // nil: no tracer in the run's context
+	bp *breaks   // the run's breakpoints: the graph's, or its own
 
 	runner TaskRunner // WithTaskRunner: tasks run elsewhere
 }
@@ -204,7 +217,9 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 		p := new(runSettings)
 		*p = rs
 		for _, o := range opts {
-			o(p)
+			if o != nil {
+				o.applyRun(p)
+			}
 		}
 		rs = *p
 	}
@@ -220,8 +235,20 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 	r := &run[S]{c: c, ctx: ctx, limit: rs.limit, conc: rs.concurrency, thread: rs.thread, kinds: rs.kinds,
 		from: rs.from, runID: rs.runID, answers: rs.answers, inputs: rs.inputs, source: SourceInput, runner: rs.runner,
 	}
-	if rs.runner != nil && c.breakpoints {
-		return nil, fmt.Errorf("graph: WithInterruptBefore and WithInterruptAfter pause a run for Resume, which a run with a TaskRunner does not do: call graph.Interrupt in the node instead, which the runner resolves")
+	r.bp = &c.bp
+	if rs.breaks {
+		var unknown []string
+		bp := c.breaksFor(rs.before, rs.after, func(_, name string) { unknown = append(unknown, strconv.Quote(name)) })
+		if len(unknown) > 0 {
+			return nil, fmt.Errorf("graph: PauseBefore/PauseAfter name nodes the graph does not have: %s (nodes: %s)", strings.Join(unknown, ", "), strings.Join(c.g.order, ", "))
+		}
+		if bp.any && rs.thread == "" {
+			return nil, fmt.Errorf("graph: PauseBefore and PauseAfter pause the run for Resume: it needs graph.Thread(id) and a checkpointer")
+		}
+		r.bp = &bp
+	}
+	if rs.runner != nil && r.bp.any {
+		return nil, fmt.Errorf("graph: breakpoints (WithInterruptBefore, WithInterruptAfter, PauseBefore, PauseAfter) pause a run for Resume, which a run with a TaskRunner does not do: call graph.Interrupt in the node instead, which the runner resolves")
 	}
 	if t := TracerFrom(ctx); t != nil {
 		r.tr = &runTrace{Tracer: t}
@@ -232,7 +259,7 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 		}
 		r.cp = c.set.checkpointer
 	} else if rs.from != "" || len(rs.answers) > 0 {
-		return nil, fmt.Errorf("graph: FromCheckpoint and Answer need graph.Thread(id): they refer to a stored thread")
+		return nil, fmt.Errorf("graph: a checkpoint (Ref.At) and answers (graph.Answer, graph.AnswerFor) need graph.Thread(id): they refer to a stored thread")
 	}
 	if parent, _ := ctx.Value(taskKey{}).(*taskInfo); parent != nil {
 		if parent.sink != nil {
@@ -393,6 +420,7 @@ func (r *run[S]) resume() (done bool, err error) {
 	if err := r.load(cp); err != nil {
 		return false, err
 	}
+	r.source = SourceLoop // the steps it runs; the input was the first run's
 	var records []TaskWrite
 	changed, err := r.applyAnswers()
 	if err != nil {
@@ -569,13 +597,13 @@ func (r *run[S]) applyAnswers() ([]int, error) {
 // InterruptBefore node, or every task after a step in which an
 // InterruptAfter node ran — unless already released.
 func (r *run[S]) gated() []int {
-	if r.cp == nil || !r.c.breakpoints {
+	if r.cp == nil || !r.bp.any {
 		return nil
 	}
 	after := r.afterNode()
 	var out []int
 	for i, t := range r.tasks {
-		if (t.hold == nil || !t.hold.rec) && !t.done && (after != "" || r.c.before[t.node.idx]) {
+		if (t.hold == nil || !t.hold.rec) && !t.done && (after != "" || r.bp.before[t.node.idx]) {
 			out = append(out, i)
 		}
 	}
@@ -585,7 +613,7 @@ func (r *run[S]) gated() []int {
 // afterNode is the first node of the last step that has an InterruptAfter.
 func (r *run[S]) afterNode() string {
 	for _, name := range r.ran {
-		if i, ok := r.c.byName[name]; ok && r.c.after[i] {
+		if i, ok := r.c.byName[name]; ok && r.bp.after[i] {
 			return name
 		}
 	}
@@ -971,7 +999,7 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 		}
 		d := n.policy.wait(a)
 		if d <= 0 {
-			continue // RetryImmediately; the context was checked above
+			continue // no wait; the context was checked above
 		}
 		timer := time.NewTimer(d)
 		select {

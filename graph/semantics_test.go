@@ -164,7 +164,7 @@ func TestStateAfterAFailureShowsTheFinishedTasksWrites(t *testing.T) {
 	_, err := c.Invoke(ctx, tState{}, graph.Thread("f"))
 	require.ErrorIs(t, err, errBoom)
 
-	snap, err := c.State(ctx, "f", "")
+	snap, err := c.State(ctx, graph.Thread("f"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a", "b"}, snap.State.Items)
 	assert.Equal(t, []string{"split"}, snap.State.Log)
@@ -173,7 +173,7 @@ func TestStateAfterAFailureShowsTheFinishedTasksWrites(t *testing.T) {
 	require.Len(t, snap.Tasks, 3)
 	assert.Equal(t, []bool{true, true, false}, []bool{snap.Tasks[0].Done, snap.Tasks[1].Done, snap.Tasks[2].Done})
 
-	stored, err := c.State(ctx, "f", snap.CheckpointID)
+	stored, err := c.State(ctx, graph.Thread("f").At(snap.CheckpointID))
 	require.NoError(t, err)
 	assert.Empty(t, stored.State.Items)
 	assert.Equal(t, []string{"work", "work", "work"}, stored.Next)

@@ -76,14 +76,17 @@ type Event[S any] struct {
 
 // Events limits a stream to the given kinds of event (default: all).
 func Events(kinds ...EventKind) RunOption {
-	return func(r *runSettings) {
+	return runFunc(func(r *runSettings) {
 		for _, k := range kinds {
 			r.kinds |= k
 		}
-	}
+	})
 }
 
-// Invoke runs the graph from in and returns the final state. On failure it
+// Invoke runs the graph from in and returns the final state. The input is
+// in's non-zero fields, then the writes of InputWrites: on a continuing
+// thread a zero field of in is "not given", so write zero values with
+// InputWrites (or DecodeWrites). On failure it
 // returns the error together with the state as of the last completed step,
 // so a caller can still use what was gathered. A run that pauses at an
 // interrupt returns an *InterruptError (errors.Is ErrInterrupted) with the
@@ -211,33 +214,33 @@ type TaskState[S any] struct {
 // Done reports whether the run finished at this checkpoint.
 func (s Snapshot[S]) Done() bool { return len(s.Next) == 0 && len(s.Tasks) == 0 }
 
-// State returns the state of a thread at checkpoint id — its newest when id
-// is "" — with the pending step and the interrupts it waits on.
+// State returns the state of a thread at a checkpoint — its newest when
+// at.Checkpoint is "" — with the pending step and the interrupts it waits
+// on.
 //
-// As LangGraph's get_state: for the newest (id ""), the writes of the
-// pending step's tasks that finished — before a failure, a crash or an
-// interrupt stopped the step — are applied to State, and Next leaves those
-// tasks out: the snapshot shows what a Resume starts from. Tasks lists every
-// task of the pending step, finished or not. A checkpoint asked for by id is
+// As LangGraph's get_state: for the newest, the writes of the pending
+// step's tasks that finished — before a failure, a crash or an interrupt
+// stopped the step — are applied to State, and Next leaves those tasks
+// out: the snapshot shows what a Resume starts from. Tasks lists every task
+// of the pending step, finished or not. A checkpoint asked for by ID is
 // shown as stored (its State without those writes, Next with every task).
-
-func (c *Compiled[S]) State(ctx context.Context, thread, id string) (Snapshot[S], error) {
-	r, err := c.newRun(ctx, []RunOption{Thread(thread)})
+func (c *Compiled[S]) State(ctx context.Context, at Ref) (Snapshot[S], error) {
+	r, err := c.newRun(ctx, []RunOption{at})
 	if err != nil {
 		return Snapshot[S]{}, err
 	}
-	cp, err := r.cp.Get(ctx, thread, id)
+	cp, err := r.cp.Get(ctx, at.Thread, at.Checkpoint)
 	if err != nil {
 		if errors.Is(err, ErrCheckpointNotFound) {
-			return Snapshot[S]{}, fmt.Errorf("%w: thread %q has no checkpoint%s", err, thread, quoted(" ", id))
+			return Snapshot[S]{}, fmt.Errorf("%w: thread %q has no checkpoint%s", err, at.Thread, quoted(" ", at.Checkpoint))
 		}
-		return Snapshot[S]{}, fmt.Errorf("graph: loading thread %q: %w", thread, err)
+		return Snapshot[S]{}, fmt.Errorf("graph: loading thread %q: %w", at.Thread, err)
 	}
 	if err := r.load(cp); err != nil {
 		return Snapshot[S]{}, err
 	}
 	interrupts := r.pending()
-	finished := id == "" && slices.ContainsFunc(r.tasks, func(t task[S]) bool { return t.done })
+	finished := at.Checkpoint == "" && slices.ContainsFunc(r.tasks, func(t task[S]) bool { return t.done })
 	if finished {
 		stored := r.state
 		if err := r.merge(); err != nil {
@@ -263,14 +266,26 @@ func (c *Compiled[S]) State(ctx context.Context, thread, id string) (Snapshot[S]
 
 // History returns a thread's checkpoints, newest first — at most limit of
 // them, all when limit ≤ 0 — across every branch, each with its state.
-func (c *Compiled[S]) History(ctx context.Context, thread string, limit int) ([]Snapshot[S], error) {
-	r, err := c.newRun(ctx, []RunOption{Thread(thread)})
+// With a checkpoint (at.At), it lists the checkpoints stored before that
+// one (LangGraph's before), to page through a long history.
+func (c *Compiled[S]) History(ctx context.Context, at Ref, limit int) ([]Snapshot[S], error) {
+	r, err := c.newRun(ctx, []RunOption{Thread(at.Thread)})
 	if err != nil {
 		return nil, err
 	}
-	cps, err := r.cp.List(ctx, thread, limit)
+	cps, err := r.cp.List(ctx, at.Thread, 0)
 	if err != nil {
-		return nil, fmt.Errorf("graph: listing the checkpoints of thread %q: %w", thread, err)
+		return nil, fmt.Errorf("graph: listing the checkpoints of thread %q: %w", at.Thread, err)
+	}
+	if at.Checkpoint != "" {
+		i := slices.IndexFunc(cps, func(cp *Checkpoint) bool { return cp.ID == at.Checkpoint })
+		if i < 0 {
+			return nil, fmt.Errorf("%w: thread %q has no checkpoint %q to list the history before", ErrCheckpointNotFound, at.Thread, at.Checkpoint)
+		}
+		cps = cps[i+1:]
+	}
+	if limit > 0 && len(cps) > limit {
+		cps = cps[:limit]
 	}
 	out := make([]Snapshot[S], 0, len(cps))
 	for _, cp := range cps {
@@ -283,15 +298,30 @@ func (c *Compiled[S]) History(ctx context.Context, thread string, limit int) ([]
 	return out, nil
 }
 
-// UpdateState edits a thread's state: it applies u to the state of
-// checkpoint id (the newest when id is "") through the fields' reducers, as
-// if node asNode had returned it, and stores the result as a new checkpoint.
-// What runs next is what would follow asNode — its edges and routers on the
-// new state, and u's Goto and Send — or, when asNode is "", the pending step
-// of checkpoint id unchanged (its tasks run again in full on the new state).
-// Editing an older checkpoint starts a branch (SourceFork); the newest
-// checkpoint's branch stays in History. Resume continues from the update.
-func (c *Compiled[S]) UpdateState(ctx context.Context, thread, id, asNode string, u Update[S]) (Snapshot[S], error) {
+// UpdateOption configures UpdateState.
+type UpdateOption func(*updateSettings)
+
+type updateSettings struct{ asNode string }
+
+// AsNode makes UpdateState apply its update as if node had returned it:
+// what runs next is what follows the node.
+func AsNode(node string) UpdateOption { return func(s *updateSettings) { s.asNode = node } }
+
+// UpdateState edits a thread's state: it applies u to the state of a
+// checkpoint (the newest when at.Checkpoint is "") through the fields'
+// reducers and stores the result as a new checkpoint. With AsNode(n), the
+// update stands for node n's: what runs next is what would follow n — its
+// edges and routers on the new state, and u's Goto and Send. Without it,
+// the pending step of the checkpoint stays as it was (its tasks run again
+// in full on the new state). Editing an older checkpoint starts a branch
+// (SourceFork); the newest checkpoint's branch stays in History. Resume
+// continues from the update.
+func (c *Compiled[S]) UpdateState(ctx context.Context, at Ref, u Update[S], opts ...UpdateOption) (Snapshot[S], error) {
+	var set updateSettings
+	for _, o := range opts {
+		o(&set)
+	}
+	asNode, thread, id := set.asNode, at.Thread, at.Checkpoint
 	r, err := c.newRun(ctx, []RunOption{Thread(thread)})
 	if err != nil {
 		return Snapshot[S]{}, err
@@ -347,7 +377,7 @@ func (c *Compiled[S]) UpdateState(ctx context.Context, thread, id, asNode string
 	if err := r.checkpoint(cp.ID); err != nil {
 		return Snapshot[S]{}, err
 	}
-	return c.State(ctx, thread, r.cpID)
+	return c.State(ctx, Thread(thread).At(r.cpID))
 }
 
 func snapshotOf[S any](cp *Checkpoint, st S) Snapshot[S] {

@@ -1,0 +1,150 @@
+package graph_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/deepgraph/deepgraph/graph"
+)
+
+// A thread is named one way, graph.Thread, for runs and for reading and
+// editing it; At picks one of its checkpoints: here to run again from the
+// draft with another topic (a fork), leaving the first branch in History.
+func ExampleThread() {
+	type State struct {
+		Topic string
+		Draft string
+	}
+	topic := graph.Value(func(s *State) *string { return &s.Topic })
+	draft := graph.Value(func(s *State) *string { return &s.Draft })
+	g := graph.New[State](topic, draft)
+	g.AddNode("write", func(_ context.Context, s State) (graph.Update[State], error) {
+		return graph.Writes(draft.Set("all about " + s.Topic)), nil
+	})
+	g.AddSequence(graph.Start, "write", graph.End)
+	run, err := g.Compile(graph.WithCheckpointer(graph.NewMemorySaver()))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	if _, err := run.Invoke(ctx, State{Topic: "graphs"}, graph.Thread("doc")); err != nil {
+		panic(err)
+	}
+	hist, err := run.History(ctx, graph.Thread("doc"), 0)
+	if err != nil {
+		panic(err)
+	}
+	input := hist[len(hist)-1] // the oldest: the first run's input
+	out, err := run.Invoke(ctx, State{Topic: "agents"}, graph.Thread("doc").At(input.CheckpointID))
+	if err != nil {
+		panic(err)
+	}
+	snap, err := run.State(ctx, graph.Thread("doc"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(out.Draft)
+	fmt.Println(snap.State.Draft, snap.Step)
+	// Output:
+	// all about agents
+	// all about agents 1
+}
+
+// A state update stands for a node's output with AsNode: the edit below is
+// the review, so the run goes on with what follows the review.
+func ExampleCompiled_UpdateState() {
+	type State struct{ Text string }
+	text := graph.Value(func(s *State) *string { return &s.Text })
+	g := graph.New[State](text)
+	g.AddNode("draft", func(context.Context, State) (graph.Update[State], error) {
+		return graph.Writes(text.Set("draft")), nil
+	})
+	g.AddNode("review", func(context.Context, State) (graph.Update[State], error) {
+		return graph.Writes(text.Set("reviewed by the model")), nil
+	})
+	g.AddNode("publish", func(_ context.Context, s State) (graph.Update[State], error) {
+		return graph.Writes(text.Set(s.Text + ", published")), nil
+	})
+	g.AddSequence(graph.Start, "draft", "review", "publish", graph.End)
+	run, err := g.Compile(graph.WithCheckpointer(graph.NewMemorySaver()), graph.WithInterruptBefore("review"))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	_, err = run.Invoke(ctx, State{}, graph.Thread("t"))
+	fmt.Println(err != nil) // paused before the review
+	snap, err := run.UpdateState(ctx, graph.Thread("t"), graph.Writes(text.Set("reviewed by a person")), graph.AsNode("review"))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(snap.Next)
+	out, err := run.Resume(ctx, graph.Thread("t"))
+	fmt.Println(out.Text, err)
+	// Output:
+	// true
+	// [publish]
+	// reviewed by a person, published <nil>
+}
+
+// Breakpoints for one run: "*" (graph.AllNodes) pauses after every node, to
+// step through a run.
+func ExamplePauseAfter() {
+	type State struct{ Done []string }
+	done := graph.Append(func(s *State) *[]string { return &s.Done })
+	g := graph.New[State](done)
+	for _, name := range []string{"plan", "act"} {
+		g.AddNode(name, func(context.Context, State) (graph.Update[State], error) {
+			return graph.Writes(done.Add(name)), nil
+		})
+	}
+	g.AddSequence(graph.Start, "plan", "act", graph.End)
+	run, err := g.Compile(graph.WithCheckpointer(graph.NewMemorySaver()))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	out, err := run.Invoke(ctx, State{}, graph.Thread("steps"), graph.PauseAfter(graph.AllNodes))
+	for err != nil {
+		fmt.Println("paused:", out.Done)
+		out, err = run.Resume(ctx, graph.Thread("steps"), graph.PauseAfter(graph.AllNodes))
+	}
+	fmt.Println("done:", out.Done)
+	// Output:
+	// paused: [plan]
+	// done: [plan act]
+}
+
+// A client's input as JSON: every key it sends is written, zero values
+// included, through the fields' reducers.
+func ExampleCompiled_DecodeWrites() {
+	type State struct {
+		Messages []string `json:"messages"`
+		Done     bool     `json:"done"`
+	}
+	messages := graph.Append(func(s *State) *[]string { return &s.Messages })
+	done := graph.Value(func(s *State) *bool { return &s.Done })
+	g := graph.New[State](messages, done)
+	g.AddNode("reply", func(_ context.Context, s State) (graph.Update[State], error) {
+		return graph.Writes(messages.Add("echo: "+s.Messages[len(s.Messages)-1]), done.Set(true)), nil
+	})
+	g.AddSequence(graph.Start, "reply", graph.End)
+	run, err := g.Compile(graph.WithCheckpointer(graph.NewMemorySaver()))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	for _, in := range []string{`{"messages": ["hi"]}`, `{"messages": ["again"], "done": false}`} {
+		ws, err := run.DecodeWrites([]byte(in))
+		if err != nil {
+			panic(err)
+		}
+		out, err := run.Invoke(ctx, State{}, graph.Thread("chat"), graph.InputWrites(ws...))
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(out.Messages, out.Done)
+	}
+	// Output:
+	// [hi echo: hi] true
+	// [hi echo: hi again echo: again] true
+}
