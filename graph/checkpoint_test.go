@@ -137,7 +137,7 @@ func TestCheckpointsStoreTypedJSON(t *testing.T) {
 	c := compile(t, g, graph.WithCheckpointer(saver))
 	_, err := c.Invoke(context.Background(), tState{Flag: true}, graph.Thread("th"))
 	require.NoError(t, err)
-	cps, err := saver.List(context.Background(), "th", 0)
+	cps, err := saver.List(context.Background(), graph.Thread("th"), 0)
 	require.NoError(t, err)
 	require.Len(t, cps, 2)
 	assert.Equal(t, 1, cps[0].Step)
@@ -146,22 +146,22 @@ func TestCheckpointsStoreTypedJSON(t *testing.T) {
 	assert.JSONEq(t, `{"Log":null,"N":0,"Items":["x"],"Flag":false}`, string(cps[0].State))
 	assert.Equal(t, []graph.PendingTask{{Node: "a"}}, cps[1].Next)
 
-	first, err := saver.Get(context.Background(), "th", cps[1].ID)
+	first, err := saver.Get(context.Background(), graph.Thread("th").At(cps[1].ID))
 	require.NoError(t, err)
 	require.Len(t, first.Writes, 1)
 	assert.JSONEq(t, `{"writes":[{"field":"Flag","op":"set","value":false},{"field":"Items","op":"add","value":["x"]}]}`, string(first.Writes[0].Update))
 
-	_, err = saver.Get(context.Background(), "nope", "")
+	_, err = saver.Get(context.Background(), graph.Thread("nope"))
 	assert.ErrorIs(t, err, graph.ErrCheckpointNotFound)
 	require.NoError(t, saver.DeleteThread(context.Background(), "th"))
-	_, err = saver.Get(context.Background(), "th", "")
+	_, err = saver.Get(context.Background(), graph.Thread("th"))
 	assert.ErrorIs(t, err, graph.ErrCheckpointNotFound)
 }
 
 // failingSaver fails PutWrites, to check that save errors are not dropped.
 type failingSaver struct{ *graph.MemorySaver }
 
-func (failingSaver) PutWrites(context.Context, string, string, ...graph.TaskWrite) error {
+func (failingSaver) PutWrites(context.Context, graph.Ref, string, ...graph.TaskWrite) error {
 	return errors.New("disk full")
 }
 

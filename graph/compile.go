@@ -407,17 +407,53 @@ func (c *Compiled[S]) decodeArg(nodeName string, data json.RawMessage) (any, err
 }
 
 // decodeState decodes a checkpoint's state into st, after checking its
-// format and size.
+// format and size: the whole state of a format-1 checkpoint, or its
+// channels — the rest channel first, then each field.
 func (c *Compiled[S]) decodeState(cp *Checkpoint, st *S) error {
 	if cp.Format > CheckpointFormat {
 		return fmt.Errorf("%w: checkpoint %s of thread %q has format %d, and this version of deepgraph reads up to %d: upgrade it to continue this thread",
 			ErrCheckpointFormat, cp.ID, cp.Thread, cp.Format, CheckpointFormat)
 	}
-	if len(cp.State) > c.set.maxBytes {
-		return c.tooLarge(fmt.Sprintf("the state of checkpoint %s of thread %q", cp.ID, cp.Thread), len(cp.State))
+	if len(cp.State) > 0 || len(cp.Versions) == 0 {
+		if len(cp.State) > c.set.maxBytes {
+			return c.tooLarge(fmt.Sprintf("the state of checkpoint %s of thread %q", cp.ID, cp.Thread), len(cp.State))
+		}
+		if err := json.Unmarshal(cp.State, st); err != nil {
+			return fmt.Errorf("graph: decoding the state of thread %q (checkpoint %s) into %T: %w", cp.Thread, cp.ID, *st, err)
+		}
+		return nil
 	}
-	if err := json.Unmarshal(cp.State, st); err != nil {
-		return fmt.Errorf("graph: decoding the state of thread %q (checkpoint %s) into %T: %w", cp.Thread, cp.ID, *st, err)
+	size := 0
+	for _, cv := range cp.Values {
+		size += len(cv.Value)
+	}
+	if size > c.set.maxBytes {
+		return c.tooLarge(fmt.Sprintf("the state of checkpoint %s of thread %q", cp.ID, cp.Thread), size)
+	}
+	if len(cp.Values) != len(cp.Versions) {
+		return fmt.Errorf("graph: checkpoint %s of thread %q names %d channels but came with %d values: the store lost some", cp.ID, cp.Thread, len(cp.Versions), len(cp.Values))
+	}
+	var zero S
+	*st = zero
+	for _, cv := range cp.Values {
+		if cv.Channel != RestChannel {
+			continue
+		}
+		if err := json.Unmarshal(cv.Value, st); err != nil {
+			return fmt.Errorf("graph: decoding the state of thread %q (checkpoint %s) into %T: %w", cp.Thread, cp.ID, *st, err)
+		}
+	}
+	for _, cv := range cp.Values {
+		if cv.Channel == RestChannel {
+			continue
+		}
+		f := c.fieldByKey(cv.Channel)
+		if f == nil {
+			return fmt.Errorf("graph: checkpoint %s of thread %q has a value for field %q, which %T does not declare (graph.New)", cp.ID, cp.Thread, cv.Channel, *st)
+		}
+		if err := f.channel().decode(st, cv.Value); err != nil {
+			return fmt.Errorf("graph: decoding field %q of thread %q (checkpoint %s): %w", cv.Channel, cp.Thread, cp.ID, err)
+		}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Interrupt pauses the run to ask a person (or any outside party) for an
@@ -102,6 +103,8 @@ type PendingInterrupt struct {
 	// Payload is what the node passed to Interrupt, as JSON; empty for
 	// breakpoints. PayloadOf decodes it.
 	Payload json.RawMessage `json:"payload,omitempty"`
+	// Time is when the node raised it (zero for breakpoints).
+	Time time.Time `json:"time,omitzero"`
 }
 
 // PayloadOf decodes the payload of an interrupt into P.

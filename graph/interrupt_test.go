@@ -465,7 +465,7 @@ func TestConcurrentResumesOfOneThreadConflict(t *testing.T) {
 	require.ErrorIs(t, e2, graph.ErrCheckpointConflict, "the other is refused")
 	var ce *graph.ConflictingCheckpointError
 	require.ErrorAs(t, e2, &ce)
-	assert.Contains(t, e2.Error(), "only one run may continue a thread at a time")
+	assert.Contains(t, e2.Error(), "was changed by another writer")
 	hist, err := c.History(ctx, graph.Thread("cc"), 0)
 	require.NoError(t, err)
 	assert.Len(t, hist, 2, "input and one finished step: the loser stored nothing")
@@ -580,7 +580,7 @@ func FuzzResumeFromStoredBytes(f *testing.F) {
 		if err := saver.Put(context.Background(), cp); err != nil {
 			return
 		}
-		_ = saver.PutWrites(context.Background(), "fz", "1", graph.TaskWrite{Task: task, Node: node, Update: update})
+		_ = saver.PutWrites(context.Background(), graph.Thread("fz").At("1"), "", graph.TaskWrite{Task: task, Node: node, Update: update})
 		_, _ = c.State(context.Background(), graph.Thread("fz"))
 		_, err := c.Resume(context.Background(), graph.Thread("fz"))
 		if err != nil && errors.Is(err, graph.ErrInterrupted) {

@@ -19,7 +19,11 @@ import "strconv"
 // History.
 type Ref struct {
 	Thread string
-	// Checkpoint is a checkpoint's ID; "" means the thread's newest.
+	// Namespace is a subgraph's line of checkpoints in the thread ("" for
+	// the graph the run started; see Checkpoint.Namespace). Runs start in
+	// "", and State and History read a subgraph's with In.
+	Namespace string
+	// Checkpoint is a checkpoint's ID; "" means the newest.
 	Checkpoint string
 }
 
@@ -32,11 +36,22 @@ func (r Ref) At(id string) Ref {
 	return r
 }
 
-func (r Ref) applyRun(s *runSettings) { s.thread, s.from = r.Thread, r.Checkpoint }
+// In returns the reference to the newest checkpoint of namespace ns of
+// the same thread: a subgraph's (see TaskState.Subgraphs).
+func (r Ref) In(ns string) Ref {
+	r.Namespace, r.Checkpoint = ns, ""
+	return r
+}
 
-// String is "thread" or "thread@checkpoint", quoted as Go would.
+func (r Ref) applyRun(s *runSettings) { s.thread, s.ns, s.from = r.Thread, r.Namespace, r.Checkpoint }
+
+// String is "thread", then "[namespace]" and "@checkpoint" when set, the
+// thread quoted as Go would.
 func (r Ref) String() string {
 	s := strconv.Quote(r.Thread)
+	if r.Namespace != "" {
+		s += "[" + r.Namespace + "]"
+	}
 	if r.Checkpoint != "" {
 		s += "@" + r.Checkpoint
 	}

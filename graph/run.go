@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"reflect"
 	"runtime/debug"
 	"slices"
@@ -27,6 +26,7 @@ func (f runFunc) applyRun(r *runSettings) { f(r) }
 
 type runSettings struct {
 	thread      string
+	ns          string
 	limit       int
 	concurrency int
 	kinds       EventKind // bit set; 0 means all
@@ -93,6 +93,7 @@ type run[S any] struct {
 
 	cp     Checkpointer
 	thread string
+	ns     string // the namespace of its checkpoints ("" but in a subgraph)
 	cpID   string
 	from   string
 	runID  string
@@ -232,6 +233,12 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 	case rs.concurrency < 0:
 		rs.concurrency = 0 // no bound
 	}
+	if rs.ns != "" {
+		return nil, fmt.Errorf("graph: a run starts in its thread's own namespace, not in %q: a subgraph's checkpoints are written by the run of its parent", rs.ns)
+	}
+	if rs.thread != "" && rs.runID == "" {
+		rs.runID = newID()
+	}
 	r := &run[S]{c: c, ctx: ctx, limit: rs.limit, conc: rs.concurrency, thread: rs.thread, kinds: rs.kinds,
 		from: rs.from, runID: rs.runID, answers: rs.answers, inputs: rs.inputs, source: SourceInput, runner: rs.runner,
 	}
@@ -308,7 +315,7 @@ func (r *run[S]) begin(in S) error {
 		}
 	}
 	if r.cp != nil {
-		prev, err := r.cp.Get(r.ctx, r.thread, r.from)
+		prev, err := r.cp.Get(r.ctx, r.ref(r.from))
 		switch {
 		case errors.Is(err, ErrCheckpointNotFound) && r.from != "":
 			return fmt.Errorf("%w: thread %q has no checkpoint %q", ErrCheckpointNotFound, r.thread, r.from)
@@ -397,7 +404,7 @@ func (r *run[S]) resume() (done bool, err error) {
 	if len(r.inputs) > 0 {
 		return false, fmt.Errorf("graph: graph.InputWrites is input for Invoke and Stream; Resume takes none: to change a stored thread's state before resuming it, use UpdateState")
 	}
-	cp, err := r.cp.Get(r.ctx, r.thread, r.from)
+	cp, err := r.cp.Get(r.ctx, r.ref(r.from))
 	switch {
 	case errors.Is(err, ErrCheckpointNotFound) && r.from != "":
 		return false, fmt.Errorf("%w: thread %q has no checkpoint %q", ErrNothingToResume, r.thread, r.from)
@@ -435,7 +442,7 @@ func (r *run[S]) resume() (done bool, err error) {
 		records = append(records, TaskWrite{Task: i, Node: r.tasks[i].node.name})
 	}
 	if len(records) > 0 {
-		if err := r.cp.PutWrites(r.ctx, r.thread, r.cpID, records...); err != nil {
+		if err := r.cp.PutWrites(r.ctx, r.ref(r.cpID), r.runID, records...); err != nil {
 			return false, fmt.Errorf("graph: storing the answers and released breakpoints of thread %q: %w", r.thread, err)
 		}
 	}
@@ -444,7 +451,7 @@ func (r *run[S]) resume() (done bool, err error) {
 
 // isFork reports whether id is not the thread's newest checkpoint.
 func (r *run[S]) isFork(id string) (bool, error) {
-	newest, err := r.cp.Get(r.ctx, r.thread, "")
+	newest, err := r.cp.Get(r.ctx, r.ref(""))
 	if err != nil {
 		return false, fmt.Errorf("graph: loading thread %q: %w", r.thread, err)
 	}
@@ -454,8 +461,8 @@ func (r *run[S]) isFork(id string) (bool, error) {
 // forkFrom starts a branch at cp: a copy of it, without its task records,
 // stored as the thread's newest checkpoint.
 func (r *run[S]) forkFrom(cp *Checkpoint) (*Checkpoint, error) {
-	fork := &Checkpoint{Format: CheckpointFormat, Thread: r.thread, ID: newCheckpointID(cp.Step), Parent: cp.ID, Step: cp.Step,
-		State: cp.State, Next: cp.Next, Joins: cp.Joins, Created: time.Now(), Source: SourceFork, Run: r.runID}
+	fork := &Checkpoint{Format: cp.Format, Thread: r.thread, Namespace: r.ns, ID: newID(), Parent: cp.ID, Step: cp.Step,
+		State: cp.State, Versions: cp.Versions, Next: cp.Next, Joins: cp.Joins, Deferred: cp.Deferred, Created: time.Now(), Source: SourceFork, Run: r.runID}
 	if err := r.cp.Put(r.ctx, fork); err != nil {
 		return nil, fmt.Errorf("graph: starting a branch of thread %q from checkpoint %s: %w", r.thread, cp.ID, err)
 	}
@@ -1025,7 +1032,7 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 
 // record stores a task's outcome; a failure to store fails the task.
 func (r *run[S]) record(t *task[S], w TaskWrite) {
-	if err := r.cp.PutWrites(r.ctx, r.thread, r.cpID, w); err != nil {
+	if err := r.cp.PutWrites(r.ctx, r.ref(r.cpID), r.runID, w); err != nil {
 		if t.hold != nil {
 			t.hold.paused, t.hold.intr = false, nil
 		}
@@ -1258,7 +1265,7 @@ func (r *run[S]) checkpoint(parent string) error {
 	if len(state) > r.c.set.maxBytes {
 		return r.c.tooLarge(fmt.Sprintf("the state after step %d", r.step), len(state))
 	}
-	cp := &Checkpoint{Format: CheckpointFormat, Thread: r.thread, ID: newCheckpointID(r.step), Parent: parent, Step: r.step, State: state,
+	cp := &Checkpoint{Format: 1, Thread: r.thread, Namespace: r.ns, ID: newID(), Parent: parent, Step: r.step, State: state,
 		Created: time.Now(), Source: r.source, Ran: r.ran, Run: r.runID}
 	for _, t := range r.tasks {
 		pt := PendingTask{Node: t.node.name}
@@ -1290,8 +1297,7 @@ func (r *run[S]) checkpoint(parent string) error {
 	return nil
 }
 
-func newCheckpointID(step int) string {
-	return fmt.Sprintf("%06d-%x-%08x", step, time.Now().UnixNano(), rand.Uint32())
-}
+// ref is the reference to checkpoint id of the run's thread and namespace.
+func (r *run[S]) ref(id string) Ref { return Ref{Thread: r.thread, Namespace: r.ns, Checkpoint: id} }
 
 func (r *run[S]) wants(k EventKind) bool { return r.kinds == 0 || r.kinds&k != 0 }

@@ -225,11 +225,11 @@ func (s Snapshot[S]) Done() bool { return len(s.Next) == 0 && len(s.Tasks) == 0 
 // of the pending step, finished or not. A checkpoint asked for by ID is
 // shown as stored (its State without those writes, Next with every task).
 func (c *Compiled[S]) State(ctx context.Context, at Ref) (Snapshot[S], error) {
-	r, err := c.newRun(ctx, []RunOption{at})
+	r, err := c.reader(ctx, at)
 	if err != nil {
 		return Snapshot[S]{}, err
 	}
-	cp, err := r.cp.Get(ctx, at.Thread, at.Checkpoint)
+	cp, err := r.cp.Get(ctx, at)
 	if err != nil {
 		if errors.Is(err, ErrCheckpointNotFound) {
 			return Snapshot[S]{}, fmt.Errorf("%w: thread %q has no checkpoint%s", err, at.Thread, quoted(" ", at.Checkpoint))
@@ -269,23 +269,13 @@ func (c *Compiled[S]) State(ctx context.Context, at Ref) (Snapshot[S], error) {
 // With a checkpoint (at.At), it lists the checkpoints stored before that
 // one (LangGraph's before), to page through a long history.
 func (c *Compiled[S]) History(ctx context.Context, at Ref, limit int) ([]Snapshot[S], error) {
-	r, err := c.newRun(ctx, []RunOption{Thread(at.Thread)})
+	r, err := c.reader(ctx, at)
 	if err != nil {
 		return nil, err
 	}
-	cps, err := r.cp.List(ctx, at.Thread, 0)
+	cps, err := r.cp.List(ctx, at, limit)
 	if err != nil {
-		return nil, fmt.Errorf("graph: listing the checkpoints of thread %q: %w", at.Thread, err)
-	}
-	if at.Checkpoint != "" {
-		i := slices.IndexFunc(cps, func(cp *Checkpoint) bool { return cp.ID == at.Checkpoint })
-		if i < 0 {
-			return nil, fmt.Errorf("%w: thread %q has no checkpoint %q to list the history before", ErrCheckpointNotFound, at.Thread, at.Checkpoint)
-		}
-		cps = cps[i+1:]
-	}
-	if limit > 0 && len(cps) > limit {
-		cps = cps[:limit]
+		return nil, fmt.Errorf("graph: listing the checkpoints of thread %s: %w", at, err)
 	}
 	out := make([]Snapshot[S], 0, len(cps))
 	for _, cp := range cps {
@@ -322,11 +312,11 @@ func (c *Compiled[S]) UpdateState(ctx context.Context, at Ref, u Update[S], opts
 		o(&set)
 	}
 	asNode, thread, id := set.asNode, at.Thread, at.Checkpoint
-	r, err := c.newRun(ctx, []RunOption{Thread(thread)})
+	r, err := c.reader(ctx, at)
 	if err != nil {
 		return Snapshot[S]{}, err
 	}
-	cp, err := r.cp.Get(ctx, thread, id)
+	cp, err := r.cp.Get(ctx, at)
 	if err != nil {
 		if errors.Is(err, ErrCheckpointNotFound) {
 			return Snapshot[S]{}, fmt.Errorf("%w: thread %q has no checkpoint%s to update", err, thread, quoted(" ", id))
@@ -377,7 +367,18 @@ func (c *Compiled[S]) UpdateState(ctx context.Context, at Ref, u Update[S], opts
 	if err := r.checkpoint(cp.ID); err != nil {
 		return Snapshot[S]{}, err
 	}
-	return c.State(ctx, Thread(thread).At(r.cpID))
+	return c.State(ctx, r.ref(r.cpID))
+}
+
+// reader is a run for reading or editing what is stored of a thread, in the
+// namespace at names.
+func (c *Compiled[S]) reader(ctx context.Context, at Ref) (*run[S], error) {
+	r, err := c.newRun(ctx, []RunOption{Thread(at.Thread)})
+	if err != nil {
+		return nil, err
+	}
+	r.ns = at.Namespace
+	return r, nil
 }
 
 func snapshotOf[S any](cp *Checkpoint, st S) Snapshot[S] {

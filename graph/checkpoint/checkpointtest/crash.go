@@ -259,7 +259,7 @@ func crashMidStep(t *testing.T, location string, open func(string) (graph.Checkp
 	// four are running.
 	var finished []int
 	require.Eventually(t, func() bool {
-		cp, err := store.Get(context.Background(), thread, "")
+		cp, err := store.Get(context.Background(), graph.Thread(thread))
 		if err != nil || len(cp.Next) != len(spec.Items) {
 			return false
 		}
@@ -320,10 +320,10 @@ func crashAtRandom(t *testing.T, location string, open func(string) (graph.Check
 	// What the store holds: every task of a completed step, and the
 	// finished tasks of the pending one.
 	committed := map[string]bool{}
-	cps, err := store.List(context.Background(), thread, 0)
+	cps, err := store.List(context.Background(), graph.Thread(thread), 0)
 	require.NoError(t, err)
 	for i, c := range cps {
-		cp, err := store.Get(context.Background(), thread, c.ID)
+		cp, err := store.Get(context.Background(), graph.Thread(thread).At(c.ID))
 		require.NoError(t, err)
 		for ti, pt := range cp.Next {
 			if pt.Node != "work" {
