@@ -144,7 +144,9 @@ func TestCheckpointsStoreTypedJSON(t *testing.T) {
 	assert.True(t, cps[0].Done())
 	assert.Equal(t, cps[1].ID, cps[0].Parent)
 	assert.JSONEq(t, `{"Log":null,"N":0,"Items":["x"],"Flag":false}`, string(cps[0].State))
-	assert.Equal(t, []graph.PendingTask{{Node: "a"}}, cps[1].Next)
+	require.Len(t, cps[1].Next, 1)
+	assert.Equal(t, "a", cps[1].Next[0].Node)
+	assert.Len(t, cps[1].Next[0].ID, 36, "a task's ID is a UUID")
 
 	first, err := saver.Get(context.Background(), graph.Thread("th").At(cps[1].ID))
 	require.NoError(t, err)

@@ -118,7 +118,11 @@
 // thread whose last run finished continues from that run's state, merging the
 // new input through the reducers. State shows a thread's newest checkpoint
 // with the writes of the tasks that finished before the run stopped already
-// applied, as LangGraph's get_state does. MemorySaver is the in-memory store; the
+// applied, as LangGraph's get_state does. History lists a thread's
+// checkpoints, each with its parent and its pending step's tasks: their
+// updates, their errors and every interrupt they raised with its answer and
+// times — an audit of the thread, and the IDs to fork from
+// (Thread(id).At(checkpoint)). MemorySaver is the in-memory store; the
 // interface is what durable stores implement.
 //
 // # Tracing

@@ -148,3 +148,43 @@ func ExampleCompiled_DecodeWrites() {
 	// [hi echo: hi] true
 	// [hi echo: hi again echo: again] true
 }
+
+// History audits a thread: each checkpoint's pending tasks, what their
+// interrupts asked, and the answers they got.
+func ExampleCompiled_History() {
+	type State struct{ Plan string }
+	plan := graph.Value(func(s *State) *string { return &s.Plan })
+	g := graph.New[State](plan)
+	g.AddNode("approve", func(ctx context.Context, s State) (graph.Update[State], error) {
+		ok, err := graph.Interrupt[bool](ctx, "deploy on Friday?")
+		if err != nil {
+			return graph.Update[State]{}, err
+		}
+		return graph.Writes(plan.Set(fmt.Sprint("approved: ", ok))), nil
+	})
+	g.AddSequence(graph.Start, "approve", graph.End)
+	run, err := g.Compile(graph.WithCheckpointer(graph.NewMemorySaver()))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	_, _ = run.Invoke(ctx, State{}, graph.Thread("ops"))
+	if _, err := run.Resume(ctx, graph.Thread("ops"), graph.Answer(false)); err != nil {
+		panic(err)
+	}
+	hist, err := run.History(ctx, graph.Thread("ops"), 0)
+	if err != nil {
+		panic(err)
+	}
+	for _, snap := range hist {
+		for _, task := range snap.Tasks {
+			for _, ir := range task.Interrupts {
+				fmt.Printf("step %d, %s asked %s and was answered %s\n", ir.Step, task.Node, ir.Payload, ir.Answer)
+			}
+		}
+	}
+	fmt.Println(hist[0].State.Plan)
+	// Output:
+	// step 1, approve asked "deploy on Friday?" and was answered false
+	// approved: false
+}

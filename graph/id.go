@@ -2,8 +2,10 @@ package graph
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"strconv"
 	"time"
 )
 
@@ -34,4 +36,15 @@ func formatUUID(b [16]byte) string {
 	out[23] = '-'
 	hex.Encode(out[24:36], b[10:16])
 	return string(out[:])
+}
+
+// taskID is the ID of task index of checkpoint id: a UUID derived from
+// where the task is, so that every process names it alike.
+func taskID(thread, ns, id string, index int, node string) string {
+	sum := sha256.Sum256([]byte(thread + "\x00" + ns + "\x00" + id + "\x00" + strconv.Itoa(index) + "\x00" + node))
+	var b [16]byte
+	copy(b[:], sum[:16])
+	b[6] = 0x50 | b[6]&0x0f // version 5: name-based (with SHA-256 in place of SHA-1)
+	b[8] = 0x80 | b[8]&0x3f
+	return formatUUID(b)
 }

@@ -67,7 +67,7 @@ func Interrupt[A, P any](ctx context.Context, payload P) (A, error) {
 	if err != nil {
 		return zero, fmt.Errorf("graph.Interrupt in node %q: the payload cannot be encoded as JSON: %w", info.path, err)
 	}
-	h.raise(PendingInterrupt{ID: id, Kind: InterruptNode, Node: info.path, Task: h.task, Step: h.step, Payload: data})
+	h.raise(PendingInterrupt{ID: id, Kind: InterruptNode, Node: info.path, Task: h.task, Step: h.step, Payload: data, Time: time.Now()})
 	info.hi.stopped = true
 	return zero, errInterruptRaised
 }

@@ -606,5 +606,6 @@ func TestStateShowsThePendingStepsTasks(t *testing.T) {
 	assert.Equal(t, []string{"a"}, items)
 	assert.False(t, b.Done)
 	require.Len(t, b.Interrupts, 1)
-	assert.Equal(t, snap.Interrupts, b.Interrupts)
+	assert.True(t, b.Interrupts[0].Pending())
+	assert.Equal(t, snap.Interrupts, b.Waiting())
 }

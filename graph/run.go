@@ -149,6 +149,7 @@ type setter[S any] struct {
 }
 
 type task[S any] struct {
+	id   string // its ID in the thread (with a checkpointer)
 	node *cnode[S]
 	arg  any
 	upd  Update[S]
@@ -158,6 +159,10 @@ type task[S any] struct {
 
 	// hold is what interrupts left of the task; nil for almost every task.
 	hold *taskHold
+	// failed is the error a stored record says the task failed with.
+	failed string
+	// subgraphs are the namespaces of the subgraph runs the task made.
+	subgraphs []string
 }
 
 // taskHold is a task's interrupt record. rec: the task has a record in the
@@ -502,7 +507,7 @@ func (r *run[S]) load(cp *Checkpoint) error {
 		if err != nil {
 			return fmt.Errorf("graph: thread %q: %w", r.thread, err)
 		}
-		r.tasks = append(r.tasks, task[S]{node: r.c.nodes[r.c.byName[pt.Node]], arg: arg})
+		r.tasks = append(r.tasks, task[S]{id: pt.ID, node: r.c.nodes[r.c.byName[pt.Node]], arg: arg})
 	}
 	for _, w := range cp.Writes {
 		if w.Task < 0 || w.Task >= len(r.tasks) || r.tasks[w.Task].node.name != w.Node {
@@ -517,10 +522,14 @@ func (r *run[S]) load(cp *Checkpoint) error {
 			if err != nil {
 				return fmt.Errorf("graph: thread %q: decoding the update of task %d (%s): %w", r.thread, w.Task, w.Node, err)
 			}
-			t.upd, t.done = u, true
+			t.upd, t.done, t.subgraphs = u, true, w.Subgraphs
+			if len(w.Interrupts) > 0 {
+				t.hold = &taskHold{rec: true, pause: w.Interrupts, answers: w.Answers}
+			}
 			continue
 		}
 		t.hold = &taskHold{rec: true, pause: w.Interrupts, answers: w.Answers, intr: unanswered(w.Interrupts, w.Answers)}
+		t.failed, t.subgraphs = w.Err, w.Subgraphs
 	}
 	return nil
 }
@@ -591,7 +600,7 @@ func (r *run[S]) applyAnswers() ([]int, error) {
 			return nil, r.c.tooLarge("the answer to interrupt "+id, len(data))
 		}
 		h := r.tasks[ti].hold
-		h.answers = append(slices.Clip(h.answers), AnswerRecord{ID: id, Value: data})
+		h.answers = append(slices.Clip(h.answers), AnswerRecord{ID: id, Value: data, Time: time.Now()})
 		h.intr = unanswered(h.pause, h.answers)
 		if !slices.Contains(changed, ti) {
 			changed = append(changed, ti)
@@ -944,7 +953,11 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 	var h *hitl
 	switch {
 	case r.cp != nil:
-		h = &hitl{base: r.thread + "\x00" + r.cpID + "\x00" + strconv.Itoa(t.info.index), node: n.name, task: t.info.index, step: r.step}
+		base := t.id
+		if base == "" { // a task of a checkpoint written before tasks had IDs
+			base = r.thread + "\x00" + r.cpID + "\x00" + strconv.Itoa(t.info.index)
+		}
+		h = &hitl{base: base, node: n.name, task: t.info.index, step: r.step}
 		if t.hold != nil {
 			h.answers = t.hold.answers
 		}
@@ -979,7 +992,7 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 			hold.answers = h.answers
 			hold.intr = unanswered(hold.pause, hold.answers)
 			t.err = &NodeError{Node: r.prefix + n.name, Step: r.step, Err: h.rejected[0]}
-			r.record(t, TaskWrite{Task: t.info.index, Node: n.name, Interrupts: hold.pause, Answers: hold.answers})
+			r.record(t, TaskWrite{Err: t.err.Error()})
 			return
 		}
 		if h != nil && len(h.raised) > 0 || h == nil && t.info.hi != nil && (t.info.hi.stopped || errors.Is(err, ErrInterrupted)) {
@@ -987,8 +1000,11 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 			hold := t.held()
 			hold.paused = true
 			if h != nil {
-				hold.pause, hold.answers, hold.intr = h.raised, h.answers, slices.Clone(h.raised)
-				r.record(t, TaskWrite{Task: t.info.index, Node: n.name, Interrupts: hold.pause, Answers: hold.answers})
+				// The record keeps every interrupt the task raised, answered
+				// or not, for History.
+				hold.pause, hold.answers = addInterrupts(hold.pause, h.raised), h.answers
+				hold.intr = unanswered(hold.pause, hold.answers)
+				r.record(t, TaskWrite{})
 			}
 			return
 		}
@@ -999,8 +1015,11 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 		if a >= attempts || ctx.Err() != nil || !n.policy.RetryOn(err) {
 			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				t.err = err // the run or the step was cancelled: not this node's fault
-			} else {
-				t.err = &NodeError{Node: r.prefix + n.name, Step: r.step, Attempts: a, Err: err}
+				return
+			}
+			t.err = &NodeError{Node: r.prefix + n.name, Step: r.step, Attempts: a, Err: err}
+			if r.cp != nil {
+				r.record(t, TaskWrite{Err: t.err.Error()})
 			}
 			return
 		}
@@ -1025,13 +1044,30 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 		case len(data) > r.c.set.maxBytes:
 			t.err = &NodeError{Node: r.prefix + n.name, Step: r.step, Err: r.c.tooLarge("its update", len(data))}
 		default:
-			r.record(t, TaskWrite{Task: t.info.index, Node: n.name, Update: data})
+			r.record(t, TaskWrite{Update: data})
 		}
 	}
 }
 
-// record stores a task's outcome; a failure to store fails the task.
+// addInterrupts appends to have the interrupts of raised it does not have.
+func addInterrupts(have, raised []PendingInterrupt) []PendingInterrupt {
+	out := slices.Clip(have)
+	for _, pi := range raised {
+		if !slices.ContainsFunc(out, func(x PendingInterrupt) bool { return x.ID == pi.ID }) {
+			out = append(out, pi)
+		}
+	}
+	return out
+}
+
+// record stores a task's outcome — w's update or error, with the
+// interrupts the task raised and their answers — and fails the task when
+// it cannot be stored.
 func (r *run[S]) record(t *task[S], w TaskWrite) {
+	w.Task, w.Node, w.Time = t.info.index, t.node.name, time.Now()
+	if t.hold != nil {
+		w.Interrupts, w.Answers = t.hold.pause, t.hold.answers
+	}
 	if err := r.cp.PutWrites(r.ctx, r.ref(r.cpID), r.runID, w); err != nil {
 		if t.hold != nil {
 			t.hold.paused, t.hold.intr = false, nil
@@ -1267,8 +1303,12 @@ func (r *run[S]) checkpoint(parent string) error {
 	}
 	cp := &Checkpoint{Format: 1, Thread: r.thread, Namespace: r.ns, ID: newID(), Parent: parent, Step: r.step, State: state,
 		Created: time.Now(), Source: r.source, Ran: r.ran, Run: r.runID}
-	for _, t := range r.tasks {
-		pt := PendingTask{Node: t.node.name}
+	for i := range r.tasks {
+		t := &r.tasks[i]
+		if t.id == "" {
+			t.id = taskID(cp.Thread, cp.Namespace, cp.ID, i, t.node.name)
+		}
+		pt := PendingTask{ID: t.id, Node: t.node.name}
 		if t.node.payload != nil {
 			if pt.Arg, err = json.Marshal(t.arg); err != nil {
 				return fmt.Errorf("graph: the Send payload for %q cannot be checkpointed as JSON: %w", t.node.name, err)

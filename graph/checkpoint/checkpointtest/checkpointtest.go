@@ -77,6 +77,7 @@ func Run(t *testing.T, open func(t *testing.T) graph.Checkpointer) {
 		{"GraphResumeAfterFailure", testGraphResume},
 		{"GraphInterruptAcrossInstances", testGraphInterrupt},
 		{"GraphTimeTravel", testGraphTimeTravel},
+		{"GraphHistory", testGraphHistory},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })

@@ -223,3 +223,41 @@ func testGraphTimeTravel(t *testing.T, s graph.Checkpointer) {
 	_, err = g.Resume(ctx(t), graph.Thread("tt").At("no-such-checkpoint"))
 	require.True(t, errors.Is(err, graph.ErrNothingToResume), "%v", err)
 }
+
+// History read from the store shows what each step asked and was answered,
+// what its tasks wrote and where they failed.
+func testGraphHistory(t *testing.T, s graph.Checkpointer) {
+	var calls counter
+	g, err := reviewGraph(s, &calls)
+	require.NoError(t, err)
+	_, err = g.Invoke(ctx(t), State{}, graph.Thread("audit"))
+	require.ErrorIs(t, err, graph.ErrInterrupted)
+	_, err = g.Resume(ctx(t), graph.Thread("audit"), graph.Answer(approval{Approved: true, Edit: "final"}))
+	require.NoError(t, err)
+
+	g2, err := reviewGraph(s, &calls) // another instance, as in another process
+	require.NoError(t, err)
+	hist, err := g2.History(ctx(t), graph.Thread("audit"), 0)
+	require.NoError(t, err)
+	require.Len(t, hist, 4)
+	review := hist[2] // after draft: its step is the review's
+	require.Len(t, review.Tasks, 1)
+	task := review.Tasks[0]
+	assert.Equal(t, "review", task.Node)
+	assert.NotEmpty(t, task.ID)
+	assert.True(t, task.Done)
+	require.Len(t, task.Interrupts, 1)
+	ir := task.Interrupts[0]
+	asked, err := graph.PayloadOf[approval](ir.PendingInterrupt)
+	require.NoError(t, err)
+	assert.Equal(t, "first draft", asked.Draft)
+	assert.JSONEq(t, `{"draft":"","approved":true,"edit":"final"}`, string(ir.Answer))
+	assert.False(t, ir.Time.IsZero())
+	assert.False(t, ir.Answered.IsZero())
+	assert.Equal(t, hist[3].CheckpointID, review.Parent)
+
+	page, err := g2.History(ctx(t), graph.Thread("audit").At(hist[1].CheckpointID), 0)
+	require.NoError(t, err)
+	require.Len(t, page, 2, "the checkpoints before the one given")
+	assert.Equal(t, review.CheckpointID, page[0].CheckpointID)
+}
