@@ -188,3 +188,36 @@ func ExampleCompiled_History() {
 	// step 1, approve asked "deploy on Friday?" and was answered false
 	// approved: false
 }
+
+// A paused thread resumed with an answer and an edit of its state at once
+// (LangGraph's Command(resume=…, update=…)): the edit is stored with the
+// answer, and the node that asked sees it when it runs again.
+func ExampleWithUpdate() {
+	type State struct{ Draft string }
+	draft := graph.Value(func(s *State) *string { return &s.Draft })
+	g := graph.New[State](draft)
+	g.AddNode("write", func(context.Context, State) (graph.Update[State], error) {
+		return graph.Writes(draft.Set("Graphs run in steps.")), nil
+	})
+	g.AddNode("review", func(ctx context.Context, s State) (graph.Update[State], error) {
+		ok, err := graph.Interrupt[bool](ctx, s.Draft)
+		if err != nil {
+			return graph.Update[State]{}, err
+		}
+		fmt.Printf("reviewed %q: %v\n", s.Draft, ok)
+		return graph.Update[State]{}, nil
+	})
+	g.AddSequence(graph.Start, "write", "review", graph.End)
+	run, err := g.Compile(graph.WithCheckpointer(graph.NewMemorySaver()))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	_, _ = run.Invoke(ctx, State{}, graph.Thread("doc"))
+	out, err := run.Resume(ctx, graph.Thread("doc"), graph.Answer(true),
+		graph.WithUpdate(graph.Writes(draft.Set("Graphs run in supersteps."))))
+	fmt.Println(out.Draft, err)
+	// Output:
+	// reviewed "Graphs run in supersteps.": true
+	// Graphs run in supersteps. <nil>
+}

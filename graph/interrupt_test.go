@@ -544,8 +544,9 @@ func TestUpdateStateAsNodeRoutesFromIt(t *testing.T) {
 
 	_, err = c.UpdateState(ctx, graph.Thread("u"), graph.Writes(tN.Set(1)), graph.AsNode("nowhere"))
 	assert.ErrorContains(t, err, `no such node (nodes: draft, fix, ship)`)
-	_, err = c.UpdateState(ctx, graph.Thread("u"), graph.Writes(tN.Set(1)).Goto("fix"))
-	assert.ErrorContains(t, err, "needs asNode")
+	snap, err = c.UpdateState(ctx, graph.Thread("u"), graph.Writes(tN.Set(1)).Goto("fix"))
+	require.NoError(t, err, "an update's Goto adds to the pending step")
+	assert.Equal(t, []string{"fix"}, snap.Next)
 	_, err = c.UpdateState(ctx, graph.Thread("nothread"), graph.Writes(tN.Set(1)))
 	assert.ErrorIs(t, err, graph.ErrCheckpointNotFound)
 	other := graph.Value(func(s *tState) *bool { return &s.Flag })

@@ -38,6 +38,7 @@ type runSettings struct {
 	// PauseBefore and PauseAfter: set when the run has its own.
 	before, after []string
 	breaks        bool
+	update        any // WithUpdate: a *pendingUpdate[S]
 }
 
 // PauseBefore sets the run's breakpoints before nodes, in place of the
@@ -107,6 +108,10 @@ type run[S any] struct {
 	hitlKey string
 	answers []givenAnswer
 	inputs  []any // InputWrites
+	update  any   // WithUpdate
+	// carry: the next checkpoint stores the records of its tasks with it
+	// (an edit keeps the pending step).
+	carry bool
 
 	// out is where tasks' Emit values go: this run's own sink when it is
 	// streamed, the parent's when it is a subgraph of a streamed run, nil
@@ -245,7 +250,7 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 		rs.runID = newID()
 	}
 	r := &run[S]{c: c, ctx: ctx, limit: rs.limit, conc: rs.concurrency, thread: rs.thread, kinds: rs.kinds,
-		from: rs.from, runID: rs.runID, answers: rs.answers, inputs: rs.inputs, source: SourceInput, runner: rs.runner,
+		from: rs.from, runID: rs.runID, answers: rs.answers, inputs: rs.inputs, update: rs.update, source: SourceInput, runner: rs.runner,
 	}
 	r.bp = &c.bp
 	if rs.breaks {
@@ -305,6 +310,9 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 // and then its InputWrites, onto the zero state — or, on a thread whose last
 // run finished, onto that run's final state.
 func (r *run[S]) begin(in S) error {
+	if r.update != nil {
+		return fmt.Errorf("graph: graph.WithUpdate edits a paused thread as Resume continues it; a run's input is its input struct and graph.InputWrites")
+	}
 	writes, err := r.inputWrites()
 	if err != nil {
 		return err
@@ -407,7 +415,7 @@ func (r *run[S]) resume() (done bool, err error) {
 		return false, fmt.Errorf("graph: Resume needs graph.Thread(id) and a checkpointer")
 	}
 	if len(r.inputs) > 0 {
-		return false, fmt.Errorf("graph: graph.InputWrites is input for Invoke and Stream; Resume takes none: to change a stored thread's state before resuming it, use UpdateState")
+		return false, fmt.Errorf("graph: graph.InputWrites is input for Invoke and Stream; Resume takes none: to change a stored thread's state as it resumes, use graph.WithUpdate")
 	}
 	cp, err := r.cp.Get(r.ctx, r.ref(r.from))
 	switch {
@@ -418,7 +426,7 @@ func (r *run[S]) resume() (done bool, err error) {
 	case err != nil:
 		return false, fmt.Errorf("graph: loading thread %q: %w", r.thread, err)
 	}
-	if r.from != "" {
+	if r.from != "" && r.update == nil {
 		fork, err := r.isFork(cp.ID)
 		if err != nil {
 			return false, err
@@ -433,6 +441,23 @@ func (r *run[S]) resume() (done bool, err error) {
 		return false, err
 	}
 	r.source = SourceLoop // the steps it runs; the input was the first run's
+	if r.update != nil {
+		// The update, the answers and the released breakpoints: one
+		// checkpoint, one commit.
+		if err := r.resumeUpdate(cp); err != nil {
+			return false, err
+		}
+		if _, err := r.applyAnswers(); err != nil {
+			return false, err
+		}
+		for _, i := range r.gated() {
+			r.tasks[i].held().rec = true
+		}
+		if err := r.checkpoint(cp.ID); err != nil {
+			return false, err
+		}
+		return len(r.tasks) == 0, nil
+	}
 	var records []TaskWrite
 	changed, err := r.applyAnswers()
 	if err != nil {
@@ -467,7 +492,12 @@ func (r *run[S]) isFork(id string) (bool, error) {
 // stored as the thread's newest checkpoint.
 func (r *run[S]) forkFrom(cp *Checkpoint) (*Checkpoint, error) {
 	fork := &Checkpoint{Format: cp.Format, Thread: r.thread, Namespace: r.ns, ID: newID(), Parent: cp.ID, Step: cp.Step,
-		State: cp.State, Versions: cp.Versions, Next: cp.Next, Joins: cp.Joins, Deferred: cp.Deferred, Created: time.Now(), Source: SourceFork, Run: r.runID}
+		State: cp.State, Versions: cp.Versions, Joins: cp.Joins, Deferred: cp.Deferred, Created: time.Now(), Source: SourceFork, Run: r.runID}
+	// The branch's tasks are new tasks: their interrupts and subgraphs are
+	// not the old branch's.
+	for i, pt := range cp.Next {
+		fork.Next = append(fork.Next, PendingTask{ID: taskID(r.thread, r.ns, fork.ID, i, pt.Node), Node: pt.Node, Arg: pt.Arg})
+	}
 	if err := r.cp.Put(r.ctx, fork); err != nil {
 		return nil, fmt.Errorf("graph: starting a branch of thread %q from checkpoint %s: %w", r.thread, cp.ID, err)
 	}
@@ -1330,10 +1360,15 @@ func (r *run[S]) checkpoint(parent string) error {
 			cp.Joins = append(cp.Joins, JoinProgress{To: r.c.nodes[r.c.joins[ji].to].name, Seen: names})
 		}
 	}
+	if r.carry {
+		if cp.Writes, err = r.records(); err != nil {
+			return err
+		}
+	}
 	if err := r.cp.Put(r.ctx, cp); err != nil {
 		return fmt.Errorf("graph: saving checkpoint of thread %q after step %d: %w", r.thread, r.step, err)
 	}
-	r.cpID, r.source = cp.ID, SourceLoop
+	r.cpID, r.source, r.carry = cp.ID, SourceLoop, false
 	return nil
 }
 

@@ -108,7 +108,7 @@ func TestInputWritesCanSetZeroValues(t *testing.T) {
 	assert.Contains(t, err.Error(), "graph_test.tState")
 	_, err = c.Resume(ctx, graph.Thread("z"), graph.InputWrites(sFlag.Set(true)))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "UpdateState")
+	assert.Contains(t, err.Error(), "graph.WithUpdate")
 }
 
 // overwriteGraph runs "reset" (Items.Set) and "add" (Items.Add) in one

@@ -105,9 +105,12 @@ func (c *Compiled[S]) Invoke(ctx context.Context, in S, opts ...RunOption) (S, e
 // step that had not finished run again. Answer and AnswerFor give the
 // answers to pending interrupts (the interrupted nodes run again from their
 // start and Interrupt returns the answers); breakpoints are released; tasks
-// still waiting for an answer stay paused while the rest run. With
-// FromCheckpoint it continues an older checkpoint, on a new branch.
-// Resuming a finished thread returns its final state.
+// still waiting for an answer stay paused while the rest run. WithUpdate
+// edits the state first, in the same commit as the answers — LangGraph's
+// Command(resume, update, goto). With a checkpoint (Thread(id).At) it
+// continues an older checkpoint, on a new branch. Resuming a finished
+// thread returns its final state. Each Resume may take as many steps as
+// the recursion limit.
 func (c *Compiled[S]) Resume(ctx context.Context, opts ...RunOption) (S, error) {
 	r, err := c.newRun(ctx, opts)
 	if err != nil {

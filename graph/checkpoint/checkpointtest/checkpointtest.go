@@ -78,6 +78,7 @@ func Run(t *testing.T, open func(t *testing.T) graph.Checkpointer) {
 		{"GraphInterruptAcrossInstances", testGraphInterrupt},
 		{"GraphTimeTravel", testGraphTimeTravel},
 		{"GraphHistory", testGraphHistory},
+		{"GraphEditPausedThread", testGraphEditPausedThread},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })

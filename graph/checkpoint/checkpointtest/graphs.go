@@ -261,3 +261,39 @@ func testGraphHistory(t *testing.T, s graph.Checkpointer) {
 	require.Len(t, page, 2, "the checkpoints before the one given")
 	assert.Equal(t, review.CheckpointID, page[0].CheckpointID)
 }
+
+// A paused thread edited from another instance keeps its interrupt; a
+// Resume that answers it and updates the state (LangGraph's Command) is
+// stored in one checkpoint.
+func testGraphEditPausedThread(t *testing.T, s graph.Checkpointer) {
+	var calls counter
+	g, err := reviewGraph(s, &calls)
+	require.NoError(t, err)
+	_, err = g.Invoke(ctx(t), State{}, graph.Thread("edit"))
+	var ie *graph.InterruptError
+	require.ErrorAs(t, err, &ie)
+
+	g2, err := reviewGraph(s, &calls)
+	require.NoError(t, err)
+	snap, err := g2.UpdateState(ctx(t), graph.Thread("edit"), graph.Writes(fNote.Set("edited draft")))
+	require.NoError(t, err)
+	require.Len(t, snap.Interrupts, 1)
+	assert.Equal(t, ie.Interrupts[0].ID, snap.Interrupts[0].ID)
+	out, err := g2.Resume(ctx(t), graph.Thread("edit"), graph.Answer(approval{Approved: true}))
+	require.NoError(t, err, "the edit kept the interrupt")
+	assert.Equal(t, []string{"reviewed approved=true", "published: edited draft"}, out.Log)
+
+	_, err = g.Invoke(ctx(t), State{}, graph.Thread("command"))
+	require.ErrorIs(t, err, graph.ErrInterrupted)
+	out, err = g2.Resume(ctx(t), graph.Thread("command"), graph.Answer(approval{Approved: true}),
+		graph.WithUpdate(graph.Writes(fItems.Add("from the command"))))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"from the command"}, out.Items)
+	hist, err := g2.History(ctx(t), graph.Thread("command"), 0)
+	require.NoError(t, err)
+	require.Len(t, hist, 5, "input, draft, the command, review, publish")
+	assert.Equal(t, graph.SourceUpdate, hist[2].Source)
+	require.Len(t, hist[2].Tasks, 1)
+	require.Len(t, hist[2].Tasks[0].Interrupts, 1)
+	assert.NotEmpty(t, hist[2].Tasks[0].Interrupts[0].Answer, "stored with the update")
+}
