@@ -30,7 +30,7 @@ type runSettings struct {
 	limit       int
 	concurrency int
 	kinds       EventKind // bit set; 0 means all
-	from        string    // FromCheckpoint
+	from        string    // Ref.At: the checkpoint to run from
 	runID       string
 	answers     []givenAnswer
 	inputs      []any // InputWrites: each a []Write[S] of the caller's S
@@ -408,7 +408,7 @@ func (c *Compiled[S]) mergeInput(st, in *S) {
 }
 
 // resume prepares to continue the thread's newest checkpoint (or, with
-// FromCheckpoint, an older one, on a new branch): it applies the answers
+// Thread(id).At, an older one, on a new branch): it applies the answers
 // given, releases breakpoints and stores both before anything runs.
 func (r *run[S]) resume() (done bool, err error) {
 	if r.cp == nil {
