@@ -128,7 +128,7 @@ type ThreadBusyError struct {
 }
 
 func (e *ThreadBusyError) Error() string {
-	return fmt.Sprintf("graph: thread %q is busy: run %s holds it (lease until %s); nothing was written — wait for that run to end, or stop it",
+	return fmt.Sprintf("graph: thread %q is busy: run %s holds it (lease until %s); nothing was written — wait for that run to end, or run with graph.OnBusy to queue behind it or stop it",
 		e.Thread, e.Run, e.Until.UTC().Format(time.RFC3339))
 }
 

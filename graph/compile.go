@@ -20,6 +20,7 @@ type settings struct {
 	before       []string
 	after        []string
 	maxBytes     int
+	lease        time.Duration
 }
 
 // DefaultRecursionLimit is the number of steps a run may take unless
@@ -155,7 +156,7 @@ type cjoin struct {
 // Compile validates the graph and returns it ready to run. The error is a
 // *CompileError listing every problem, each naming the node or edge at fault.
 func (g *Graph[S]) Compile(opts ...Option) (*Compiled[S], error) {
-	st := settings{limit: DefaultRecursionLimit, maxBytes: DefaultMaxCheckpointBytes}
+	st := settings{limit: DefaultRecursionLimit, maxBytes: DefaultMaxCheckpointBytes, lease: DefaultLease}
 	for _, o := range opts {
 		o(&st)
 	}
@@ -166,6 +167,9 @@ func (g *Graph[S]) Compile(opts ...Option) (*Compiled[S], error) {
 	}
 	if st.maxBytes <= 0 {
 		bad("checkpoint size limit %d: it must be at least 1 byte", st.maxBytes)
+	}
+	if st.lease < 10*time.Millisecond {
+		bad("lease %s: it must be at least 10ms (graph.WithLease)", st.lease)
 	}
 
 	c := &Compiled[S]{g: g, fields: g.fields, byName: map[string]int{}, set: st}

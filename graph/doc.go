@@ -125,6 +125,22 @@
 // (Thread(id).At(checkpoint)). MemorySaver is the in-memory store; the
 // interface is what durable stores implement.
 //
+// # One run per thread
+//
+// A run owns its thread while it runs: before it reads or writes anything
+// of the thread it takes a lease (Checkpointer.TakeThread), renews it while
+// it runs (WithLease) and releases it when it ends, paused, failed or done.
+// A second run on a busy thread is refused at once with a
+// *ThreadBusyError (errors.Is ErrThreadBusy), having written nothing, so
+// no input is ever half-applied and a caller may retry it as it is. OnBusy
+// chooses otherwise: BusyEnqueue waits for the thread, BusyInterrupt stops
+// the running run (it ends with ErrRunStopped, its progress stored) and
+// goes, BusyRollback also deletes the stopped run's checkpoints — LangGraph's
+// multitask strategies. The store refuses the writes of any other run than
+// the holder, so a run whose lease expired while it stalled cannot
+// overwrite the work of the run that took its thread over. DeleteThread
+// deletes a thread, refusing a busy one or stopping its run first.
+//
 // # Tracing
 //
 // A Tracer attached to a context with ContextWithTracer observes every run

@@ -426,51 +426,6 @@ func TestInterruptInsideSubgraphs(t *testing.T) {
 	assert.Equal(t, []string{"x:X", "y:Y"}, out.Items)
 }
 
-func TestConcurrentResumesOfOneThreadConflict(t *testing.T) {
-	saver := graph.NewMemorySaver()
-	release := make(chan struct{})
-	var started sync.WaitGroup
-	var failFirst atomic.Bool
-	failFirst.Store(true)
-	g := newT()
-	g.AddNode("slow", func(ctx context.Context, s tState) (graph.Update[tState], error) {
-		if failFirst.Swap(false) {
-			return graph.Update[tState]{}, errBoom
-		}
-		started.Done()
-		<-release
-		return graph.Writes(tLog.Add("slow")), nil
-	})
-	g.AddSequence(graph.Start, "slow", graph.End)
-	c := compile(t, g, graph.WithCheckpointer(saver))
-	ctx := context.Background()
-	_, err := c.Invoke(ctx, tState{}, graph.Thread("cc"))
-	require.ErrorIs(t, err, errBoom)
-
-	started.Add(2)
-	errs := make(chan error, 2)
-	for range 2 {
-		go func() {
-			_, err := c.Resume(ctx, graph.Thread("cc"))
-			errs <- err
-		}()
-	}
-	started.Wait()
-	close(release)
-	e1, e2 := <-errs, <-errs
-	if e1 != nil {
-		e1, e2 = e2, e1
-	}
-	require.NoError(t, e1, "one run continues the thread")
-	require.ErrorIs(t, e2, graph.ErrCheckpointConflict, "the other is refused")
-	var ce *graph.ConflictingCheckpointError
-	require.ErrorAs(t, e2, &ce)
-	assert.Contains(t, e2.Error(), "was changed by another writer")
-	hist, err := c.History(ctx, graph.Thread("cc"), 0)
-	require.NoError(t, err)
-	assert.Len(t, hist, 2, "input and one finished step: the loser stored nothing")
-}
-
 func TestCheckpointSizeLimit(t *testing.T) {
 	g := newT()
 	g.AddNode("big", func(context.Context, tState) (graph.Update[tState], error) {

@@ -39,6 +39,7 @@ type runSettings struct {
 	before, after []string
 	breaks        bool
 	update        any // WithUpdate: a *pendingUpdate[S]
+	onBusy        BusyStrategy
 }
 
 // PauseBefore sets the run's breakpoints before nodes, in place of the
@@ -112,6 +113,11 @@ type run[S any] struct {
 	// carry: the next checkpoint stores the records of its tasks with it
 	// (an edit keeps the pending step).
 	carry bool
+	// nested: a subgraph's run, writing under its parent run's hold of the
+	// thread; keeper: a top-level run's hold (take, release).
+	nested bool
+	onBusy BusyStrategy
+	keeper *keeper
 
 	// out is where tasks' Emit values go: this run's own sink when it is
 	// streamed, the parent's when it is a subgraph of a streamed run, nil
@@ -251,6 +257,7 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 	}
 	r := &run[S]{c: c, ctx: ctx, limit: rs.limit, conc: rs.concurrency, thread: rs.thread, kinds: rs.kinds,
 		from: rs.from, runID: rs.runID, answers: rs.answers, inputs: rs.inputs, update: rs.update, source: SourceInput, runner: rs.runner,
+		onBusy: rs.onBusy,
 	}
 	r.bp = &c.bp
 	if rs.breaks {
@@ -698,6 +705,9 @@ func (r *run[S]) pending() []PendingInterrupt {
 // loop runs steps until no task is left.
 func (r *run[S]) loop() error {
 	for len(r.tasks) > 0 {
+		if r.ctx.Err() != nil {
+			return fmt.Errorf("graph: run cancelled before step %d: %w", r.step+1, context.Cause(r.ctx))
+		}
 		if r.step-r.base >= r.limit {
 			next := make([]string, len(r.tasks))
 			for i, t := range r.tasks {

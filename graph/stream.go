@@ -93,8 +93,11 @@ func (c *Compiled[S]) Invoke(ctx context.Context, in S, opts ...RunOption) (S, e
 		return zero, err
 	}
 	r.traceRun(RunInfo{})
-	if err = r.begin(in); err == nil {
-		err = r.loop()
+	if err = r.take(); err == nil {
+		if err = r.begin(in); err == nil {
+			err = r.loop()
+		}
+		r.release()
 	}
 	r.endTrace(err)
 	return r.state, err
@@ -118,9 +121,12 @@ func (c *Compiled[S]) Resume(ctx context.Context, opts ...RunOption) (S, error) 
 		return zero, err
 	}
 	r.traceRun(RunInfo{Resume: true})
-	done, err := r.resume()
-	if err == nil && !done {
-		err = r.loop()
+	if err = r.take(); err == nil {
+		var done bool
+		if done, err = r.resume(); err == nil && !done {
+			err = r.loop()
+		}
+		r.release()
 	}
 	r.endTrace(err)
 	return r.state, err
@@ -151,6 +157,12 @@ func (c *Compiled[S]) stream(ctx context.Context, opts []RunOption, resume bool,
 		r.out = r.sink
 		r.emit = func(ev Event[S]) bool { return yield(ev, nil) }
 		r.traceRun(RunInfo{Resume: resume})
+		if err := r.take(); err != nil {
+			r.endTrace(err)
+			yield(Event[S]{}, err)
+			return
+		}
+		defer r.release()
 		done, err := start(r)
 		if err == nil && r.wants(EventStep) && !yield(Event[S]{Kind: EventStep, Step: r.step, State: r.state}, nil) {
 			r.endTrace(nil)

@@ -49,7 +49,12 @@ func (c *Compiled[S]) UpdateState(ctx context.Context, at Ref, u Update[S], opts
 	if err != nil {
 		return Snapshot[S]{}, err
 	}
-	cp, err := r.cp.Get(ctx, at)
+	r.runID = newID() // the edit is a run of its own: it holds the thread while it writes
+	if err := r.take(); err != nil {
+		return Snapshot[S]{}, err
+	}
+	defer r.release()
+	cp, err := r.cp.Get(r.ctx, at)
 	if err != nil {
 		if errors.Is(err, ErrCheckpointNotFound) {
 			return Snapshot[S]{}, fmt.Errorf("%w: thread %s has no checkpoint%s to update", err, at, quoted(" ", at.Checkpoint))
@@ -59,7 +64,6 @@ func (c *Compiled[S]) UpdateState(ctx context.Context, at Ref, u Update[S], opts
 	if err := r.load(cp); err != nil {
 		return Snapshot[S]{}, err
 	}
-	r.runID = "" // an edit outside any run: refused while a run holds the thread
 	if err := r.edit(cp, u, set.asNode); err != nil {
 		return Snapshot[S]{}, err
 	}

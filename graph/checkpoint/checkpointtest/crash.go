@@ -118,7 +118,9 @@ func crashGraph(store graph.Checkpointer, logPath string, rounds int, items []st
 		}
 		return graph.Goto("split")
 	}, "split", graph.End)
-	return g.Compile(graph.WithCheckpointer(store))
+	// A short lease: the killed run's hold on the thread ends soon after
+	// the kill, and the resuming run waits for it (BusyEnqueue).
+	return g.Compile(graph.WithCheckpointer(store), graph.WithLease(600*time.Millisecond))
 }
 
 // crashSpec is what a child needs to rebuild the graph.
@@ -147,7 +149,7 @@ func crashChild(t *testing.T, role string, open func(string) (graph.Checkpointer
 	case "run":
 		out, err = g.Invoke(context.Background(), State{}, graph.Thread(thread))
 	case "resume":
-		out, err = g.Resume(context.Background(), graph.Thread(thread))
+		out, err = g.Resume(context.Background(), graph.Thread(thread), graph.OnBusy(graph.BusyEnqueue))
 	default:
 		t.Fatalf("unknown crash test role %q", role)
 	}

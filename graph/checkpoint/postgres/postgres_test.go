@@ -25,6 +25,18 @@ func TestConformance(t *testing.T) {
 	checkpointtest.Run(t, func(t *testing.T) graph.Checkpointer { return freshSaver(t) })
 }
 
+// TestOwnership: runs on one thread through Savers with pools of their own
+// on one schema.
+func TestOwnership(t *testing.T) {
+	checkpointtest.Ownership(t, func(t *testing.T, n int) []graph.Checkpointer {
+		out := make([]graph.Checkpointer, n)
+		for i, s := range savers(t, n) {
+			out[i] = s
+		}
+		return out
+	})
+}
+
 // TestCrash kills runs with SIGKILL and resumes them in other processes; the
 // children find the schema and the server in the location, "schema dsn".
 func TestCrash(t *testing.T) {

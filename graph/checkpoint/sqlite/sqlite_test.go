@@ -54,6 +54,18 @@ func TestConformance(t *testing.T) {
 	checkpointtest.Run(t, func(t *testing.T) graph.Checkpointer { return openTemp(t) })
 }
 
+// TestOwnership: runs on one thread through Savers of their own on one file.
+func TestOwnership(t *testing.T) {
+	checkpointtest.Ownership(t, func(t *testing.T, n int) []graph.Checkpointer {
+		path := filepath.Join(t.TempDir(), "shared.db")
+		out := make([]graph.Checkpointer, n)
+		for i := range out {
+			out[i] = openAt(t, path)
+		}
+		return out
+	})
+}
+
 func TestCrashSafety(t *testing.T) {
 	checkpointtest.Crash(t, filepath.Join(t.TempDir(), "crash.db"), func(location string) (graph.Checkpointer, error) {
 		s, err := Open(context.Background(), location)
