@@ -51,7 +51,7 @@ func TestResumeRerunsOnlyUnfinishedTasks(t *testing.T) {
 	_, err := c.Invoke(ctx, tState{}, graph.Thread("t1"))
 	require.ErrorIs(t, err, errBoom)
 
-	snap, err := c.State(ctx, "t1", "")
+	snap, err := c.State(ctx, graph.Thread("t1"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"work"}, snap.Next, "a and b finished: only c is left")
 	assert.Equal(t, []string{"a", "b"}, snap.State.Items, "with a's and b's writes")
@@ -74,7 +74,7 @@ func TestResumeRerunsOnlyUnfinishedTasks(t *testing.T) {
 	again, err := c.Resume(ctx, graph.Thread("t1"))
 	require.NoError(t, err)
 	assert.Equal(t, out, again)
-	snap, err = c.State(ctx, "t1", "")
+	snap, err = c.State(ctx, graph.Thread("t1"))
 	require.NoError(t, err)
 	assert.Empty(t, snap.Next)
 }
@@ -137,31 +137,33 @@ func TestCheckpointsStoreTypedJSON(t *testing.T) {
 	c := compile(t, g, graph.WithCheckpointer(saver))
 	_, err := c.Invoke(context.Background(), tState{Flag: true}, graph.Thread("th"))
 	require.NoError(t, err)
-	cps, err := saver.List(context.Background(), "th", 0)
+	cps, err := saver.List(context.Background(), graph.Thread("th"), 0)
 	require.NoError(t, err)
 	require.Len(t, cps, 2)
 	assert.Equal(t, 1, cps[0].Step)
 	assert.True(t, cps[0].Done())
 	assert.Equal(t, cps[1].ID, cps[0].Parent)
 	assert.JSONEq(t, `{"Log":null,"N":0,"Items":["x"],"Flag":false}`, string(cps[0].State))
-	assert.Equal(t, []graph.PendingTask{{Node: "a"}}, cps[1].Next)
+	require.Len(t, cps[1].Next, 1)
+	assert.Equal(t, "a", cps[1].Next[0].Node)
+	assert.Len(t, cps[1].Next[0].ID, 36, "a task's ID is a UUID")
 
-	first, err := saver.Get(context.Background(), "th", cps[1].ID)
+	first, err := saver.Get(context.Background(), graph.Thread("th").At(cps[1].ID))
 	require.NoError(t, err)
 	require.Len(t, first.Writes, 1)
 	assert.JSONEq(t, `{"writes":[{"field":"Flag","op":"set","value":false},{"field":"Items","op":"add","value":["x"]}]}`, string(first.Writes[0].Update))
 
-	_, err = saver.Get(context.Background(), "nope", "")
+	_, err = saver.Get(context.Background(), graph.Thread("nope"))
 	assert.ErrorIs(t, err, graph.ErrCheckpointNotFound)
 	require.NoError(t, saver.DeleteThread(context.Background(), "th"))
-	_, err = saver.Get(context.Background(), "th", "")
+	_, err = saver.Get(context.Background(), graph.Thread("th"))
 	assert.ErrorIs(t, err, graph.ErrCheckpointNotFound)
 }
 
 // failingSaver fails PutWrites, to check that save errors are not dropped.
 type failingSaver struct{ *graph.MemorySaver }
 
-func (failingSaver) PutWrites(context.Context, string, string, ...graph.TaskWrite) error {
+func (failingSaver) PutWrites(context.Context, graph.Ref, string, ...graph.TaskWrite) error {
 	return errors.New("disk full")
 }
 

@@ -20,6 +20,7 @@ type settings struct {
 	before       []string
 	after        []string
 	maxBytes     int
+	lease        time.Duration
 }
 
 // DefaultRecursionLimit is the number of steps a run may take unless
@@ -45,15 +46,18 @@ const DefaultMaxConcurrency = 64
 func WithMaxConcurrency(n int) Option { return func(s *settings) { s.concurrency = n } }
 
 // WithInterruptBefore pauses every run before a step in which one of nodes
-// would run (a static breakpoint, LangGraph's interrupt_before). The step's
-// checkpoint is stored first; Resume runs it. It needs WithCheckpointer.
+// would run (a static breakpoint, LangGraph's interrupt_before); AllNodes
+// ("*") names them all. The step's checkpoint is stored first; Resume runs
+// it. It needs WithCheckpointer. PauseBefore sets them for one run
+// (LangGraph's per-run interrupt_before).
 func WithInterruptBefore(nodes ...string) Option {
 	return func(s *settings) { s.before = append(s.before, nodes...) }
 }
 
 // WithInterruptAfter pauses every run after a step in which one of nodes
-// ran, once the step is stored; Resume goes on with the next step. A run
-// whose last step ran the node simply finishes. It needs WithCheckpointer.
+// ran, once the step is stored; Resume goes on with the next step; AllNodes
+// ("*") names them all. A run whose last step ran the node simply finishes.
+// It needs WithCheckpointer. PauseAfter sets them for one run.
 func WithInterruptAfter(nodes ...string) Option {
 	return func(s *settings) { s.after = append(s.after, nodes...) }
 }
@@ -87,9 +91,45 @@ type Compiled[S any] struct {
 	joins   []cjoin
 	set     settings
 
-	// Breakpoints, by node index.
+	bp breaks // WithInterruptBefore and WithInterruptAfter
+}
+
+// breaks are the static breakpoints of a graph or a run, by node index.
+type breaks struct {
 	before, after []bool
-	breakpoints   bool
+	any           bool
+}
+
+// AllNodes, given to WithInterruptBefore, WithInterruptAfter or their
+// per-run forms, names every node of the graph (LangGraph's "*").
+const AllNodes = "*"
+
+// breaksFor resolves the node names of breakpoints, AllNodes included;
+// bad gets each unknown name.
+func (c *Compiled[S]) breaksFor(before, after []string, bad func(what, name string)) breaks {
+	b := breaks{before: make([]bool, len(c.nodes)), after: make([]bool, len(c.nodes))}
+	for _, bp := range []struct {
+		names []string
+		set   []bool
+		what  string
+	}{{before, b.before, "WithInterruptBefore"}, {after, b.after, "WithInterruptAfter"}} {
+		for _, name := range bp.names {
+			if name == AllNodes {
+				for i := range bp.set {
+					bp.set[i] = true
+				}
+				b.any = b.any || len(bp.set) > 0
+				continue
+			}
+			i, ok := c.byName[name]
+			if !ok {
+				bad(bp.what, name)
+				continue
+			}
+			bp.set[i], b.any = true, true
+		}
+	}
+	return b
 }
 
 // endIdx is the index End resolves to.
@@ -116,7 +156,7 @@ type cjoin struct {
 // Compile validates the graph and returns it ready to run. The error is a
 // *CompileError listing every problem, each naming the node or edge at fault.
 func (g *Graph[S]) Compile(opts ...Option) (*Compiled[S], error) {
-	st := settings{limit: DefaultRecursionLimit, maxBytes: DefaultMaxCheckpointBytes}
+	st := settings{limit: DefaultRecursionLimit, maxBytes: DefaultMaxCheckpointBytes, lease: DefaultLease}
 	for _, o := range opts {
 		o(&st)
 	}
@@ -127,6 +167,9 @@ func (g *Graph[S]) Compile(opts ...Option) (*Compiled[S], error) {
 	}
 	if st.maxBytes <= 0 {
 		bad("checkpoint size limit %d: it must be at least 1 byte", st.maxBytes)
+	}
+	if st.lease < 10*time.Millisecond {
+		bad("lease %s: it must be at least 10ms (graph.WithLease)", st.lease)
 	}
 
 	c := &Compiled[S]{g: g, fields: g.fields, byName: map[string]int{}, set: st}
@@ -266,20 +309,11 @@ func (g *Graph[S]) Compile(opts ...Option) (*Compiled[S], error) {
 			to(d, fmt.Sprintf("destination of node %q", n.name))
 		}
 	}
-	c.before, c.after = make([]bool, len(c.nodes)), make([]bool, len(c.nodes))
+	c.bp = c.breaksFor(st.before, st.after, func(what, name string) { bad("%s names unknown node %q", what, name) })
 	for _, bp := range []struct {
 		names []string
-		set   []bool
 		what  string
-	}{{st.before, c.before, "WithInterruptBefore"}, {st.after, c.after, "WithInterruptAfter"}} {
-		for _, name := range bp.names {
-			i, ok := c.byName[name]
-			if !ok {
-				bad("%s names unknown node %q", bp.what, name)
-				continue
-			}
-			bp.set[i], c.breakpoints = true, true
-		}
+	}{{st.before, "WithInterruptBefore"}, {st.after, "WithInterruptAfter"}} {
 		if len(bp.names) > 0 && st.checkpointer == nil {
 			bad("%s needs a checkpointer to pause and resume runs: add graph.WithCheckpointer", bp.what)
 		}
@@ -377,17 +411,53 @@ func (c *Compiled[S]) decodeArg(nodeName string, data json.RawMessage) (any, err
 }
 
 // decodeState decodes a checkpoint's state into st, after checking its
-// format and size.
+// format and size: the whole state of a format-1 checkpoint, or its
+// channels — the rest channel first, then each field.
 func (c *Compiled[S]) decodeState(cp *Checkpoint, st *S) error {
 	if cp.Format > CheckpointFormat {
 		return fmt.Errorf("%w: checkpoint %s of thread %q has format %d, and this version of deepgraph reads up to %d: upgrade it to continue this thread",
 			ErrCheckpointFormat, cp.ID, cp.Thread, cp.Format, CheckpointFormat)
 	}
-	if len(cp.State) > c.set.maxBytes {
-		return c.tooLarge(fmt.Sprintf("the state of checkpoint %s of thread %q", cp.ID, cp.Thread), len(cp.State))
+	if len(cp.State) > 0 || len(cp.Versions) == 0 {
+		if len(cp.State) > c.set.maxBytes {
+			return c.tooLarge(fmt.Sprintf("the state of checkpoint %s of thread %q", cp.ID, cp.Thread), len(cp.State))
+		}
+		if err := json.Unmarshal(cp.State, st); err != nil {
+			return fmt.Errorf("graph: decoding the state of thread %q (checkpoint %s) into %T: %w", cp.Thread, cp.ID, *st, err)
+		}
+		return nil
 	}
-	if err := json.Unmarshal(cp.State, st); err != nil {
-		return fmt.Errorf("graph: decoding the state of thread %q (checkpoint %s) into %T: %w", cp.Thread, cp.ID, *st, err)
+	size := 0
+	for _, cv := range cp.Values {
+		size += len(cv.Value)
+	}
+	if size > c.set.maxBytes {
+		return c.tooLarge(fmt.Sprintf("the state of checkpoint %s of thread %q", cp.ID, cp.Thread), size)
+	}
+	if len(cp.Values) != len(cp.Versions) {
+		return fmt.Errorf("graph: checkpoint %s of thread %q names %d channels but came with %d values: the store lost some", cp.ID, cp.Thread, len(cp.Versions), len(cp.Values))
+	}
+	var zero S
+	*st = zero
+	for _, cv := range cp.Values {
+		if cv.Channel != RestChannel {
+			continue
+		}
+		if err := json.Unmarshal(cv.Value, st); err != nil {
+			return fmt.Errorf("graph: decoding the state of thread %q (checkpoint %s) into %T: %w", cp.Thread, cp.ID, *st, err)
+		}
+	}
+	for _, cv := range cp.Values {
+		if cv.Channel == RestChannel {
+			continue
+		}
+		f := c.fieldByKey(cv.Channel)
+		if f == nil {
+			return fmt.Errorf("graph: checkpoint %s of thread %q has a value for field %q, which %T does not declare (graph.New)", cp.ID, cp.Thread, cv.Channel, *st)
+		}
+		if err := f.channel().decode(st, cv.Value); err != nil {
+			return fmt.Errorf("graph: decoding field %q of thread %q (checkpoint %s): %w", cv.Channel, cp.Thread, cp.ID, err)
+		}
 	}
 	return nil
 }

@@ -44,7 +44,11 @@
 // leaves the thread's value as it was — and InputWrites adds writes that
 // say what a struct cannot: graph.InputWrites(Done.Set(false)) writes a zero
 // value, Queries.Set(nil) empties a list. A Reduce field thus sees its merge
-// function run on the input of every run, new thread or not.
+// function run on the input of every run, new thread or not. On a
+// continuing thread, InputWrites is the way to write an input: every write
+// counts, zero values included. DecodeWrites reads such writes from a JSON
+// object of field values, where a key that is present is written
+// (LangGraph's input dict).
 //
 // # Nodes, edges and routing
 //
@@ -85,14 +89,16 @@
 //
 // A run may take at most its recursion limit of steps (DefaultRecursionLimit,
 // WithRecursionLimit, RecursionLimit); beyond it the run fails with a
-// *RecursionError. A failing node cancels the rest of its step and fails the
+// *RecursionError. The limit counts the steps of one invocation — Invoke,
+// Stream, or each Resume — as LangGraph's does: a thread that loops through
+// a human's answer thirty times is thirty short runs, and a run stopped by
+// the limit resumes with the same limit or a higher one and goes on. A failing node cancels the rest of its step and fails the
 // run with a *NodeError naming the node and the step; errors.Is and errors.As
 // see the node's own error through it. A panic in a node becomes a
 // *PanicError with the stack. Cancelling the context stops the run: nodes get
 // the context and should honour it. WithRetry and WithTimeout set policies
 // per node, WithNodeDefaults for the whole graph; a RetryPolicy's zero
-// InitialInterval waits LangGraph's default 500ms, a negative one
-// (RetryImmediately) does not wait. Invoke returns, with an error, the state
+// InitialInterval retries without waiting. Invoke returns, with an error, the state
 // as of the last completed step.
 //
 // # Streaming
@@ -112,8 +118,28 @@
 // thread whose last run finished continues from that run's state, merging the
 // new input through the reducers. State shows a thread's newest checkpoint
 // with the writes of the tasks that finished before the run stopped already
-// applied, as LangGraph's get_state does. MemorySaver is the in-memory store; the
+// applied, as LangGraph's get_state does. History lists a thread's
+// checkpoints, each with its parent and its pending step's tasks: their
+// updates, their errors and every interrupt they raised with its answer and
+// times — an audit of the thread, and the IDs to fork from
+// (Thread(id).At(checkpoint)). MemorySaver is the in-memory store; the
 // interface is what durable stores implement.
+//
+// # One run per thread
+//
+// A run owns its thread while it runs: before it reads or writes anything
+// of the thread it takes a lease (Checkpointer.TakeThread), renews it while
+// it runs (WithLease) and releases it when it ends, paused, failed or done.
+// A second run on a busy thread is refused at once with a
+// *ThreadBusyError (errors.Is ErrThreadBusy), having written nothing, so
+// no input is ever half-applied and a caller may retry it as it is. OnBusy
+// chooses otherwise: BusyEnqueue waits for the thread, BusyInterrupt stops
+// the running run (it ends with ErrRunStopped, its progress stored) and
+// goes, BusyRollback also deletes the stopped run's checkpoints — LangGraph's
+// multitask strategies. The store refuses the writes of any other run than
+// the holder, so a run whose lease expired while it stalled cannot
+// overwrite the work of the run that took its thread over. DeleteThread
+// deletes a thread, refusing a busy one or stopping its run first.
 //
 // # Tracing
 //

@@ -623,3 +623,72 @@ func TestStreamEvents(t *testing.T) {
 	}
 	assert.Equal(t, []graph.EventKind{graph.EventCustom, graph.EventCustom, graph.EventEnd}, got)
 }
+
+// The recursion limit counts the steps of one invocation: an approval loop
+// of many turns, each a Resume, never reaches it, and a run stopped by it
+// resumes with the same limit.
+func TestRecursionLimitPerInvocation(t *testing.T) {
+	g := newT()
+	g.AddNode("ask", func(ctx context.Context, s tState) (graph.Update[tState], error) {
+		ans, err := graph.Interrupt[string](ctx, fmt.Sprintf("turn %d?", s.N+1))
+		if err != nil {
+			return graph.Update[tState]{}, err
+		}
+		return graph.Writes(tN.Set(s.N+1), tLog.Add(ans)), nil
+	})
+	g.AddNode("act", logNode("act"))
+	g.AddEdge(graph.Start, "ask")
+	g.AddEdge("ask", "act")
+	g.AddConditional("act", func(s tState) graph.Route {
+		if s.N >= 30 {
+			return graph.Goto(graph.End)
+		}
+		return graph.Goto("ask")
+	}, "ask", graph.End)
+	c := compile(t, g, graph.WithCheckpointer(graph.NewMemorySaver()), graph.WithRecursionLimit(10))
+	ctx := context.Background()
+	_, err := c.Invoke(ctx, tState{}, graph.Thread("approvals"))
+	require.ErrorIs(t, err, graph.ErrInterrupted)
+	var out tState
+	for turn := 1; turn <= 30; turn++ {
+		out, err = c.Resume(ctx, graph.Thread("approvals"), graph.Answer(fmt.Sprintf("yes %d", turn)))
+		if turn < 30 {
+			require.ErrorIs(t, err, graph.ErrInterrupted, "turn %d", turn)
+		}
+	}
+	require.NoError(t, err, "thirty turns of two steps each at limit 10")
+	assert.Equal(t, 30, out.N)
+
+	// A loop stopped by the limit goes on with the same limit.
+	g = newT()
+	g.AddNode("loop", func(_ context.Context, s tState) (graph.Update[tState], error) {
+		return graph.Writes(tN.Set(s.N + 1)), nil
+	})
+	g.AddEdge(graph.Start, "loop")
+	g.AddConditional("loop", func(s tState) graph.Route {
+		if s.N >= 12 {
+			return graph.Goto(graph.End)
+		}
+		return graph.Goto("loop")
+	}, "loop", graph.End)
+	c = compile(t, g, graph.WithCheckpointer(graph.NewMemorySaver()), graph.WithRecursionLimit(5))
+	out, err = c.Invoke(ctx, tState{}, graph.Thread("loop"))
+	var re *graph.RecursionError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, "loop", re.Thread)
+	assert.Contains(t, err.Error(), `Resume thread "loop"`)
+	assert.Equal(t, 5, out.N)
+	out, err = c.Resume(ctx, graph.Thread("loop"))
+	require.ErrorIs(t, err, graph.ErrRecursionLimit, "five more steps, then the limit again")
+	assert.Equal(t, 10, out.N)
+	out, err = c.Resume(ctx, graph.Thread("loop"), graph.RecursionLimit(5))
+	require.NoError(t, err)
+	assert.Equal(t, 12, out.N)
+
+	// Or with a higher one, at once.
+	out, err = c.Invoke(ctx, tState{}, graph.Thread("loop2"))
+	require.ErrorIs(t, err, graph.ErrRecursionLimit)
+	out, err = c.Resume(ctx, graph.Thread("loop2"), graph.RecursionLimit(50))
+	require.NoError(t, err)
+	assert.Equal(t, 12, out.N)
+}

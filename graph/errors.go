@@ -59,15 +59,23 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v\n\n%s", e.Value, e.Stack) }
 
-// RecursionError reports a run stopped by its recursion limit.
+// RecursionError reports a run stopped by its recursion limit: the run
+// (Invoke, Stream, or one Resume) took Limit steps and still had work to
+// do. On a thread, the steps it took are stored: Resume goes on from there,
+// with the same limit or another, each invocation counting its own steps.
 type RecursionError struct {
-	Limit int      // the limit in steps
-	Next  []string // the nodes that would have run next
+	Limit  int      // the limit in steps
+	Next   []string // the nodes that would have run next
+	Thread string   // the run's thread, "" without one
 }
 
 func (e *RecursionError) Error() string {
-	return fmt.Sprintf("graph: recursion limit of %d steps reached with %s still to run; raise it with graph.WithRecursionLimit if the graph needs more steps, or check the exit condition of its loop",
-		e.Limit, strings.Join(e.Next, ", "))
+	then := "raise it with graph.WithRecursionLimit or graph.RecursionLimit if the graph needs more steps, or check the exit condition of its loop"
+	if e.Thread != "" {
+		then = fmt.Sprintf("the steps taken are stored: Resume thread %q to go on (each invocation may take as many steps as its limit), or check the exit condition of its loop", e.Thread)
+	}
+	return fmt.Sprintf("graph: recursion limit of %d steps reached with %s still to run; %s",
+		e.Limit, strings.Join(e.Next, ", "), then)
 }
 
 func (e *RecursionError) Is(target error) bool { return target == ErrRecursionLimit }

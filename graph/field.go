@@ -56,6 +56,28 @@ type Field[S any] interface {
 	// its non-zero field through the reducer onto the zero state gives.
 	freshInput(s *S)
 	reduces() bool // whether freshInput does anything (a Reduce field)
+	// inputOp is the op of an input write: Set, Add or Merge, by reducer.
+	inputOp() writeOp
+	// channel reads and writes the field alone, as a checkpoint's channel.
+	channel() channelIO[S]
+}
+
+// channelIO encodes, decodes and clears one field of S.
+type channelIO[S any] struct {
+	encode func(s *S) ([]byte, error)
+	decode func(s *S, data []byte) error
+	clear  func(s *S)
+}
+
+func fieldIO[S, T any](get func(*S) *T) channelIO[S] {
+	return channelIO[S]{
+		encode: func(s *S) ([]byte, error) { return json.Marshal(*get(s)) },
+		decode: func(s *S, data []byte) error { return json.Unmarshal(data, get(s)) },
+		clear: func(s *S) {
+			var zero T
+			*get(s) = zero
+		},
+	}
 }
 
 // fieldInfo is the identity shared by all field handles.
@@ -94,8 +116,10 @@ func (f *ValueField[S, T]) decode(op writeOp, data []byte) (Write[S], error) {
 
 func (f *ValueField[S, T]) afterMerge(*S) {}
 
-func (f *ValueField[S, T]) freshInput(*S) {} // the last value is the value
-func (f *ValueField[S, T]) reduces() bool { return false }
+func (f *ValueField[S, T]) freshInput(*S)         {} // the last value is the value
+func (f *ValueField[S, T]) reduces() bool         { return false }
+func (f *ValueField[S, T]) inputOp() writeOp      { return opSet }
+func (f *ValueField[S, T]) channel() channelIO[S] { return fieldIO(f.get) }
 
 func (f *ValueField[S, T]) mergeInput(dst, src *S) {
 	if v := *f.get(src); !isZero(v) {
@@ -161,8 +185,10 @@ func (f *AppendField[S, E]) afterMerge(s *S) {
 	*p = (*p)[:len(*p):len(*p)]
 }
 
-func (f *AppendField[S, E]) freshInput(*S) {} // nothing + the list is the list
-func (f *AppendField[S, E]) reduces() bool { return false }
+func (f *AppendField[S, E]) freshInput(*S)         {} // nothing + the list is the list
+func (f *AppendField[S, E]) reduces() bool         { return false }
+func (f *AppendField[S, E]) inputOp() writeOp      { return opAdd }
+func (f *AppendField[S, E]) channel() channelIO[S] { return fieldIO(f.get) }
 
 func (f *AppendField[S, E]) mergeInput(dst, src *S) {
 	if v := *f.get(src); len(v) > 0 {
@@ -226,7 +252,9 @@ func (f *ReduceField[S, T]) decode(op writeOp, data []byte) (Write[S], error) {
 
 func (f *ReduceField[S, T]) afterMerge(*S) {}
 
-func (f *ReduceField[S, T]) reduces() bool { return true }
+func (f *ReduceField[S, T]) reduces() bool         { return true }
+func (f *ReduceField[S, T]) inputOp() writeOp      { return opMerge }
+func (f *ReduceField[S, T]) channel() channelIO[S] { return fieldIO(f.get) }
 
 func (f *ReduceField[S, T]) freshInput(s *S) {
 	if p := f.get(s); !isZero(*p) {

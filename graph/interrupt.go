@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Interrupt pauses the run to ask a person (or any outside party) for an
@@ -66,7 +67,7 @@ func Interrupt[A, P any](ctx context.Context, payload P) (A, error) {
 	if err != nil {
 		return zero, fmt.Errorf("graph.Interrupt in node %q: the payload cannot be encoded as JSON: %w", info.path, err)
 	}
-	h.raise(PendingInterrupt{ID: id, Kind: InterruptNode, Node: info.path, Task: h.task, Step: h.step, Payload: data})
+	h.raise(PendingInterrupt{ID: id, Kind: InterruptNode, Node: info.path, Task: h.task, Step: h.step, Payload: data, Time: time.Now()})
 	info.hi.stopped = true
 	return zero, errInterruptRaised
 }
@@ -102,6 +103,8 @@ type PendingInterrupt struct {
 	// Payload is what the node passed to Interrupt, as JSON; empty for
 	// breakpoints. PayloadOf decodes it.
 	Payload json.RawMessage `json:"payload,omitempty"`
+	// Time is when the node raised it (zero for breakpoints).
+	Time time.Time `json:"time,omitzero"`
 }
 
 // PayloadOf decodes the payload of an interrupt into P.
@@ -159,13 +162,13 @@ func (e *AnswerError) Unwrap() error { return e.Err }
 // Answer resumes a paused thread with the answer to its one pending
 // interrupt. When several are pending, use AnswerFor.
 func Answer(v any) RunOption {
-	return func(r *runSettings) { r.answers = append(r.answers, givenAnswer{value: v}) }
+	return runFunc(func(r *runSettings) { r.answers = append(r.answers, givenAnswer{value: v}) })
 }
 
 // AnswerFor resumes a paused thread with the answer to the interrupt whose
 // ID is id; give one per interrupt to answer several at once.
 func AnswerFor(id string, v any) RunOption {
-	return func(r *runSettings) { r.answers = append(r.answers, givenAnswer{id: id, byID: true, value: v}) }
+	return runFunc(func(r *runSettings) { r.answers = append(r.answers, givenAnswer{id: id, byID: true, value: v}) })
 }
 
 type givenAnswer struct {

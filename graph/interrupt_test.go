@@ -121,7 +121,7 @@ func TestPartialAnswersKeepTheRestWaiting(t *testing.T) {
 	assert.Equal(t, 2, n.get("a"), "the answered task ran")
 	assert.Equal(t, 1, n.get("b"), "the waiting task did not")
 
-	snap, err := c.State(ctx, "pa", "")
+	snap, err := c.State(ctx, graph.Thread("pa"))
 	require.NoError(t, err)
 	require.Len(t, snap.Interrupts, 1)
 
@@ -188,7 +188,7 @@ func TestAnswerOfTheWrongTypeIsSetAside(t *testing.T) {
 	require.ErrorAs(t, err, &ae)
 	assert.Equal(t, "int", ae.Want)
 	assert.Contains(t, err.Error(), "still waits")
-	snap, err := c.State(ctx, "w", "")
+	snap, err := c.State(ctx, graph.Thread("w"))
 	require.NoError(t, err)
 	require.Len(t, snap.Interrupts, 1, "the interrupt still waits")
 
@@ -304,7 +304,7 @@ func TestStaticBreakpoints(t *testing.T) {
 	assert.Empty(t, before.Payload)
 	assert.Equal(t, 0, n.get("act"))
 
-	snap, err := c.State(ctx, "bp", "")
+	snap, err := c.State(ctx, graph.Thread("bp"))
 	require.NoError(t, err)
 	require.Len(t, snap.Interrupts, 1)
 	assert.Equal(t, before.ID, snap.Interrupts[0].ID)
@@ -426,51 +426,6 @@ func TestInterruptInsideSubgraphs(t *testing.T) {
 	assert.Equal(t, []string{"x:X", "y:Y"}, out.Items)
 }
 
-func TestConcurrentResumesOfOneThreadConflict(t *testing.T) {
-	saver := graph.NewMemorySaver()
-	release := make(chan struct{})
-	var started sync.WaitGroup
-	var failFirst atomic.Bool
-	failFirst.Store(true)
-	g := newT()
-	g.AddNode("slow", func(ctx context.Context, s tState) (graph.Update[tState], error) {
-		if failFirst.Swap(false) {
-			return graph.Update[tState]{}, errBoom
-		}
-		started.Done()
-		<-release
-		return graph.Writes(tLog.Add("slow")), nil
-	})
-	g.AddSequence(graph.Start, "slow", graph.End)
-	c := compile(t, g, graph.WithCheckpointer(saver))
-	ctx := context.Background()
-	_, err := c.Invoke(ctx, tState{}, graph.Thread("cc"))
-	require.ErrorIs(t, err, errBoom)
-
-	started.Add(2)
-	errs := make(chan error, 2)
-	for range 2 {
-		go func() {
-			_, err := c.Resume(ctx, graph.Thread("cc"))
-			errs <- err
-		}()
-	}
-	started.Wait()
-	close(release)
-	e1, e2 := <-errs, <-errs
-	if e1 != nil {
-		e1, e2 = e2, e1
-	}
-	require.NoError(t, e1, "one run continues the thread")
-	require.ErrorIs(t, e2, graph.ErrCheckpointConflict, "the other is refused")
-	var ce *graph.ConflictingCheckpointError
-	require.ErrorAs(t, e2, &ce)
-	assert.Contains(t, e2.Error(), "only one run may continue a thread at a time")
-	hist, err := c.History(ctx, "cc", 0)
-	require.NoError(t, err)
-	assert.Len(t, hist, 2, "input and one finished step: the loser stored nothing")
-}
-
 func TestCheckpointSizeLimit(t *testing.T) {
 	g := newT()
 	g.AddNode("big", func(context.Context, tState) (graph.Update[tState], error) {
@@ -486,7 +441,7 @@ func TestCheckpointSizeLimit(t *testing.T) {
 	// Stored data over the limit is refused before it is decoded.
 	state, _ := json.Marshal(tState{Log: []string{strings.Repeat("y", 5000)}})
 	require.NoError(t, saver.Put(context.Background(), &graph.Checkpoint{Thread: "stored", ID: "1", State: state, Next: []graph.PendingTask{{Node: "big"}}}))
-	_, err = c.State(context.Background(), "stored", "")
+	_, err = c.State(context.Background(), graph.Thread("stored"))
 	require.ErrorIs(t, err, graph.ErrCheckpointTooLarge)
 	_, err = c.Resume(context.Background(), graph.Thread("stored"))
 	require.ErrorIs(t, err, graph.ErrCheckpointTooLarge)
@@ -525,13 +480,13 @@ func TestUpdateStateAsNodeRoutesFromIt(t *testing.T) {
 	ctx := context.Background()
 	_, err := c.Invoke(ctx, tState{}, graph.Thread("u"), graph.RunID("run-7"))
 	require.ErrorIs(t, err, graph.ErrInterrupted)
-	snap, err := c.State(ctx, "u", "")
+	snap, err := c.State(ctx, graph.Thread("u"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"fix"}, snap.Next)
 	assert.Equal(t, "run-7", snap.Run)
 
 	// As if draft had written N=9: the router now picks ship.
-	snap, err = c.UpdateState(ctx, "u", "", "draft", graph.Writes(tN.Set(9)))
+	snap, err = c.UpdateState(ctx, graph.Thread("u"), graph.Writes(tN.Set(9)), graph.AsNode("draft"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"ship"}, snap.Next)
 	assert.Equal(t, graph.SourceUpdate, snap.Source)
@@ -542,14 +497,15 @@ func TestUpdateStateAsNodeRoutesFromIt(t *testing.T) {
 	assert.Equal(t, 9, out.N)
 	assert.Equal(t, []string{"ship"}, out.Log)
 
-	_, err = c.UpdateState(ctx, "u", "", "nowhere", graph.Writes(tN.Set(1)))
+	_, err = c.UpdateState(ctx, graph.Thread("u"), graph.Writes(tN.Set(1)), graph.AsNode("nowhere"))
 	assert.ErrorContains(t, err, `no such node (nodes: draft, fix, ship)`)
-	_, err = c.UpdateState(ctx, "u", "", "", graph.Writes(tN.Set(1)).Goto("fix"))
-	assert.ErrorContains(t, err, "needs asNode")
-	_, err = c.UpdateState(ctx, "nothread", "", "", graph.Writes(tN.Set(1)))
+	snap, err = c.UpdateState(ctx, graph.Thread("u"), graph.Writes(tN.Set(1)).Goto("fix"))
+	require.NoError(t, err, "an update's Goto adds to the pending step")
+	assert.Equal(t, []string{"fix"}, snap.Next)
+	_, err = c.UpdateState(ctx, graph.Thread("nothread"), graph.Writes(tN.Set(1)))
 	assert.ErrorIs(t, err, graph.ErrCheckpointNotFound)
 	other := graph.Value(func(s *tState) *bool { return &s.Flag })
-	_, err = c.UpdateState(ctx, "u", "", "", graph.Writes(other.Set(true)))
+	_, err = c.UpdateState(ctx, graph.Thread("u"), graph.Writes(other.Set(true)))
 	assert.ErrorContains(t, err, "not declared")
 }
 
@@ -560,7 +516,7 @@ func TestAnswersNeedAThread(t *testing.T) {
 	c := compile(t, g, graph.WithCheckpointer(graph.NewMemorySaver()))
 	_, err := c.Resume(context.Background(), graph.Answer(1))
 	assert.ErrorContains(t, err, "need graph.Thread")
-	_, err = c.Invoke(context.Background(), tState{}, graph.FromCheckpoint("x"))
+	_, err = c.Invoke(context.Background(), tState{}, graph.Ref{Checkpoint: "x"})
 	assert.ErrorContains(t, err, "need graph.Thread")
 }
 
@@ -580,8 +536,8 @@ func FuzzResumeFromStoredBytes(f *testing.F) {
 		if err := saver.Put(context.Background(), cp); err != nil {
 			return
 		}
-		_ = saver.PutWrites(context.Background(), "fz", "1", graph.TaskWrite{Task: task, Node: node, Update: update})
-		_, _ = c.State(context.Background(), "fz", "")
+		_ = saver.PutWrites(context.Background(), graph.Thread("fz").At("1"), "", graph.TaskWrite{Task: task, Node: node, Update: update})
+		_, _ = c.State(context.Background(), graph.Thread("fz"))
 		_, err := c.Resume(context.Background(), graph.Thread("fz"))
 		if err != nil && errors.Is(err, graph.ErrInterrupted) {
 			t.Fatalf("no interrupt was stored, yet: %v", err)
@@ -594,7 +550,7 @@ func TestStateShowsThePendingStepsTasks(t *testing.T) {
 	c := askFanOut(t, graph.NewMemorySaver(), []string{"a", "b"}, []string{"b"}, &n)
 	_, err := c.Invoke(context.Background(), tState{}, graph.Thread("ts"))
 	require.ErrorIs(t, err, graph.ErrInterrupted)
-	snap, err := c.State(context.Background(), "ts", "")
+	snap, err := c.State(context.Background(), graph.Thread("ts"))
 	require.NoError(t, err)
 	require.Len(t, snap.Tasks, 2)
 	a, b := snap.Tasks[0], snap.Tasks[1]
@@ -606,5 +562,6 @@ func TestStateShowsThePendingStepsTasks(t *testing.T) {
 	assert.Equal(t, []string{"a"}, items)
 	assert.False(t, b.Done)
 	require.Len(t, b.Interrupts, 1)
-	assert.Equal(t, snap.Interrupts, b.Interrupts)
+	assert.True(t, b.Interrupts[0].Pending())
+	assert.Equal(t, snap.Interrupts, b.Waiting())
 }

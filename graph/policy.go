@@ -8,15 +8,13 @@ import (
 )
 
 // RetryPolicy retries a failing node. Zero fields take the defaults noted
-// (those of LangGraph's RetryPolicy).
-//
-// InitialInterval 0 means the default wait (500ms), as in LangGraph where an
-// omitted initial_interval is 0.5s; to retry without waiting — LangGraph's
-// initial_interval=0 — give a negative interval, such as RetryImmediately.
+// (those of LangGraph's RetryPolicy), except InitialInterval: its zero
+// value means what it says, no wait between attempts (LangGraph's
+// initial_interval=0). Give 500*time.Millisecond for LangGraph's default.
 type RetryPolicy struct {
 	MaxAttempts int // total attempts, the first included; default 3
-	// InitialInterval is the wait before the second attempt: default 500ms
-	// when zero, no wait at all when negative (RetryImmediately).
+	// InitialInterval is the wait before the second attempt; 0 (or less)
+	// retries at once.
 	InitialInterval time.Duration
 	BackoffFactor   float64       // growth of the wait per attempt; default 2
 	MaxInterval     time.Duration // cap on one wait; default 128s
@@ -28,10 +26,6 @@ type RetryPolicy struct {
 	// with Permanent.
 	RetryOn func(error) bool
 }
-
-// RetryImmediately, as a RetryPolicy's InitialInterval, retries a failed
-// attempt at once, without waiting (any negative interval does the same).
-const RetryImmediately time.Duration = -1
 
 // Permanent marks err as not worth retrying under the default RetryOn.
 func Permanent(err error) error {
@@ -57,12 +51,7 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.MaxAttempts <= 0 {
 		p.MaxAttempts = 3
 	}
-	switch {
-	case p.InitialInterval == 0:
-		p.InitialInterval = 500 * time.Millisecond
-	case p.InitialInterval < 0:
-		p.InitialInterval = 0 // RetryImmediately
-	}
+	p.InitialInterval = max(p.InitialInterval, 0)
 	if p.BackoffFactor < 1 {
 		p.BackoffFactor = 2
 	}

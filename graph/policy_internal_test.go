@@ -11,8 +11,8 @@ func TestRetryWaits(t *testing.T) {
 		policy RetryPolicy
 		want   []time.Duration // waits after attempts 1, 2, 3
 	}{
-		{"zero fields take LangGraph's defaults", RetryPolicy{}, []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}},
-		{"RetryImmediately does not wait", RetryPolicy{InitialInterval: RetryImmediately}, []time.Duration{0, 0, 0}},
+		{"a zero interval does not wait", RetryPolicy{}, []time.Duration{0, 0, 0}},
+		{"LangGraph's default interval, given", RetryPolicy{InitialInterval: 500 * time.Millisecond}, []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}},
 		{"any negative interval does not wait", RetryPolicy{InitialInterval: -time.Second, BackoffFactor: 3}, []time.Duration{0, 0, 0}},
 		{"backoff is capped", RetryPolicy{InitialInterval: time.Second, BackoffFactor: 10, MaxInterval: 5 * time.Second}, []time.Duration{time.Second, 5 * time.Second, 5 * time.Second}},
 	}

@@ -33,7 +33,7 @@ type TaskRunner interface {
 }
 
 // WithTaskRunner runs every step's tasks through tr (see TaskRunner).
-func WithTaskRunner(tr TaskRunner) RunOption { return func(r *runSettings) { r.runner = tr } }
+func WithTaskRunner(tr TaskRunner) RunOption { return runFunc(func(r *runSettings) { r.runner = tr }) }
 
 // RemoteStep is a step's work as a TaskRunner gets it.
 type RemoteStep struct {

@@ -233,7 +233,7 @@ func rmCases() []rmCase {
 				})
 				inner.AddSequence(graph.Start, "y", graph.End)
 				g := graphtest.New()
-				g.AddSubgraph("sub", rmCompile(t, inner), graph.WithRetry(graph.RetryPolicy{MaxAttempts: 2, InitialInterval: graph.RetryImmediately}))
+				g.AddSubgraph("sub", rmCompile(t, inner), graph.WithRetry(graph.RetryPolicy{MaxAttempts: 2}))
 				g.AddSequence(graph.Start, "sub", graph.End)
 				return rmCompile(t, g)
 			},
@@ -252,7 +252,7 @@ func rmCases() []rmCase {
 						return graph.Update[graphtest.State]{}, fmt.Errorf("transient %d", n)
 					}
 					return graph.Writes(graphtest.Log.Add(fmt.Sprint("ok after ", calls.Load()))), nil
-				}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 3, InitialInterval: graph.RetryImmediately}))
+				}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 3}))
 				g.AddSequence(graph.Start, "flaky", graph.End)
 				return rmCompile(t, g)
 			},
@@ -267,7 +267,7 @@ func rmCases() []rmCase {
 				g := graphtest.New()
 				g.AddNode("flaky", func(context.Context, graphtest.State) (graph.Update[graphtest.State], error) {
 					return graph.Update[graphtest.State]{}, errBoom
-				}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 2, InitialInterval: graph.RetryImmediately}))
+				}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 2}))
 				g.AddSequence(graph.Start, "flaky", graph.End)
 				return rmCompile(t, g)
 			},
@@ -283,7 +283,7 @@ func rmCases() []rmCase {
 			build: func(t *testing.T) *graph.Compiled[graphtest.State] {
 				g := graphtest.New()
 				g.AddNode("p", func(context.Context, graphtest.State) (graph.Update[graphtest.State], error) { panic("kaboom") },
-					graph.WithRetry(graph.RetryPolicy{MaxAttempts: 3, InitialInterval: graph.RetryImmediately}))
+					graph.WithRetry(graph.RetryPolicy{MaxAttempts: 3}))
 				g.AddSequence(graph.Start, "p", graph.End)
 				return rmCompile(t, g)
 			},
@@ -466,7 +466,7 @@ func TestRemoteStepDescribesTheTasks(t *testing.T) {
 		assert.JSONEq(t, fmt.Sprintf(`{"Name":%q,"Weight":%d}`, want.Name, want.Weight), string(task.ArgJSON))
 		require.NotNil(t, task.Retry)
 		assert.Equal(t, 4, task.Retry.MaxAttempts)
-		assert.Equal(t, 500*time.Millisecond, task.Retry.InitialInterval, "the policy comes with its defaults filled in")
+		assert.Equal(t, 2.0, task.Retry.BackoffFactor, "the policy comes with its defaults filled in")
 		assert.NotNil(t, task.Retry.RetryOn)
 		assert.Equal(t, time.Minute, task.Timeout)
 	}
@@ -812,7 +812,7 @@ func TestTaskRunnerRefusesStaticBreakpoints(t *testing.T) {
 		ctx := context.Background()
 		_, err := c.Invoke(ctx, graphtest.State{}, graph.Thread("bp"), graph.WithTaskRunner(lb))
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "WithInterruptBefore and WithInterruptAfter")
+		assert.Contains(t, err.Error(), "breakpoints (WithInterruptBefore")
 		assert.Contains(t, err.Error(), "TaskRunner")
 		assert.Contains(t, err.Error(), "graph.Interrupt")
 		for _, err := range c.Stream(ctx, graphtest.State{}, graph.Thread("bp"), graph.WithTaskRunner(lb)) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"reflect"
 	"runtime/debug"
 	"slices"
@@ -17,43 +16,59 @@ import (
 )
 
 // RunOption configures one run (Invoke, Stream, Resume, ResumeStream).
-type RunOption func(*runSettings)
+// A Ref (Thread) is one.
+type RunOption interface{ applyRun(*runSettings) }
+
+// runFunc is a RunOption that is a function.
+type runFunc func(*runSettings)
+
+func (f runFunc) applyRun(r *runSettings) { f(r) }
 
 type runSettings struct {
 	thread      string
+	ns          string
 	limit       int
 	concurrency int
 	kinds       EventKind // bit set; 0 means all
-	from        string    // FromCheckpoint
+	from        string    // Ref.At: the checkpoint to run from
 	runID       string
 	answers     []givenAnswer
 	inputs      []any // InputWrites: each a []Write[S] of the caller's S
 	runner      TaskRunner
+	// PauseBefore and PauseAfter: set when the run has its own.
+	before, after []string
+	breaks        bool
+	update        any // WithUpdate: a *pendingUpdate[S]
+	onBusy        BusyStrategy
 }
 
-// Thread names the conversation the run belongs to. With a Checkpointer the
-// run's progress is stored under it: Resume continues it after a failure, and
-// Invoke on a thread whose last run finished continues from that run's state.
-func Thread(id string) RunOption { return func(r *runSettings) { r.thread = id } }
+// PauseBefore sets the run's breakpoints before nodes, in place of the
+// graph's (WithInterruptBefore): the run pauses before a step in which one
+// of them would run. AllNodes ("*") names every node; no nodes, none. A
+// Resume takes the breakpoints it is given, or the graph's.
+func PauseBefore(nodes ...string) RunOption {
+	return runFunc(func(r *runSettings) { r.before, r.breaks = append(r.before, nodes...), true })
+}
 
-// RecursionLimit overrides the graph's recursion limit for one run.
-func RecursionLimit(steps int) RunOption { return func(r *runSettings) { r.limit = steps } }
+// PauseAfter sets the run's breakpoints after nodes, in place of the
+// graph's (WithInterruptAfter): the run pauses after a step in which one of
+// them ran. AllNodes ("*") names every node; no nodes, none.
+func PauseAfter(nodes ...string) RunOption {
+	return runFunc(func(r *runSettings) { r.after, r.breaks = append(r.after, nodes...), true })
+}
+
+// RecursionLimit overrides the graph's recursion limit for one run: the
+// number of steps this invocation may take (a Resume counts its own).
+func RecursionLimit(steps int) RunOption { return runFunc(func(r *runSettings) { r.limit = steps }) }
 
 // MaxConcurrency overrides the graph's bound on parallel tasks for one run,
 // with the meaning of WithMaxConcurrency: 0 is DefaultMaxConcurrency and a
 // negative n is no bound.
-func MaxConcurrency(n int) RunOption { return func(r *runSettings) { r.concurrency = n } }
-
-// FromCheckpoint runs from checkpoint id of the thread instead of its newest
-// — time travel. When id is not the newest, the run starts a branch: its
-// first checkpoint follows id (SourceFork), the step after id runs again in
-// full, and the checkpoints after id stay as they were, in History. With
-// Invoke or Stream, the input is merged into that checkpoint's state.
-func FromCheckpoint(id string) RunOption { return func(r *runSettings) { r.from = id } }
+func MaxConcurrency(n int) RunOption { return runFunc(func(r *runSettings) { r.concurrency = n }) }
 
 // RunID labels the checkpoints the run writes (Checkpoint.Run), so that an
 // application can tell its runs apart in a thread's history.
-func RunID(id string) RunOption { return func(r *runSettings) { r.runID = id } }
+func RunID(id string) RunOption { return runFunc(func(r *runSettings) { r.runID = id }) }
 
 // InputWrites adds writes to the input of a run (Invoke or Stream): after
 // the input struct's non-zero fields, they are applied in order through the
@@ -63,7 +78,7 @@ func RunID(id string) RunOption { return func(r *runSettings) { r.runID = id } }
 // list" — Queries.Set(nil). The writes must be made by handles of the graph's
 // own state type; Resume refuses them (edit a stored thread with UpdateState).
 func InputWrites[S any](w ...Write[S]) RunOption {
-	return func(r *runSettings) { r.inputs = append(r.inputs, w) }
+	return runFunc(func(r *runSettings) { r.inputs = append(r.inputs, w) })
 }
 
 // run is one execution of a compiled graph.
@@ -73,10 +88,14 @@ type run[S any] struct {
 	state S
 	step  int
 	limit int
-	conc  int // bound on a step's tasks running at once; 0: none
+	// base is the step the invocation started from: the recursion limit
+	// counts the steps of this invocation (LangGraph's), not the thread's.
+	base int
+	conc int // bound on a step's tasks running at once; 0: none
 
 	cp     Checkpointer
 	thread string
+	ns     string // the namespace of its checkpoints ("" but in a subgraph)
 	cpID   string
 	from   string
 	runID  string
@@ -90,6 +109,15 @@ type run[S any] struct {
 	hitlKey string
 	answers []givenAnswer
 	inputs  []any // InputWrites
+	update  any   // WithUpdate
+	// carry: the next checkpoint stores the records of its tasks with it
+	// (an edit keeps the pending step).
+	carry bool
+	// nested: a subgraph's run, writing under its parent run's hold of the
+	// thread; keeper: a top-level run's hold (take, release).
+	nested bool
+	onBusy BusyStrategy
+	keeper *keeper
 
 	// out is where tasks' Emit values go: this run's own sink when it is
 	// streamed, the parent's when it is a subgraph of a streamed run, nil
@@ -114,6 +142,7 @@ type run[S any] struct {
 	collect     *[]Write[S] // same-state subgraph: every write, in merge order
 
 	tr *runTrace // nil: no tracer in the run's context
+	bp *breaks   // the run's breakpoints: the graph's, or its own
 
 	runner TaskRunner // WithTaskRunner: tasks run elsewhere
 }
@@ -131,6 +160,7 @@ type setter[S any] struct {
 }
 
 type task[S any] struct {
+	id   string // its ID in the thread (with a checkpointer)
 	node *cnode[S]
 	arg  any
 	upd  Update[S]
@@ -140,6 +170,10 @@ type task[S any] struct {
 
 	// hold is what interrupts left of the task; nil for almost every task.
 	hold *taskHold
+	// failed is the error a stored record says the task failed with.
+	failed string
+	// subgraphs are the namespaces of the subgraph runs the task made.
+	subgraphs []string
 }
 
 // taskHold is a task's interrupt record. rec: the task has a record in the
@@ -200,7 +234,9 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 		p := new(runSettings)
 		*p = rs
 		for _, o := range opts {
-			o(p)
+			if o != nil {
+				o.applyRun(p)
+			}
 		}
 		rs = *p
 	}
@@ -213,11 +249,30 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 	case rs.concurrency < 0:
 		rs.concurrency = 0 // no bound
 	}
-	r := &run[S]{c: c, ctx: ctx, limit: rs.limit, conc: rs.concurrency, thread: rs.thread, kinds: rs.kinds,
-		from: rs.from, runID: rs.runID, answers: rs.answers, inputs: rs.inputs, source: SourceInput, runner: rs.runner,
+	if rs.ns != "" {
+		return nil, fmt.Errorf("graph: a run starts in its thread's own namespace, not in %q: a subgraph's checkpoints are written by the run of its parent", rs.ns)
 	}
-	if rs.runner != nil && c.breakpoints {
-		return nil, fmt.Errorf("graph: WithInterruptBefore and WithInterruptAfter pause a run for Resume, which a run with a TaskRunner does not do: call graph.Interrupt in the node instead, which the runner resolves")
+	if rs.thread != "" && rs.runID == "" {
+		rs.runID = newID()
+	}
+	r := &run[S]{c: c, ctx: ctx, limit: rs.limit, conc: rs.concurrency, thread: rs.thread, kinds: rs.kinds,
+		from: rs.from, runID: rs.runID, answers: rs.answers, inputs: rs.inputs, update: rs.update, source: SourceInput, runner: rs.runner,
+		onBusy: rs.onBusy,
+	}
+	r.bp = &c.bp
+	if rs.breaks {
+		var unknown []string
+		bp := c.breaksFor(rs.before, rs.after, func(_, name string) { unknown = append(unknown, strconv.Quote(name)) })
+		if len(unknown) > 0 {
+			return nil, fmt.Errorf("graph: PauseBefore/PauseAfter name nodes the graph does not have: %s (nodes: %s)", strings.Join(unknown, ", "), strings.Join(c.g.order, ", "))
+		}
+		if bp.any && rs.thread == "" {
+			return nil, fmt.Errorf("graph: PauseBefore and PauseAfter pause the run for Resume: it needs graph.Thread(id) and a checkpointer")
+		}
+		r.bp = &bp
+	}
+	if rs.runner != nil && r.bp.any {
+		return nil, fmt.Errorf("graph: breakpoints (WithInterruptBefore, WithInterruptAfter, PauseBefore, PauseAfter) pause a run for Resume, which a run with a TaskRunner does not do: call graph.Interrupt in the node instead, which the runner resolves")
 	}
 	if t := TracerFrom(ctx); t != nil {
 		r.tr = &runTrace{Tracer: t}
@@ -228,7 +283,7 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 		}
 		r.cp = c.set.checkpointer
 	} else if rs.from != "" || len(rs.answers) > 0 {
-		return nil, fmt.Errorf("graph: FromCheckpoint and Answer need graph.Thread(id): they refer to a stored thread")
+		return nil, fmt.Errorf("graph: a checkpoint (Ref.At) and answers (graph.Answer, graph.AnswerFor) need graph.Thread(id): they refer to a stored thread")
 	}
 	if parent, _ := ctx.Value(taskKey{}).(*taskInfo); parent != nil {
 		if parent.sink != nil {
@@ -262,6 +317,9 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 // and then its InputWrites, onto the zero state — or, on a thread whose last
 // run finished, onto that run's final state.
 func (r *run[S]) begin(in S) error {
+	if r.update != nil {
+		return fmt.Errorf("graph: graph.WithUpdate edits a paused thread as Resume continues it; a run's input is its input struct and graph.InputWrites")
+	}
 	writes, err := r.inputWrites()
 	if err != nil {
 		return err
@@ -277,7 +335,7 @@ func (r *run[S]) begin(in S) error {
 		}
 	}
 	if r.cp != nil {
-		prev, err := r.cp.Get(r.ctx, r.thread, r.from)
+		prev, err := r.cp.Get(r.ctx, r.ref(r.from))
 		switch {
 		case errors.Is(err, ErrCheckpointNotFound) && r.from != "":
 			return fmt.Errorf("%w: thread %q has no checkpoint %q", ErrCheckpointNotFound, r.thread, r.from)
@@ -357,16 +415,16 @@ func (c *Compiled[S]) mergeInput(st, in *S) {
 }
 
 // resume prepares to continue the thread's newest checkpoint (or, with
-// FromCheckpoint, an older one, on a new branch): it applies the answers
+// Thread(id).At, an older one, on a new branch): it applies the answers
 // given, releases breakpoints and stores both before anything runs.
 func (r *run[S]) resume() (done bool, err error) {
 	if r.cp == nil {
 		return false, fmt.Errorf("graph: Resume needs graph.Thread(id) and a checkpointer")
 	}
 	if len(r.inputs) > 0 {
-		return false, fmt.Errorf("graph: graph.InputWrites is input for Invoke and Stream; Resume takes none: to change a stored thread's state before resuming it, use UpdateState")
+		return false, fmt.Errorf("graph: graph.InputWrites is input for Invoke and Stream; Resume takes none: to change a stored thread's state as it resumes, use graph.WithUpdate")
 	}
-	cp, err := r.cp.Get(r.ctx, r.thread, r.from)
+	cp, err := r.cp.Get(r.ctx, r.ref(r.from))
 	switch {
 	case errors.Is(err, ErrCheckpointNotFound) && r.from != "":
 		return false, fmt.Errorf("%w: thread %q has no checkpoint %q", ErrNothingToResume, r.thread, r.from)
@@ -375,7 +433,7 @@ func (r *run[S]) resume() (done bool, err error) {
 	case err != nil:
 		return false, fmt.Errorf("graph: loading thread %q: %w", r.thread, err)
 	}
-	if r.from != "" {
+	if r.from != "" && r.update == nil {
 		fork, err := r.isFork(cp.ID)
 		if err != nil {
 			return false, err
@@ -388,6 +446,24 @@ func (r *run[S]) resume() (done bool, err error) {
 	}
 	if err := r.load(cp); err != nil {
 		return false, err
+	}
+	r.source = SourceLoop // the steps it runs; the input was the first run's
+	if r.update != nil {
+		// The update, the answers and the released breakpoints: one
+		// checkpoint, one commit.
+		if err := r.resumeUpdate(cp); err != nil {
+			return false, err
+		}
+		if _, err := r.applyAnswers(); err != nil {
+			return false, err
+		}
+		for _, i := range r.gated() {
+			r.tasks[i].held().rec = true
+		}
+		if err := r.checkpoint(cp.ID); err != nil {
+			return false, err
+		}
+		return len(r.tasks) == 0, nil
 	}
 	var records []TaskWrite
 	changed, err := r.applyAnswers()
@@ -403,7 +479,7 @@ func (r *run[S]) resume() (done bool, err error) {
 		records = append(records, TaskWrite{Task: i, Node: r.tasks[i].node.name})
 	}
 	if len(records) > 0 {
-		if err := r.cp.PutWrites(r.ctx, r.thread, r.cpID, records...); err != nil {
+		if err := r.cp.PutWrites(r.ctx, r.ref(r.cpID), r.runID, records...); err != nil {
 			return false, fmt.Errorf("graph: storing the answers and released breakpoints of thread %q: %w", r.thread, err)
 		}
 	}
@@ -412,7 +488,7 @@ func (r *run[S]) resume() (done bool, err error) {
 
 // isFork reports whether id is not the thread's newest checkpoint.
 func (r *run[S]) isFork(id string) (bool, error) {
-	newest, err := r.cp.Get(r.ctx, r.thread, "")
+	newest, err := r.cp.Get(r.ctx, r.ref(""))
 	if err != nil {
 		return false, fmt.Errorf("graph: loading thread %q: %w", r.thread, err)
 	}
@@ -422,8 +498,13 @@ func (r *run[S]) isFork(id string) (bool, error) {
 // forkFrom starts a branch at cp: a copy of it, without its task records,
 // stored as the thread's newest checkpoint.
 func (r *run[S]) forkFrom(cp *Checkpoint) (*Checkpoint, error) {
-	fork := &Checkpoint{Format: CheckpointFormat, Thread: r.thread, ID: newCheckpointID(cp.Step), Parent: cp.ID, Step: cp.Step,
-		State: cp.State, Next: cp.Next, Joins: cp.Joins, Created: time.Now(), Source: SourceFork, Run: r.runID}
+	fork := &Checkpoint{Format: cp.Format, Thread: r.thread, Namespace: r.ns, ID: newID(), Parent: cp.ID, Step: cp.Step,
+		State: cp.State, Versions: cp.Versions, Joins: cp.Joins, Deferred: cp.Deferred, Created: time.Now(), Source: SourceFork, Run: r.runID}
+	// The branch's tasks are new tasks: their interrupts and subgraphs are
+	// not the old branch's.
+	for i, pt := range cp.Next {
+		fork.Next = append(fork.Next, PendingTask{ID: taskID(r.thread, r.ns, fork.ID, i, pt.Node), Node: pt.Node, Arg: pt.Arg})
+	}
 	if err := r.cp.Put(r.ctx, fork); err != nil {
 		return nil, fmt.Errorf("graph: starting a branch of thread %q from checkpoint %s: %w", r.thread, cp.ID, err)
 	}
@@ -436,7 +517,7 @@ func (r *run[S]) load(cp *Checkpoint) error {
 	if err := r.c.decodeState(cp, &r.state); err != nil {
 		return err
 	}
-	r.step, r.cpID, r.ran = cp.Step, cp.ID, cp.Ran
+	r.step, r.base, r.cpID, r.ran = cp.Step, cp.Step, cp.ID, cp.Ran
 	for _, jp := range cp.Joins {
 		for ji, j := range r.c.joins {
 			if r.c.nodes[j.to].name != jp.To {
@@ -463,7 +544,7 @@ func (r *run[S]) load(cp *Checkpoint) error {
 		if err != nil {
 			return fmt.Errorf("graph: thread %q: %w", r.thread, err)
 		}
-		r.tasks = append(r.tasks, task[S]{node: r.c.nodes[r.c.byName[pt.Node]], arg: arg})
+		r.tasks = append(r.tasks, task[S]{id: pt.ID, node: r.c.nodes[r.c.byName[pt.Node]], arg: arg})
 	}
 	for _, w := range cp.Writes {
 		if w.Task < 0 || w.Task >= len(r.tasks) || r.tasks[w.Task].node.name != w.Node {
@@ -478,10 +559,14 @@ func (r *run[S]) load(cp *Checkpoint) error {
 			if err != nil {
 				return fmt.Errorf("graph: thread %q: decoding the update of task %d (%s): %w", r.thread, w.Task, w.Node, err)
 			}
-			t.upd, t.done = u, true
+			t.upd, t.done, t.subgraphs = u, true, w.Subgraphs
+			if len(w.Interrupts) > 0 {
+				t.hold = &taskHold{rec: true, pause: w.Interrupts, answers: w.Answers}
+			}
 			continue
 		}
 		t.hold = &taskHold{rec: true, pause: w.Interrupts, answers: w.Answers, intr: unanswered(w.Interrupts, w.Answers)}
+		t.failed, t.subgraphs = w.Err, w.Subgraphs
 	}
 	return nil
 }
@@ -552,7 +637,7 @@ func (r *run[S]) applyAnswers() ([]int, error) {
 			return nil, r.c.tooLarge("the answer to interrupt "+id, len(data))
 		}
 		h := r.tasks[ti].hold
-		h.answers = append(slices.Clip(h.answers), AnswerRecord{ID: id, Value: data})
+		h.answers = append(slices.Clip(h.answers), AnswerRecord{ID: id, Value: data, Time: time.Now()})
 		h.intr = unanswered(h.pause, h.answers)
 		if !slices.Contains(changed, ti) {
 			changed = append(changed, ti)
@@ -565,13 +650,13 @@ func (r *run[S]) applyAnswers() ([]int, error) {
 // InterruptBefore node, or every task after a step in which an
 // InterruptAfter node ran — unless already released.
 func (r *run[S]) gated() []int {
-	if r.cp == nil || !r.c.breakpoints {
+	if r.cp == nil || !r.bp.any {
 		return nil
 	}
 	after := r.afterNode()
 	var out []int
 	for i, t := range r.tasks {
-		if (t.hold == nil || !t.hold.rec) && !t.done && (after != "" || r.c.before[t.node.idx]) {
+		if (t.hold == nil || !t.hold.rec) && !t.done && (after != "" || r.bp.before[t.node.idx]) {
 			out = append(out, i)
 		}
 	}
@@ -581,7 +666,7 @@ func (r *run[S]) gated() []int {
 // afterNode is the first node of the last step that has an InterruptAfter.
 func (r *run[S]) afterNode() string {
 	for _, name := range r.ran {
-		if i, ok := r.c.byName[name]; ok && r.c.after[i] {
+		if i, ok := r.c.byName[name]; ok && r.bp.after[i] {
 			return name
 		}
 	}
@@ -620,12 +705,15 @@ func (r *run[S]) pending() []PendingInterrupt {
 // loop runs steps until no task is left.
 func (r *run[S]) loop() error {
 	for len(r.tasks) > 0 {
-		if r.step >= r.limit {
+		if r.ctx.Err() != nil {
+			return fmt.Errorf("graph: run cancelled before step %d: %w", r.step+1, context.Cause(r.ctx))
+		}
+		if r.step-r.base >= r.limit {
 			next := make([]string, len(r.tasks))
 			for i, t := range r.tasks {
 				next[i] = t.node.name
 			}
-			return &RecursionError{Limit: r.limit, Next: next}
+			return &RecursionError{Limit: r.limit, Next: next, Thread: r.thread}
 		}
 		if gated := r.gated(); len(gated) > 0 {
 			return r.pauseAt(r.breakpoints(gated))
@@ -905,7 +993,11 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 	var h *hitl
 	switch {
 	case r.cp != nil:
-		h = &hitl{base: r.thread + "\x00" + r.cpID + "\x00" + strconv.Itoa(t.info.index), node: n.name, task: t.info.index, step: r.step}
+		base := t.id
+		if base == "" { // a task of a checkpoint written before tasks had IDs
+			base = r.thread + "\x00" + r.cpID + "\x00" + strconv.Itoa(t.info.index)
+		}
+		h = &hitl{base: base, node: n.name, task: t.info.index, step: r.step}
 		if t.hold != nil {
 			h.answers = t.hold.answers
 		}
@@ -940,7 +1032,7 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 			hold.answers = h.answers
 			hold.intr = unanswered(hold.pause, hold.answers)
 			t.err = &NodeError{Node: r.prefix + n.name, Step: r.step, Err: h.rejected[0]}
-			r.record(t, TaskWrite{Task: t.info.index, Node: n.name, Interrupts: hold.pause, Answers: hold.answers})
+			r.record(t, TaskWrite{Err: t.err.Error()})
 			return
 		}
 		if h != nil && len(h.raised) > 0 || h == nil && t.info.hi != nil && (t.info.hi.stopped || errors.Is(err, ErrInterrupted)) {
@@ -948,8 +1040,11 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 			hold := t.held()
 			hold.paused = true
 			if h != nil {
-				hold.pause, hold.answers, hold.intr = h.raised, h.answers, slices.Clone(h.raised)
-				r.record(t, TaskWrite{Task: t.info.index, Node: n.name, Interrupts: hold.pause, Answers: hold.answers})
+				// The record keeps every interrupt the task raised, answered
+				// or not, for History.
+				hold.pause, hold.answers = addInterrupts(hold.pause, h.raised), h.answers
+				hold.intr = unanswered(hold.pause, hold.answers)
+				r.record(t, TaskWrite{})
 			}
 			return
 		}
@@ -960,14 +1055,17 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 		if a >= attempts || ctx.Err() != nil || !n.policy.RetryOn(err) {
 			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				t.err = err // the run or the step was cancelled: not this node's fault
-			} else {
-				t.err = &NodeError{Node: r.prefix + n.name, Step: r.step, Attempts: a, Err: err}
+				return
+			}
+			t.err = &NodeError{Node: r.prefix + n.name, Step: r.step, Attempts: a, Err: err}
+			if r.cp != nil {
+				r.record(t, TaskWrite{Err: t.err.Error()})
 			}
 			return
 		}
 		d := n.policy.wait(a)
 		if d <= 0 {
-			continue // RetryImmediately; the context was checked above
+			continue // no wait; the context was checked above
 		}
 		timer := time.NewTimer(d)
 		select {
@@ -986,14 +1084,31 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 		case len(data) > r.c.set.maxBytes:
 			t.err = &NodeError{Node: r.prefix + n.name, Step: r.step, Err: r.c.tooLarge("its update", len(data))}
 		default:
-			r.record(t, TaskWrite{Task: t.info.index, Node: n.name, Update: data})
+			r.record(t, TaskWrite{Update: data})
 		}
 	}
 }
 
-// record stores a task's outcome; a failure to store fails the task.
+// addInterrupts appends to have the interrupts of raised it does not have.
+func addInterrupts(have, raised []PendingInterrupt) []PendingInterrupt {
+	out := slices.Clip(have)
+	for _, pi := range raised {
+		if !slices.ContainsFunc(out, func(x PendingInterrupt) bool { return x.ID == pi.ID }) {
+			out = append(out, pi)
+		}
+	}
+	return out
+}
+
+// record stores a task's outcome — w's update or error, with the
+// interrupts the task raised and their answers — and fails the task when
+// it cannot be stored.
 func (r *run[S]) record(t *task[S], w TaskWrite) {
-	if err := r.cp.PutWrites(r.ctx, r.thread, r.cpID, w); err != nil {
+	w.Task, w.Node, w.Time = t.info.index, t.node.name, time.Now()
+	if t.hold != nil {
+		w.Interrupts, w.Answers = t.hold.pause, t.hold.answers
+	}
+	if err := r.cp.PutWrites(r.ctx, r.ref(r.cpID), r.runID, w); err != nil {
 		if t.hold != nil {
 			t.hold.paused, t.hold.intr = false, nil
 		}
@@ -1226,10 +1341,14 @@ func (r *run[S]) checkpoint(parent string) error {
 	if len(state) > r.c.set.maxBytes {
 		return r.c.tooLarge(fmt.Sprintf("the state after step %d", r.step), len(state))
 	}
-	cp := &Checkpoint{Format: CheckpointFormat, Thread: r.thread, ID: newCheckpointID(r.step), Parent: parent, Step: r.step, State: state,
+	cp := &Checkpoint{Format: 1, Thread: r.thread, Namespace: r.ns, ID: newID(), Parent: parent, Step: r.step, State: state,
 		Created: time.Now(), Source: r.source, Ran: r.ran, Run: r.runID}
-	for _, t := range r.tasks {
-		pt := PendingTask{Node: t.node.name}
+	for i := range r.tasks {
+		t := &r.tasks[i]
+		if t.id == "" {
+			t.id = taskID(cp.Thread, cp.Namespace, cp.ID, i, t.node.name)
+		}
+		pt := PendingTask{ID: t.id, Node: t.node.name}
 		if t.node.payload != nil {
 			if pt.Arg, err = json.Marshal(t.arg); err != nil {
 				return fmt.Errorf("graph: the Send payload for %q cannot be checkpointed as JSON: %w", t.node.name, err)
@@ -1251,15 +1370,19 @@ func (r *run[S]) checkpoint(parent string) error {
 			cp.Joins = append(cp.Joins, JoinProgress{To: r.c.nodes[r.c.joins[ji].to].name, Seen: names})
 		}
 	}
+	if r.carry {
+		if cp.Writes, err = r.records(); err != nil {
+			return err
+		}
+	}
 	if err := r.cp.Put(r.ctx, cp); err != nil {
 		return fmt.Errorf("graph: saving checkpoint of thread %q after step %d: %w", r.thread, r.step, err)
 	}
-	r.cpID, r.source = cp.ID, SourceLoop
+	r.cpID, r.source, r.carry = cp.ID, SourceLoop, false
 	return nil
 }
 
-func newCheckpointID(step int) string {
-	return fmt.Sprintf("%06d-%x-%08x", step, time.Now().UnixNano(), rand.Uint32())
-}
+// ref is the reference to checkpoint id of the run's thread and namespace.
+func (r *run[S]) ref(id string) Ref { return Ref{Thread: r.thread, Namespace: r.ns, Checkpoint: id} }
 
 func (r *run[S]) wants(k EventKind) bool { return r.kinds == 0 || r.kinds&k != 0 }

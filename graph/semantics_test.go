@@ -108,7 +108,7 @@ func TestInputWritesCanSetZeroValues(t *testing.T) {
 	assert.Contains(t, err.Error(), "graph_test.tState")
 	_, err = c.Resume(ctx, graph.Thread("z"), graph.InputWrites(sFlag.Set(true)))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "UpdateState")
+	assert.Contains(t, err.Error(), "graph.WithUpdate")
 }
 
 // overwriteGraph runs "reset" (Items.Set) and "add" (Items.Add) in one
@@ -164,7 +164,7 @@ func TestStateAfterAFailureShowsTheFinishedTasksWrites(t *testing.T) {
 	_, err := c.Invoke(ctx, tState{}, graph.Thread("f"))
 	require.ErrorIs(t, err, errBoom)
 
-	snap, err := c.State(ctx, "f", "")
+	snap, err := c.State(ctx, graph.Thread("f"))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a", "b"}, snap.State.Items)
 	assert.Equal(t, []string{"split"}, snap.State.Log)
@@ -173,7 +173,7 @@ func TestStateAfterAFailureShowsTheFinishedTasksWrites(t *testing.T) {
 	require.Len(t, snap.Tasks, 3)
 	assert.Equal(t, []bool{true, true, false}, []bool{snap.Tasks[0].Done, snap.Tasks[1].Done, snap.Tasks[2].Done})
 
-	stored, err := c.State(ctx, "f", snap.CheckpointID)
+	stored, err := c.State(ctx, graph.Thread("f").At(snap.CheckpointID))
 	require.NoError(t, err)
 	assert.Empty(t, stored.State.Items)
 	assert.Equal(t, []string{"work", "work", "work"}, stored.Next)

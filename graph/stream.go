@@ -2,13 +2,7 @@ package graph
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"iter"
-	"slices"
-	"strconv"
-	"strings"
-	"time"
 )
 
 // EventKind says what an Event reports. Kinds are bits, so a set of them
@@ -76,14 +70,17 @@ type Event[S any] struct {
 
 // Events limits a stream to the given kinds of event (default: all).
 func Events(kinds ...EventKind) RunOption {
-	return func(r *runSettings) {
+	return runFunc(func(r *runSettings) {
 		for _, k := range kinds {
 			r.kinds |= k
 		}
-	}
+	})
 }
 
-// Invoke runs the graph from in and returns the final state. On failure it
+// Invoke runs the graph from in and returns the final state. The input is
+// in's non-zero fields, then the writes of InputWrites: on a continuing
+// thread a zero field of in is "not given", so write zero values with
+// InputWrites (or DecodeWrites). On failure it
 // returns the error together with the state as of the last completed step,
 // so a caller can still use what was gathered. A run that pauses at an
 // interrupt returns an *InterruptError (errors.Is ErrInterrupted) with the
@@ -96,8 +93,11 @@ func (c *Compiled[S]) Invoke(ctx context.Context, in S, opts ...RunOption) (S, e
 		return zero, err
 	}
 	r.traceRun(RunInfo{})
-	if err = r.begin(in); err == nil {
-		err = r.loop()
+	if err = r.take(); err == nil {
+		if err = r.begin(in); err == nil {
+			err = r.loop()
+		}
+		r.release()
 	}
 	r.endTrace(err)
 	return r.state, err
@@ -108,9 +108,12 @@ func (c *Compiled[S]) Invoke(ctx context.Context, in S, opts ...RunOption) (S, e
 // step that had not finished run again. Answer and AnswerFor give the
 // answers to pending interrupts (the interrupted nodes run again from their
 // start and Interrupt returns the answers); breakpoints are released; tasks
-// still waiting for an answer stay paused while the rest run. With
-// FromCheckpoint it continues an older checkpoint, on a new branch.
-// Resuming a finished thread returns its final state.
+// still waiting for an answer stay paused while the rest run. WithUpdate
+// edits the state first, in the same commit as the answers — LangGraph's
+// Command(resume, update, goto). With a checkpoint (Thread(id).At) it
+// continues an older checkpoint, on a new branch. Resuming a finished
+// thread returns its final state. Each Resume may take as many steps as
+// the recursion limit.
 func (c *Compiled[S]) Resume(ctx context.Context, opts ...RunOption) (S, error) {
 	r, err := c.newRun(ctx, opts)
 	if err != nil {
@@ -118,9 +121,12 @@ func (c *Compiled[S]) Resume(ctx context.Context, opts ...RunOption) (S, error) 
 		return zero, err
 	}
 	r.traceRun(RunInfo{Resume: true})
-	done, err := r.resume()
-	if err == nil && !done {
-		err = r.loop()
+	if err = r.take(); err == nil {
+		var done bool
+		if done, err = r.resume(); err == nil && !done {
+			err = r.loop()
+		}
+		r.release()
 	}
 	r.endTrace(err)
 	return r.state, err
@@ -151,6 +157,12 @@ func (c *Compiled[S]) stream(ctx context.Context, opts []RunOption, resume bool,
 		r.out = r.sink
 		r.emit = func(ev Event[S]) bool { return yield(ev, nil) }
 		r.traceRun(RunInfo{Resume: resume})
+		if err := r.take(); err != nil {
+			r.endTrace(err)
+			yield(Event[S]{}, err)
+			return
+		}
+		defer r.release()
 		done, err := start(r)
 		if err == nil && r.wants(EventStep) && !yield(Event[S]{Kind: EventStep, Step: r.step, State: r.state}, nil) {
 			r.endTrace(nil)
@@ -172,196 +184,4 @@ func (c *Compiled[S]) stream(ctx context.Context, opts []RunOption, resume bool,
 			yield(Event[S]{Kind: EventEnd, Step: r.step, State: r.state}, nil)
 		}
 	}
-}
-
-// Snapshot is a thread's state at one checkpoint.
-type Snapshot[S any] struct {
-	State S
-	// Step is the number of steps the run that wrote the checkpoint had
-	// completed.
-	Step int
-	// Next are the nodes of the pending step that have yet to run, in task
-	// order; empty when the run finished there.
-	Next         []string
-	CheckpointID string
-	Parent       string // the checkpoint this one follows
-	Created      time.Time
-	Source       CheckpointSource
-	Ran          []string // nodes of the step that led here, or UpdateState's node
-	Run          string   // the run id, when the run gave one (RunID)
-	// Interrupts are what the pending step waits on, and Tasks the pending
-	// step's tasks with what is stored of each (State only; History leaves
-	// both out).
-	Interrupts []PendingInterrupt
-	Tasks      []TaskState[S]
-}
-
-// TaskState is a task of a snapshot's pending step.
-type TaskState[S any] struct {
-	Node string
-	Arg  any // the Send payload of a task node
-	// Done: the task finished and Update is what it wrote (merged into the
-	// state when the whole step has finished).
-	Done   bool
-	Update Update[S]
-	// Interrupts are what the task waits on.
-	Interrupts []PendingInterrupt
-}
-
-// Done reports whether the run finished at this checkpoint.
-func (s Snapshot[S]) Done() bool { return len(s.Next) == 0 && len(s.Tasks) == 0 }
-
-// State returns the state of a thread at checkpoint id — its newest when id
-// is "" — with the pending step and the interrupts it waits on.
-//
-// As LangGraph's get_state: for the newest (id ""), the writes of the
-// pending step's tasks that finished — before a failure, a crash or an
-// interrupt stopped the step — are applied to State, and Next leaves those
-// tasks out: the snapshot shows what a Resume starts from. Tasks lists every
-// task of the pending step, finished or not. A checkpoint asked for by id is
-// shown as stored (its State without those writes, Next with every task).
-
-func (c *Compiled[S]) State(ctx context.Context, thread, id string) (Snapshot[S], error) {
-	r, err := c.newRun(ctx, []RunOption{Thread(thread)})
-	if err != nil {
-		return Snapshot[S]{}, err
-	}
-	cp, err := r.cp.Get(ctx, thread, id)
-	if err != nil {
-		if errors.Is(err, ErrCheckpointNotFound) {
-			return Snapshot[S]{}, fmt.Errorf("%w: thread %q has no checkpoint%s", err, thread, quoted(" ", id))
-		}
-		return Snapshot[S]{}, fmt.Errorf("graph: loading thread %q: %w", thread, err)
-	}
-	if err := r.load(cp); err != nil {
-		return Snapshot[S]{}, err
-	}
-	interrupts := r.pending()
-	finished := id == "" && slices.ContainsFunc(r.tasks, func(t task[S]) bool { return t.done })
-	if finished {
-		stored := r.state
-		if err := r.merge(); err != nil {
-			// The finished writes conflict: Resume will report it; show the
-			// state as stored.
-			r.state, finished = stored, false
-		}
-	}
-	snap := snapshotOf[S](cp, r.state)
-	snap.Interrupts = interrupts
-	if finished {
-		snap.Next = snap.Next[:0]
-	}
-	for i := range r.tasks {
-		t := &r.tasks[i]
-		snap.Tasks = append(snap.Tasks, TaskState[S]{Node: t.node.name, Arg: t.arg, Done: t.done, Update: t.upd, Interrupts: t.waiting()})
-		if finished && !t.done {
-			snap.Next = append(snap.Next, t.node.name)
-		}
-	}
-	return snap, nil
-}
-
-// History returns a thread's checkpoints, newest first — at most limit of
-// them, all when limit ≤ 0 — across every branch, each with its state.
-func (c *Compiled[S]) History(ctx context.Context, thread string, limit int) ([]Snapshot[S], error) {
-	r, err := c.newRun(ctx, []RunOption{Thread(thread)})
-	if err != nil {
-		return nil, err
-	}
-	cps, err := r.cp.List(ctx, thread, limit)
-	if err != nil {
-		return nil, fmt.Errorf("graph: listing the checkpoints of thread %q: %w", thread, err)
-	}
-	out := make([]Snapshot[S], 0, len(cps))
-	for _, cp := range cps {
-		var st S
-		if err := c.decodeState(cp, &st); err != nil {
-			return nil, err
-		}
-		out = append(out, snapshotOf[S](cp, st))
-	}
-	return out, nil
-}
-
-// UpdateState edits a thread's state: it applies u to the state of
-// checkpoint id (the newest when id is "") through the fields' reducers, as
-// if node asNode had returned it, and stores the result as a new checkpoint.
-// What runs next is what would follow asNode — its edges and routers on the
-// new state, and u's Goto and Send — or, when asNode is "", the pending step
-// of checkpoint id unchanged (its tasks run again in full on the new state).
-// Editing an older checkpoint starts a branch (SourceFork); the newest
-// checkpoint's branch stays in History. Resume continues from the update.
-func (c *Compiled[S]) UpdateState(ctx context.Context, thread, id, asNode string, u Update[S]) (Snapshot[S], error) {
-	r, err := c.newRun(ctx, []RunOption{Thread(thread)})
-	if err != nil {
-		return Snapshot[S]{}, err
-	}
-	cp, err := r.cp.Get(ctx, thread, id)
-	if err != nil {
-		if errors.Is(err, ErrCheckpointNotFound) {
-			return Snapshot[S]{}, fmt.Errorf("%w: thread %q has no checkpoint%s to update", err, thread, quoted(" ", id))
-		}
-		return Snapshot[S]{}, fmt.Errorf("graph: loading thread %q: %w", thread, err)
-	}
-	source := SourceUpdate
-	if id != "" {
-		if fork, err := r.isFork(cp.ID); err != nil {
-			return Snapshot[S]{}, err
-		} else if fork {
-			source = SourceFork
-		}
-	}
-	if err := r.load(cp); err != nil {
-		return Snapshot[S]{}, err
-	}
-	var from *cnode[S]
-	if asNode != "" {
-		i, ok := c.byName[asNode]
-		if !ok {
-			return Snapshot[S]{}, fmt.Errorf("graph: UpdateState as node %q: the graph has no such node (nodes: %s)", asNode, strings.Join(c.g.order, ", "))
-		}
-		from = c.nodes[i]
-	}
-	for _, w := range u.writes {
-		if !c.hasField(w.field()) {
-			return Snapshot[S]{}, fmt.Errorf("graph: UpdateState writes field %s, which is not declared: pass its handle to graph.New", w.field().goName())
-		}
-		w.apply(&r.state)
-	}
-	for _, w := range u.writes {
-		w.field().afterMerge(&r.state)
-	}
-	if from != nil {
-		r.next = r.next[:0]
-		if err := r.plan(from, &task[S]{node: from, upd: u}); err != nil {
-			return Snapshot[S]{}, err
-		}
-		r.planJoins()
-		r.tasks, r.ran = r.next, []string{asNode}
-	} else if len(u.gotos) > 0 || len(u.sends) > 0 {
-		return Snapshot[S]{}, errors.New("graph: UpdateState with Goto or Send needs asNode: the node whose routing they stand for")
-	} else {
-		r.ran = nil
-	}
-	r.source = source
-	if err := r.checkpoint(cp.ID); err != nil {
-		return Snapshot[S]{}, err
-	}
-	return c.State(ctx, thread, r.cpID)
-}
-
-func snapshotOf[S any](cp *Checkpoint, st S) Snapshot[S] {
-	snap := Snapshot[S]{State: st, Step: cp.Step, CheckpointID: cp.ID, Parent: cp.Parent, Created: cp.Created,
-		Source: cp.Source, Ran: cp.Ran, Run: cp.Run}
-	for _, t := range cp.Next {
-		snap.Next = append(snap.Next, t.Node)
-	}
-	return snap
-}
-
-func quoted(prefix, s string) string {
-	if s == "" {
-		return ""
-	}
-	return prefix + strconv.Quote(s)
 }

@@ -93,7 +93,7 @@ func TestTracerSeesRunStepsTasksAndNesting(t *testing.T) {
 			return graph.Update[tState]{}, errors.New("boom")
 		}
 		return graph.Writes(tLog.Add("flaky")), nil
-	}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 2, InitialInterval: -1}))
+	}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 2}))
 	graph.AddTask(g, "work", func(_ context.Context, s string) (graph.Update[tState], error) {
 		return graph.Writes(tItems.Add(s)), nil
 	})

@@ -495,7 +495,7 @@ func (r *Researcher) Resume(ctx context.Context, thread string, opts ...RunOptio
 	}
 	o := collectOptions(opts)
 	o.thread = thread
-	snap, err := r.graph.State(ctx, thread, "")
+	snap, err := r.graph.State(ctx, graph.Thread(thread))
 	if err != nil {
 		return nil, fmt.Errorf("research: resuming thread %q: %w", thread, err)
 	}
@@ -509,7 +509,7 @@ func (r *Researcher) Saved(ctx context.Context, thread string) (*Report, error) 
 	if r.cfg.Checkpointer == nil {
 		return nil, errors.New("research: Saved needs a Checkpointer (Config.Checkpointer)")
 	}
-	snap, err := r.graph.State(ctx, thread, "")
+	snap, err := r.graph.State(ctx, graph.Thread(thread))
 	if err != nil {
 		return nil, fmt.Errorf("research: reading thread %q: %w", thread, err)
 	}

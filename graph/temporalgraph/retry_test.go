@@ -34,14 +34,14 @@ func TestNodeRetries(t *testing.T) {
 			name:     "fails twice, succeeds on the third of three attempts",
 			fail:     func(call int32) error { return fmt.Errorf("transient %d", call) },
 			failures: 2,
-			opts:     []graph.NodeOption{graph.WithRetry(graph.RetryPolicy{MaxAttempts: 3, InitialInterval: graph.RetryImmediately})},
+			opts:     []graph.NodeOption{graph.WithRetry(graph.RetryPolicy{MaxAttempts: 3})},
 			wantRuns: 3,
 		},
 		{
 			name:     "fails twice with two attempts",
 			fail:     func(call int32) error { return fmt.Errorf("transient %d", call) },
 			failures: 2,
-			opts:     []graph.NodeOption{graph.WithRetry(graph.RetryPolicy{MaxAttempts: 2, InitialInterval: graph.RetryImmediately})},
+			opts:     []graph.NodeOption{graph.WithRetry(graph.RetryPolicy{MaxAttempts: 2})},
 			wantErr:  []string{`node "flaky"`, "after 2 attempts", "transient 2"},
 			wantRuns: 2,
 		},
@@ -49,7 +49,7 @@ func TestNodeRetries(t *testing.T) {
 			name:     "a permanent error is not retried",
 			fail:     func(int32) error { return graph.Permanent(errBoom) },
 			failures: 2,
-			opts:     []graph.NodeOption{graph.WithRetry(graph.RetryPolicy{MaxAttempts: 3, InitialInterval: graph.RetryImmediately})},
+			opts:     []graph.NodeOption{graph.WithRetry(graph.RetryPolicy{MaxAttempts: 3})},
 			wantErr:  []string{`node "flaky"`, "boom"},
 			wantRuns: 1,
 		},
@@ -236,7 +236,7 @@ func TestLostAttemptsDoNotCountAgainstTheNode(t *testing.T) {
 			return graph.Update[graphtest.State]{}, errors.New("flaky once")
 		}
 		return graph.Writes(graphtest.Log.Add("done")), nil
-	}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 2, InitialInterval: graph.RetryImmediately}))
+	}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 2}))
 	g.AddEdge(graph.Start, "flaky")
 	g.AddEdge("flaky", graph.End)
 	tg := newGraph(t, "lostcount", tgCompile(t, g), temporalgraph.Options[graphtest.State]{})

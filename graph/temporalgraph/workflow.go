@@ -304,7 +304,7 @@ func (g *Graph[S]) activityOptions(t graph.RemoteTask) workflow.ActivityOptions 
 	attempts := 1
 	if p := t.Retry; p != nil {
 		attempts = p.MaxAttempts
-		rp.InitialInterval = max(p.InitialInterval, time.Millisecond) // 0: RetryImmediately
+		rp.InitialInterval = max(p.InitialInterval, time.Millisecond) // 0: at once (Temporal's least)
 		rp.BackoffCoefficient = max(p.BackoffFactor, 1)
 		rp.MaximumInterval = max(p.MaxInterval, rp.InitialInterval)
 	}

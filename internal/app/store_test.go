@@ -37,7 +37,7 @@ func TestStoreRemoveAndPrune(t *testing.T) {
 		require.NoError(t, st.Checkpointer.Put(ctx, &graph.Checkpoint{Thread: thread, ID: "c1", State: threadState, Created: time.Now()}))
 	}
 	stored := func(thread string) bool {
-		_, err := st.Checkpointer.Get(ctx, thread, "")
+		_, err := st.Checkpointer.Get(ctx, graph.Thread(thread))
 		if errors.Is(err, graph.ErrCheckpointNotFound) {
 			return false
 		}

@@ -194,7 +194,7 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := ThreadDetail{Thread: threadOf(t, newest(runs)), Values: json.RawMessage("null"), Runs: []Run{}}
-	cp, err := s.store.Checkpointer.Get(ctx, t.ID, "")
+	cp, err := s.store.Checkpointer.Get(ctx, graph.Thread(t.ID))
 	switch {
 	case err == nil:
 		out.Values = cp.State
@@ -247,7 +247,7 @@ func (s *Server) history(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	cps, err := s.store.Checkpointer.List(ctx, t.ID, limit)
+	cps, err := s.store.Checkpointer.List(ctx, graph.Thread(t.ID), limit)
 	if err != nil {
 		s.fail(w, err)
 		return

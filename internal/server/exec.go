@@ -48,7 +48,7 @@ func (q *queue) execute(ctx context.Context, j *job) {
 // there, else it starts (a run queued and never begun, or one that died
 // before its first step).
 func (q *queue) started(ctx context.Context, run *runstore.Run) (bool, error) {
-	cp, err := q.st.Checkpointer.Get(ctx, run.Thread, "")
+	cp, err := q.st.Checkpointer.Get(ctx, graph.Thread(run.Thread))
 	if errors.Is(err, graph.ErrCheckpointNotFound) {
 		return false, nil
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"github.com/deepgraph/deepgraph/graph"
 	"net/http"
 	"slices"
 	"strconv"
@@ -57,7 +58,7 @@ func TestThreads(t *testing.T) {
 	assert.Equal(t, 404, status)
 	status, _, _ = ts.do("GET", "/threads/"+ids[1]+"/runs/"+run.ID, nil)
 	assert.Equal(t, 404, status, "its runs went with it")
-	_, err := ts.store.Checkpointer.Get(context.Background(), ids[1], "")
+	_, err := ts.store.Checkpointer.Get(context.Background(), graph.Thread(ids[1]))
 	assert.Error(t, err, "and its checkpoints")
 	status, _, _ = ts.do("DELETE", "/threads/"+ids[1], nil)
 	assert.Equal(t, 404, status)

@@ -112,7 +112,7 @@ func writer(b *testing.B, s graph.Checkpointer) func() error {
 	b.ReportAllocs()
 	return func() error {
 		n := int(task.Add(1))
-		return s.PutWrites(context.Background(), "bench", "c", graph.TaskWrite{Task: n, Node: "work",
+		return s.PutWrites(context.Background(), graph.Thread("bench").At("c"), "", graph.TaskWrite{Task: n, Node: "work",
 			Update: json.RawMessage(`{"writes":[{"field":"n","op":"set","value":` + strconv.Itoa(n) + `}]}`)})
 	}
 }

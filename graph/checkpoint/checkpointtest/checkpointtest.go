@@ -65,9 +65,20 @@ func Run(t *testing.T, open func(t *testing.T) graph.Checkpointer) {
 		{"DeleteThread", testDeleteThread},
 		{"LargeState", testLargeState},
 		{"OddText", testOddText},
+		{"ChannelValues", testChannelValues},
+		{"Namespaces", testNamespaces},
+		{"PutWithRecords", testPutWithRecords},
+		{"NoOrphanRecords", testNoOrphanRecords},
+		{"Prune", testPrune},
+		{"Leases", testLeases},
+		{"LeaseExpiry", testLeaseExpiry},
+		{"LeaseFencing", testLeaseFencing},
+		{"ConcurrentTakers", testConcurrentTakers},
 		{"GraphResumeAfterFailure", testGraphResume},
 		{"GraphInterruptAcrossInstances", testGraphInterrupt},
 		{"GraphTimeTravel", testGraphTimeTravel},
+		{"GraphHistory", testGraphHistory},
+		{"GraphEditPausedThread", testGraphEditPausedThread},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
@@ -149,7 +160,7 @@ func testRoundTrip(t *testing.T, s graph.Checkpointer) {
 	want := checkpoint("rt", "c1", "", 0)
 	want.Source = graph.SourceInput
 	put(t, s, want)
-	got, err := s.Get(ctx(t), "rt", "c1")
+	got, err := s.Get(ctx(t), graph.Thread("rt").At("c1"))
 	require.NoError(t, err)
 	equalCheckpoint(t, want, got)
 	assert.Empty(t, got.Writes)
@@ -158,7 +169,7 @@ func testRoundTrip(t *testing.T, s graph.Checkpointer) {
 	bare := &graph.Checkpoint{Format: graph.CheckpointFormat, Thread: "rt", ID: "c2", Parent: "c1", Step: 1,
 		State: json.RawMessage(`{}`), Created: time.Now(), Source: graph.SourceLoop}
 	put(t, s, bare)
-	got, err = s.Get(ctx(t), "rt", "")
+	got, err = s.Get(ctx(t), graph.Thread("rt"))
 	require.NoError(t, err)
 	equalCheckpoint(t, bare, got)
 	assert.True(t, got.Done(), "a checkpoint without Next is done")
@@ -169,7 +180,7 @@ func testRoundTrip(t *testing.T, s graph.Checkpointer) {
 	put(t, s, mut)
 	mut.State[2] = 'X'
 	mut.Next[0].Node = "changed"
-	got, err = s.Get(ctx(t), "rt", "c3")
+	got, err = s.Get(ctx(t), graph.Thread("rt").At("c3"))
 	require.NoError(t, err)
 	equalCheckpoint(t, checkpoint("rt", "c3", "c2", 2), got)
 }
@@ -182,24 +193,24 @@ func testNewestAndByID(t *testing.T, s graph.Checkpointer) {
 	for i, id := range ids {
 		put(t, s, checkpoint("n", id, parent, i))
 		parent = id
-		got, err := s.Get(ctx(t), "n", "")
+		got, err := s.Get(ctx(t), graph.Thread("n"))
 		require.NoError(t, err)
 		assert.Equal(t, id, got.ID, "newest after storing %s", id)
 	}
 	for i, id := range ids {
-		got, err := s.Get(ctx(t), "n", id)
+		got, err := s.Get(ctx(t), graph.Thread("n").At(id))
 		require.NoError(t, err)
 		assert.Equal(t, i, got.Step)
 	}
 }
 
 func testNotFound(t *testing.T, s graph.Checkpointer) {
-	_, err := s.Get(ctx(t), "nobody", "")
+	_, err := s.Get(ctx(t), graph.Thread("nobody"))
 	assert.ErrorIs(t, err, graph.ErrCheckpointNotFound, "missing thread")
 	put(t, s, checkpoint("nf", "c1", "", 0))
-	_, err = s.Get(ctx(t), "nf", "c404")
+	_, err = s.Get(ctx(t), graph.Thread("nf").At("c404"))
 	assert.ErrorIs(t, err, graph.ErrCheckpointNotFound, "missing id")
-	list, err := s.List(ctx(t), "nobody", 0)
+	list, err := s.List(ctx(t), graph.Thread("nobody"), 0)
 	require.NoError(t, err, "List of a missing thread is empty, not an error")
 	assert.Empty(t, list)
 }
@@ -209,23 +220,39 @@ func testList(t *testing.T, s graph.Checkpointer) {
 	parent := ""
 	for i, id := range ids {
 		put(t, s, checkpoint("l", id, parent, i))
-		require.NoError(t, s.PutWrites(ctx(t), "l", id, graph.TaskWrite{Task: 0, Node: "plain", Update: json.RawMessage(`{}`)}))
+		require.NoError(t, s.PutWrites(ctx(t), graph.Thread("l").At(id), "", graph.TaskWrite{Task: 0, Node: "plain", Update: json.RawMessage(`{"id":"` + id + `"}`)}))
 		parent = id
 	}
-	all, err := s.List(ctx(t), "l", 0)
+	all, err := s.List(ctx(t), graph.Thread("l"), 0)
 	require.NoError(t, err)
 	var got []string
 	for _, cp := range all {
 		got = append(got, cp.ID)
-		assert.Empty(t, cp.Writes, "List leaves task records out")
+		require.Len(t, cp.Writes, 1, "List returns each checkpoint's task records")
+		assert.JSONEq(t, `{"id":"`+cp.ID+`"}`, string(cp.Writes[0].Update))
 	}
 	assert.Equal(t, []string{"a", "c", "x", "b", "k"}, got, "newest first, by insertion")
-	two, err := s.List(ctx(t), "l", 2)
+	two, err := s.List(ctx(t), graph.Thread("l"), 2)
 	require.NoError(t, err)
 	require.Len(t, two, 2)
 	assert.Equal(t, "a", two[0].ID)
 	assert.Equal(t, "c", two[1].ID)
 	equalCheckpoint(t, checkpoint("l", "c", "x", 3), two[1])
+
+	// Paging: the checkpoints stored before one.
+	page, err := s.List(ctx(t), graph.Thread("l").At("x"), 0)
+	require.NoError(t, err)
+	got = got[:0]
+	for _, cp := range page {
+		got = append(got, cp.ID)
+	}
+	assert.Equal(t, []string{"b", "k"}, got, "before x, newest first")
+	page, err = s.List(ctx(t), graph.Thread("l").At("c"), 1)
+	require.NoError(t, err)
+	require.Len(t, page, 1)
+	assert.Equal(t, "x", page[0].ID)
+	_, err = s.List(ctx(t), graph.Thread("l").At("nope"), 0)
+	assert.ErrorIs(t, err, graph.ErrCheckpointNotFound, "paging from a checkpoint the thread does not have")
 }
 
 func testParentMustBeNewest(t *testing.T, s graph.Checkpointer) {
@@ -240,9 +267,9 @@ func testParentMustBeNewest(t *testing.T, s graph.Checkpointer) {
 	err = s.Put(ctx(t), checkpoint("p", "c3", "ghost", 2))
 	requireConflict(t, err, "p", "ghost", "c2")
 
-	_, err = s.Get(ctx(t), "p", "c2b")
+	_, err = s.Get(ctx(t), graph.Thread("p").At("c2b"))
 	assert.ErrorIs(t, err, graph.ErrCheckpointNotFound, "a refused checkpoint is not stored")
-	newest, err := s.Get(ctx(t), "p", "")
+	newest, err := s.Get(ctx(t), graph.Thread("p"))
 	require.NoError(t, err)
 	assert.Equal(t, "c2", newest.ID)
 }
@@ -283,7 +310,7 @@ func testConcurrentWriters(t *testing.T, s graph.Checkpointer) {
 	wg.Wait()
 	assert.Equal(t, int32(1), won.Load(), "exactly one writer continues the thread")
 	assert.Equal(t, int32(writers-1), lost.Load())
-	list, err := s.List(ctx(t), "cw", 0)
+	list, err := s.List(ctx(t), graph.Thread("cw"), 0)
 	require.NoError(t, err)
 	assert.Len(t, list, 2, "the root and the winner")
 }
@@ -295,13 +322,13 @@ func testFork(t *testing.T, s graph.Checkpointer) {
 	fork := checkpoint("f", "f1", "c1", 0)
 	fork.Source = graph.SourceFork
 	put(t, s, fork)
-	newest, err := s.Get(ctx(t), "f", "")
+	newest, err := s.Get(ctx(t), graph.Thread("f"))
 	require.NoError(t, err)
 	assert.Equal(t, "f1", newest.ID, "a fork becomes the newest")
 	put(t, s, checkpoint("f", "f2", "f1", 1))
 	err = s.Put(ctx(t), checkpoint("f", "c4", "c3", 3))
 	require.ErrorIs(t, err, graph.ErrCheckpointConflict, "the old branch cannot be continued as if it were the newest")
-	old, err := s.Get(ctx(t), "f", "c3")
+	old, err := s.Get(ctx(t), graph.Thread("f").At("c3"))
 	require.NoError(t, err, "the old branch is kept")
 	assert.Equal(t, "c2", old.Parent)
 
@@ -317,7 +344,7 @@ func testDuplicateID(t *testing.T, s graph.Checkpointer) {
 	put(t, s, checkpoint("d", "c2", "c1", 1))
 	dup := checkpoint("d", "c1", "c2", 2)
 	require.Error(t, s.Put(ctx(t), dup), "an id is stored once per thread")
-	got, err := s.Get(ctx(t), "d", "c1")
+	got, err := s.Get(ctx(t), graph.Thread("d").At("c1"))
 	require.NoError(t, err)
 	assert.Equal(t, 0, got.Step, "the first c1 is kept")
 }
@@ -359,17 +386,17 @@ func testTaskRecords(t *testing.T, s graph.Checkpointer) {
 	put(t, s, checkpoint("w", "c1", "", 0))
 	put(t, s, checkpoint("w", "c2", "c1", 1))
 	recs := records()
-	require.NoError(t, s.PutWrites(ctx(t), "w", "c2", recs...))
-	got, err := s.Get(ctx(t), "w", "c2")
+	require.NoError(t, s.PutWrites(ctx(t), graph.Thread("w").At("c2"), "", recs...))
+	got, err := s.Get(ctx(t), graph.Thread("w").At("c2"))
 	require.NoError(t, err)
 	equalRecords(t, []graph.TaskWrite{recs[1], recs[2], recs[0]}, got.Writes)
 	assert.True(t, got.Writes[2].Finished())
 	assert.False(t, got.Writes[0].Finished())
-	newest, err := s.Get(ctx(t), "w", "")
+	newest, err := s.Get(ctx(t), graph.Thread("w"))
 	require.NoError(t, err)
 	assert.Len(t, newest.Writes, 3, "Get of the newest has its records too")
 
-	first, err := s.Get(ctx(t), "w", "c1")
+	first, err := s.Get(ctx(t), graph.Thread("w").At("c1"))
 	require.NoError(t, err)
 	assert.Empty(t, first.Writes, "records belong to one checkpoint")
 }
@@ -377,11 +404,11 @@ func testTaskRecords(t *testing.T, s graph.Checkpointer) {
 func testTaskRecordsReplace(t *testing.T, s graph.Checkpointer) {
 	put(t, s, checkpoint("r", "c1", "", 0))
 	recs := records()
-	require.NoError(t, s.PutWrites(ctx(t), "r", "c1", recs[1]))
+	require.NoError(t, s.PutWrites(ctx(t), graph.Thread("r").At("c1"), "", recs[1]))
 	// The task is answered, runs again and finishes: its record is replaced.
 	done := graph.TaskWrite{Task: 0, Node: "plain", Update: json.RawMessage(`{"writes":[]}`)}
-	require.NoError(t, s.PutWrites(ctx(t), "r", "c1", done))
-	got, err := s.Get(ctx(t), "r", "c1")
+	require.NoError(t, s.PutWrites(ctx(t), graph.Thread("r").At("c1"), "", done))
+	got, err := s.Get(ctx(t), graph.Thread("r").At("c1"))
 	require.NoError(t, err)
 	equalRecords(t, []graph.TaskWrite{done}, got.Writes)
 }
@@ -394,7 +421,7 @@ func testConcurrentTaskRecords(t *testing.T, s graph.Checkpointer) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := s.PutWrites(context.Background(), "cr", "c1", graph.TaskWrite{Task: i, Node: "task",
+			err := s.PutWrites(context.Background(), graph.Thread("cr").At("c1"), "", graph.TaskWrite{Task: i, Node: "task",
 				Update: json.RawMessage(fmt.Sprintf(`{"writes":[{"field":"n","op":"set","value":%d}]}`, i))})
 			if err != nil {
 				t.Errorf("task %d: %v", i, err)
@@ -402,7 +429,7 @@ func testConcurrentTaskRecords(t *testing.T, s graph.Checkpointer) {
 		}()
 	}
 	wg.Wait()
-	got, err := s.Get(ctx(t), "cr", "c1")
+	got, err := s.Get(ctx(t), graph.Thread("cr").At("c1"))
 	require.NoError(t, err)
 	require.Len(t, got.Writes, tasks)
 	for i, w := range got.Writes {
@@ -415,16 +442,16 @@ func testThreadsIsolated(t *testing.T, s graph.Checkpointer) {
 	put(t, s, checkpoint("t", "c1", "", 0))
 	put(t, s, checkpoint("t2", "c1", "", 5))
 	put(t, s, checkpoint("t ", "c1", "", 6))
-	require.NoError(t, s.PutWrites(ctx(t), "t", "c1", graph.TaskWrite{Task: 0, Node: "plain", Update: json.RawMessage(`{}`)}))
-	a, err := s.Get(ctx(t), "t", "c1")
+	require.NoError(t, s.PutWrites(ctx(t), graph.Thread("t").At("c1"), "", graph.TaskWrite{Task: 0, Node: "plain", Update: json.RawMessage(`{}`)}))
+	a, err := s.Get(ctx(t), graph.Thread("t").At("c1"))
 	require.NoError(t, err)
-	b, err := s.Get(ctx(t), "t2", "c1")
+	b, err := s.Get(ctx(t), graph.Thread("t2").At("c1"))
 	require.NoError(t, err)
 	assert.Equal(t, 0, a.Step)
 	assert.Equal(t, 5, b.Step)
 	assert.Len(t, a.Writes, 1)
 	assert.Empty(t, b.Writes, "same checkpoint id, other thread: no records")
-	c, err := s.Get(ctx(t), "t ", "")
+	c, err := s.Get(ctx(t), graph.Thread("t "))
 	require.NoError(t, err)
 	assert.Equal(t, 6, c.Step, "thread names are compared exactly")
 }
@@ -432,22 +459,22 @@ func testThreadsIsolated(t *testing.T, s graph.Checkpointer) {
 func testDeleteThread(t *testing.T, s graph.Checkpointer) {
 	put(t, s, checkpoint("del", "c1", "", 0))
 	put(t, s, checkpoint("del", "c2", "c1", 1))
-	require.NoError(t, s.PutWrites(ctx(t), "del", "c2", records()...))
+	require.NoError(t, s.PutWrites(ctx(t), graph.Thread("del").At("c2"), "", records()...))
 	put(t, s, checkpoint("keep", "c1", "", 0))
 	require.NoError(t, s.DeleteThread(ctx(t), "del"))
-	_, err := s.Get(ctx(t), "del", "")
+	_, err := s.Get(ctx(t), graph.Thread("del"))
 	assert.ErrorIs(t, err, graph.ErrCheckpointNotFound)
-	list, err := s.List(ctx(t), "del", 0)
+	list, err := s.List(ctx(t), graph.Thread("del"), 0)
 	require.NoError(t, err)
 	assert.Empty(t, list)
-	_, err = s.Get(ctx(t), "keep", "c1")
+	_, err = s.Get(ctx(t), graph.Thread("keep").At("c1"))
 	assert.NoError(t, err, "other threads stay")
 	require.NoError(t, s.DeleteThread(ctx(t), "never-existed"), "deleting a missing thread is not an error")
 
 	// The thread can start again from nothing, and none of its old records
 	// come back.
 	put(t, s, checkpoint("del", "c2", "", 0))
-	got, err := s.Get(ctx(t), "del", "c2")
+	got, err := s.Get(ctx(t), graph.Thread("del").At("c2"))
 	require.NoError(t, err)
 	assert.Empty(t, got.Writes)
 }
@@ -457,7 +484,7 @@ func testLargeState(t *testing.T, s graph.Checkpointer) {
 	cp := checkpoint("big", "c1", "", 0)
 	cp.State = json.RawMessage(`{"text":"` + big + `"}`)
 	put(t, s, cp)
-	got, err := s.Get(ctx(t), "big", "")
+	got, err := s.Get(ctx(t), graph.Thread("big"))
 	require.NoError(t, err)
 	var v struct{ Text string }
 	require.NoError(t, json.Unmarshal(got.State, &v))
@@ -473,13 +500,13 @@ func testOddText(t *testing.T, s graph.Checkpointer) {
 	cp.State = json.RawMessage(state)
 	cp.Next = []graph.PendingTask{{Node: `node'"x`, Arg: json.RawMessage(`"arg with 'quotes'"`)}}
 	put(t, s, cp)
-	got, err := s.Get(ctx(t), thread, `id'1`)
+	got, err := s.Get(ctx(t), graph.Thread(thread).At(`id'1`))
 	require.NoError(t, err)
 	equalCheckpoint(t, cp, got)
 	var v, w any
 	require.NoError(t, json.Unmarshal([]byte(state), &v))
 	require.NoError(t, json.Unmarshal(got.State, &w))
 	assert.Equal(t, v, w)
-	other, err := s.Get(ctx(t), `th'read`, "")
+	other, err := s.Get(ctx(t), graph.Thread(`th'read`))
 	assert.ErrorIs(t, err, graph.ErrCheckpointNotFound, "got %v", other)
 }

@@ -118,7 +118,9 @@ func crashGraph(store graph.Checkpointer, logPath string, rounds int, items []st
 		}
 		return graph.Goto("split")
 	}, "split", graph.End)
-	return g.Compile(graph.WithCheckpointer(store))
+	// A short lease: the killed run's hold on the thread ends soon after
+	// the kill, and the resuming run waits for it (BusyEnqueue).
+	return g.Compile(graph.WithCheckpointer(store), graph.WithLease(600*time.Millisecond))
 }
 
 // crashSpec is what a child needs to rebuild the graph.
@@ -147,7 +149,7 @@ func crashChild(t *testing.T, role string, open func(string) (graph.Checkpointer
 	case "run":
 		out, err = g.Invoke(context.Background(), State{}, graph.Thread(thread))
 	case "resume":
-		out, err = g.Resume(context.Background(), graph.Thread(thread))
+		out, err = g.Resume(context.Background(), graph.Thread(thread), graph.OnBusy(graph.BusyEnqueue))
 	default:
 		t.Fatalf("unknown crash test role %q", role)
 	}
@@ -259,7 +261,7 @@ func crashMidStep(t *testing.T, location string, open func(string) (graph.Checkp
 	// four are running.
 	var finished []int
 	require.Eventually(t, func() bool {
-		cp, err := store.Get(context.Background(), thread, "")
+		cp, err := store.Get(context.Background(), graph.Thread(thread))
 		if err != nil || len(cp.Next) != len(spec.Items) {
 			return false
 		}
@@ -320,10 +322,10 @@ func crashAtRandom(t *testing.T, location string, open func(string) (graph.Check
 	// What the store holds: every task of a completed step, and the
 	// finished tasks of the pending one.
 	committed := map[string]bool{}
-	cps, err := store.List(context.Background(), thread, 0)
+	cps, err := store.List(context.Background(), graph.Thread(thread), 0)
 	require.NoError(t, err)
 	for i, c := range cps {
-		cp, err := store.Get(context.Background(), thread, c.ID)
+		cp, err := store.Get(context.Background(), graph.Thread(thread).At(c.ID))
 		require.NoError(t, err)
 		for ti, pt := range cp.Next {
 			if pt.Node != "work" {

@@ -95,7 +95,7 @@ func testGraphResume(t *testing.T, s graph.Checkpointer) {
 	for _, it := range []string{"a", "b", "d", "e"} {
 		assert.LessOrEqual(t, runs.get(it), 2, it)
 	}
-	snap, err := g2.State(ctx(t), "resume", "")
+	snap, err := g2.State(ctx(t), graph.Thread("resume"))
 	require.NoError(t, err)
 	assert.True(t, snap.Done())
 }
@@ -152,7 +152,7 @@ func testGraphInterrupt(t *testing.T, s graph.Checkpointer) {
 	// answers it.
 	g2, err := reviewGraph(s, &calls)
 	require.NoError(t, err)
-	snap, err := g2.State(ctx(t), "hitl", "")
+	snap, err := g2.State(ctx(t), graph.Thread("hitl"))
 	require.NoError(t, err)
 	require.Len(t, snap.Interrupts, 1)
 	assert.Equal(t, pi.ID, snap.Interrupts[0].ID, "interrupt ids are stable across instances")
@@ -175,7 +175,7 @@ func testGraphTimeTravel(t *testing.T, s graph.Checkpointer) {
 	_, err = g.Resume(ctx(t), graph.Thread("tt"), graph.Answer(approval{Approved: true}))
 	require.NoError(t, err)
 
-	hist, err := g.History(ctx(t), "tt", 0)
+	hist, err := g.History(ctx(t), graph.Thread("tt"), 0)
 	require.NoError(t, err)
 	require.Len(t, hist, 4, "input, after draft, after review, after publish")
 	var steps []int
@@ -189,7 +189,7 @@ func testGraphTimeTravel(t *testing.T, s graph.Checkpointer) {
 	assert.Equal(t, []string{"review"}, afterDraft.Next)
 
 	// Edit the draft at the checkpoint after "draft": a branch.
-	snap, err := g.UpdateState(ctx(t), "tt", afterDraft.CheckpointID, "", graph.Writes(fNote.Set("second draft")))
+	snap, err := g.UpdateState(ctx(t), graph.Thread("tt").At(afterDraft.CheckpointID), graph.Writes(fNote.Set("second draft")))
 	require.NoError(t, err)
 	assert.Equal(t, graph.SourceFork, snap.Source)
 	assert.Equal(t, afterDraft.CheckpointID, snap.Parent)
@@ -207,19 +207,93 @@ func testGraphTimeTravel(t *testing.T, s graph.Checkpointer) {
 	assert.Equal(t, []string{"reviewed approved=false", "published: second draft"}, out.Log)
 
 	// The old branch is still there, and the thread's history has both.
-	old, err := g.State(ctx(t), "tt", hist[0].CheckpointID)
+	old, err := g.State(ctx(t), graph.Thread("tt").At(hist[0].CheckpointID))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"reviewed approved=true", "published: first draft"}, old.State.Log)
-	all, err := g.History(ctx(t), "tt", 0)
+	all, err := g.History(ctx(t), graph.Thread("tt"), 0)
 	require.NoError(t, err)
 	assert.Len(t, all, 7)
 	assert.True(t, slices.ContainsFunc(all, func(h graph.Snapshot[State]) bool { return h.CheckpointID == hist[0].CheckpointID }))
 
 	// Running from an older checkpoint forks too: from the input, with the
 	// first branch intact.
-	_, err = g.Resume(ctx(t), graph.Thread("tt"), graph.FromCheckpoint(hist[3].CheckpointID))
+	_, err = g.Resume(ctx(t), graph.Thread("tt").At(hist[3].CheckpointID))
 	require.ErrorIs(t, err, graph.ErrInterrupted)
 	assert.Equal(t, 2, calls.get("draft"), "the fork ran draft again")
-	_, err = g.Resume(ctx(t), graph.Thread("tt"), graph.FromCheckpoint("no-such-checkpoint"))
+	_, err = g.Resume(ctx(t), graph.Thread("tt").At("no-such-checkpoint"))
 	require.True(t, errors.Is(err, graph.ErrNothingToResume), "%v", err)
+}
+
+// History read from the store shows what each step asked and was answered,
+// what its tasks wrote and where they failed.
+func testGraphHistory(t *testing.T, s graph.Checkpointer) {
+	var calls counter
+	g, err := reviewGraph(s, &calls)
+	require.NoError(t, err)
+	_, err = g.Invoke(ctx(t), State{}, graph.Thread("audit"))
+	require.ErrorIs(t, err, graph.ErrInterrupted)
+	_, err = g.Resume(ctx(t), graph.Thread("audit"), graph.Answer(approval{Approved: true, Edit: "final"}))
+	require.NoError(t, err)
+
+	g2, err := reviewGraph(s, &calls) // another instance, as in another process
+	require.NoError(t, err)
+	hist, err := g2.History(ctx(t), graph.Thread("audit"), 0)
+	require.NoError(t, err)
+	require.Len(t, hist, 4)
+	review := hist[2] // after draft: its step is the review's
+	require.Len(t, review.Tasks, 1)
+	task := review.Tasks[0]
+	assert.Equal(t, "review", task.Node)
+	assert.NotEmpty(t, task.ID)
+	assert.True(t, task.Done)
+	require.Len(t, task.Interrupts, 1)
+	ir := task.Interrupts[0]
+	asked, err := graph.PayloadOf[approval](ir.PendingInterrupt)
+	require.NoError(t, err)
+	assert.Equal(t, "first draft", asked.Draft)
+	assert.JSONEq(t, `{"draft":"","approved":true,"edit":"final"}`, string(ir.Answer))
+	assert.False(t, ir.Time.IsZero())
+	assert.False(t, ir.Answered.IsZero())
+	assert.Equal(t, hist[3].CheckpointID, review.Parent)
+
+	page, err := g2.History(ctx(t), graph.Thread("audit").At(hist[1].CheckpointID), 0)
+	require.NoError(t, err)
+	require.Len(t, page, 2, "the checkpoints before the one given")
+	assert.Equal(t, review.CheckpointID, page[0].CheckpointID)
+}
+
+// A paused thread edited from another instance keeps its interrupt; a
+// Resume that answers it and updates the state (LangGraph's Command) is
+// stored in one checkpoint.
+func testGraphEditPausedThread(t *testing.T, s graph.Checkpointer) {
+	var calls counter
+	g, err := reviewGraph(s, &calls)
+	require.NoError(t, err)
+	_, err = g.Invoke(ctx(t), State{}, graph.Thread("edit"))
+	var ie *graph.InterruptError
+	require.ErrorAs(t, err, &ie)
+
+	g2, err := reviewGraph(s, &calls)
+	require.NoError(t, err)
+	snap, err := g2.UpdateState(ctx(t), graph.Thread("edit"), graph.Writes(fNote.Set("edited draft")))
+	require.NoError(t, err)
+	require.Len(t, snap.Interrupts, 1)
+	assert.Equal(t, ie.Interrupts[0].ID, snap.Interrupts[0].ID)
+	out, err := g2.Resume(ctx(t), graph.Thread("edit"), graph.Answer(approval{Approved: true}))
+	require.NoError(t, err, "the edit kept the interrupt")
+	assert.Equal(t, []string{"reviewed approved=true", "published: edited draft"}, out.Log)
+
+	_, err = g.Invoke(ctx(t), State{}, graph.Thread("command"))
+	require.ErrorIs(t, err, graph.ErrInterrupted)
+	out, err = g2.Resume(ctx(t), graph.Thread("command"), graph.Answer(approval{Approved: true}),
+		graph.WithUpdate(graph.Writes(fItems.Add("from the command"))))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"from the command"}, out.Items)
+	hist, err := g2.History(ctx(t), graph.Thread("command"), 0)
+	require.NoError(t, err)
+	require.Len(t, hist, 5, "input, draft, the command, review, publish")
+	assert.Equal(t, graph.SourceUpdate, hist[2].Source)
+	require.Len(t, hist[2].Tasks, 1)
+	require.Len(t, hist[2].Tasks[0].Interrupts, 1)
+	assert.NotEmpty(t, hist[2].Tasks[0].Interrupts[0].Answer, "stored with the update")
 }

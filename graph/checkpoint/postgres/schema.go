@@ -37,6 +37,31 @@ func migrations() []string {
 			data       bytea NOT NULL,
 			PRIMARY KEY (thread, checkpoint, task)
 		);`,
+		// Version 2: namespaces (a subgraph's line of checkpoints), the run
+		// that wrote each checkpoint and the versions of its channels; the
+		// channel values, stored once per version and shared by the
+		// checkpoints that did not change them; the threads' leases. A
+		// checkpoint id stays unique within its thread, so the keys are
+		// those of version 1, whose checkpoints are read as they are.
+		`ALTER TABLE deepgraph_checkpoints
+			ADD COLUMN ns text NOT NULL DEFAULT '',
+			ADD COLUMN run text NOT NULL DEFAULT '',
+			ADD COLUMN channels text[] NOT NULL DEFAULT '{}',
+			ADD COLUMN versions text[] NOT NULL DEFAULT '{}';
+		DROP INDEX IF EXISTS deepgraph_checkpoints_thread_seq_idx;
+		CREATE INDEX ON deepgraph_checkpoints (thread, ns, seq);
+		CREATE TABLE deepgraph_blobs (
+			thread  text NOT NULL REFERENCES deepgraph_threads ON DELETE CASCADE,
+			channel text NOT NULL,
+			version text NOT NULL,
+			ns      text NOT NULL,
+			data    bytea NOT NULL,
+			PRIMARY KEY (thread, channel, version)
+		);
+		ALTER TABLE deepgraph_threads
+			ADD COLUMN lease_run text NOT NULL DEFAULT '',
+			ADD COLUMN lease_until timestamptz NOT NULL DEFAULT 'epoch',
+			ADD COLUMN lease_stop boolean NOT NULL DEFAULT false;`,
 	}
 }
 
@@ -44,9 +69,34 @@ func migrations() []string {
 type statements struct {
 	qualify func(string) string
 
-	createThread, lockThread, parentExists, insert string
-	putWrites, get, list, deleteThread             string
-	version, setVersion                            string
+	createThread, lockThread, newest, parentExists, insert, insertBlobs, insertWrites string
+	putWrites, writeCheck, getNewest, getByID, seq, list, listParts                   string
+	lockForDelete, deleteThread, pruneList, pruneDelete, pruneBlobs                   string
+	takeLease, readLease, releaseLease, stopLease, storedBytes                        string
+	version, setVersion                                                               string
+}
+
+// docSQL selects a document's size, and the document when it is within $n
+// bytes.
+func docSQL(column, limit string) string {
+	return `octet_length(` + column + `), CASE WHEN octet_length(` + column + `) <= ` + limit + `::bigint THEN ` + column + ` END`
+}
+
+// getSQL reads the checkpoint cte selects (columns id, data, channels,
+// versions; at most one row), then its channel values and its task records:
+// rows of (task, id, channel, size, data), the checkpoint as task -2, each
+// value as task -1 with its version as id, the records in task order.
+func getSQL(cte string) string {
+	return `WITH cp AS (` + cte + `)
+		SELECT -2 AS task, id, '' AS channel, ` + docSQL("data", "$4") + ` FROM cp
+		UNION ALL
+		SELECT -1, b.version, b.channel, ` + docSQL("b.data", "$4") + `
+		FROM cp CROSS JOIN LATERAL unnest(cp.channels, cp.versions) AS v(channel, version)
+		JOIN deepgraph_blobs b ON b.thread = $1 AND b.channel = v.channel AND b.version = v.version
+		UNION ALL
+		SELECT task, checkpoint, '', ` + docSQL("data", "$4") + `
+		FROM deepgraph_writes WHERE thread = $1 AND checkpoint = (SELECT id FROM cp)
+		ORDER BY task`
 }
 
 // newStatements returns the SQL of a Saver whose tables are in schema (the
@@ -60,36 +110,75 @@ func newStatements(schema string) statements {
 	return statements{
 		qualify:      qualify,
 		createThread: qualify(`INSERT INTO deepgraph_threads (thread) VALUES ($1) ON CONFLICT DO NOTHING`),
-		lockThread:   qualify(`SELECT newest FROM deepgraph_threads WHERE thread = $1 FOR UPDATE`),
-		parentExists: qualify(`SELECT EXISTS (SELECT FROM deepgraph_checkpoints WHERE thread = $1 AND id = $2)`),
-		// Inserts the checkpoint and makes it the newest; affects no row
-		// when the thread has the id already.
-		insert: qualify(`WITH stored AS (
-			INSERT INTO deepgraph_checkpoints (thread, id, parent, step, created, source, data)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)
-			ON CONFLICT (thread, id) DO NOTHING
-			RETURNING id)
-		UPDATE deepgraph_threads t SET newest = stored.id FROM stored WHERE t.thread = $1`),
-		putWrites: qualify(`INSERT INTO deepgraph_writes (thread, checkpoint, task, data)
+		// The thread's row, locked, with its lease: the holder ('' for none)
+		// and whether the lease is live, by the server's clock.
+		lockThread:   qualify(`SELECT lease_run, lease_until, lease_until > now() FROM deepgraph_threads WHERE thread = $1 FOR UPDATE`),
+		newest:       qualify(`SELECT coalesce((SELECT id FROM deepgraph_checkpoints WHERE thread = $1 AND ns = $2 ORDER BY seq DESC LIMIT 1), '')`),
+		parentExists: qualify(`SELECT EXISTS (SELECT FROM deepgraph_checkpoints WHERE thread = $1 AND ns = $2 AND id = $3)`),
+		// Affects no row when the thread has the id already.
+		insert: qualify(`INSERT INTO deepgraph_checkpoints (thread, ns, id, parent, step, created, source, run, channels, versions, data)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+			ON CONFLICT (thread, id) DO NOTHING`),
+		insertBlobs: qualify(`INSERT INTO deepgraph_blobs (thread, ns, channel, version, data)
+			SELECT $1, $2, v.channel, v.version, v.data FROM unnest($3::text[], $4::text[], $5::bytea[]) AS v(channel, version, data)
+			ON CONFLICT DO NOTHING`),
+		insertWrites: qualify(`INSERT INTO deepgraph_writes (thread, checkpoint, task, data)
 			SELECT $1, $2, r.task, r.data FROM unnest($3::integer[], $4::bytea[]) AS r(task, data)
 			ON CONFLICT (thread, checkpoint, task) DO UPDATE SET data = excluded.data`),
-		// The checkpoint ($2, or the newest when $2 is empty) as task -1, then
-		// its task records in task order; documents over $3 bytes are left
-		// out, their sizes kept.
-		get: qualify(`WITH cp AS (
-			SELECT id, data FROM deepgraph_checkpoints
-			WHERE thread = $1 AND id = CASE WHEN $2 = '' THEN (SELECT newest FROM deepgraph_threads WHERE thread = $1) ELSE $2 END)
-		SELECT -1 AS task, id, octet_length(data), CASE WHEN octet_length(data) <= $3::bigint THEN data END FROM cp
-		UNION ALL
-		SELECT task, checkpoint, octet_length(data), CASE WHEN octet_length(data) <= $3::bigint THEN data END
-		FROM deepgraph_writes WHERE thread = $1 AND checkpoint = (SELECT id FROM cp)
-		ORDER BY task`),
-		// Newest first, at most $2 (all when NULL).
-		list: qualify(`SELECT id, octet_length(data), CASE WHEN octet_length(data) <= $3::bigint THEN data END
-		FROM deepgraph_checkpoints WHERE thread = $1 ORDER BY seq DESC LIMIT $2`),
-		// The thread's checkpoints go with its row.
+		// The records are written only when the checkpoint ($2 in namespace
+		// $6) exists and no other run than $5 holds a live lease; the share
+		// lock on the thread's row orders them with a lease's change.
+		putWrites: qualify(`WITH lease AS (SELECT lease_run, lease_until FROM deepgraph_threads WHERE thread = $1 FOR SHARE),
+			ok AS (SELECT FROM lease WHERE (lease_run IN ('', $5) OR lease_until <= now())
+				AND EXISTS (SELECT FROM deepgraph_checkpoints WHERE thread = $1 AND ns = $6 AND id = $2))
+			INSERT INTO deepgraph_writes (thread, checkpoint, task, data)
+			SELECT $1, $2, r.task, r.data FROM unnest($3::integer[], $4::bytea[]) AS r(task, data), ok
+			ON CONFLICT (thread, checkpoint, task) DO UPDATE SET data = excluded.data`),
+		// Why putWrites wrote nothing: the lease, and whether the checkpoint exists.
+		writeCheck: qualify(`SELECT coalesce(t.lease_run, ''), coalesce(t.lease_until, 'epoch'), coalesce(t.lease_until > now(), false),
+			EXISTS (SELECT FROM deepgraph_checkpoints WHERE thread = $1 AND ns = $2 AND id = $3)
+			FROM (SELECT) AS one LEFT JOIN deepgraph_threads t ON t.thread = $1`),
+		getNewest: qualify(getSQL(`SELECT id, data, channels, versions FROM deepgraph_checkpoints WHERE thread = $1 AND ns = $2 AND $3 = '' ORDER BY seq DESC LIMIT 1`)),
+		// The namespace ($2) is checked by Get: an id is unique in its thread.
+		getByID: qualify(getSQL(`SELECT id, data, channels, versions FROM deepgraph_checkpoints WHERE thread = $1 AND $2::text IS NOT NULL AND id = $3`)),
+		seq:     qualify(`SELECT seq FROM deepgraph_checkpoints WHERE thread = $1 AND ns = $2 AND id = $3`),
+		// Newest first, before seq $3, at most $4 (all when NULL).
+		list: qualify(`SELECT id, channels, versions, ` + docSQL("data", "$5") + `
+			FROM deepgraph_checkpoints WHERE thread = $1 AND ns = $2 AND seq < $3 ORDER BY seq DESC LIMIT $4`),
+		// The records of the checkpoints $2 (kind 'w') and the channel values
+		// $3/$4 (kind 'b'): rows of (kind, checkpoint or version, task, channel, size, data).
+		listParts: qualify(`SELECT 'w', checkpoint, task, '', ` + docSQL("data", "$5") + `
+			FROM deepgraph_writes WHERE thread = $1 AND checkpoint = ANY($2::text[])
+			UNION ALL
+			SELECT 'b', b.version, -1, b.channel, ` + docSQL("b.data", "$5") + `
+			FROM deepgraph_blobs b JOIN unnest($3::text[], $4::text[]) AS v(channel, version)
+				ON b.channel = v.channel AND b.version = v.version
+			WHERE b.thread = $1
+			ORDER BY 2, 3`),
+		lockForDelete: qualify(`SELECT lease_run, lease_until, lease_until > now() FROM deepgraph_threads WHERE thread = $1 FOR UPDATE`),
+		// The thread's checkpoints and channel values go with its row.
 		deleteThread: qualify(`WITH records AS (DELETE FROM deepgraph_writes WHERE thread = $1)
-		DELETE FROM deepgraph_threads WHERE thread = $1`),
+			DELETE FROM deepgraph_threads WHERE thread = $1`),
+		pruneList: qualify(`SELECT id, ns, run, created, channels, versions FROM deepgraph_checkpoints WHERE thread = $1 ORDER BY seq`),
+		pruneDelete: qualify(`WITH records AS (DELETE FROM deepgraph_writes WHERE thread = $1 AND checkpoint = ANY($2::text[]))
+			DELETE FROM deepgraph_checkpoints WHERE thread = $1 AND id = ANY($2::text[])`),
+		// Deletes the channel values no checkpoint in $2/$3 refers to.
+		pruneBlobs: qualify(`DELETE FROM deepgraph_blobs b WHERE b.thread = $1
+			AND (b.channel, b.version) NOT IN (SELECT * FROM unnest($2::text[], $3::text[]))`),
+		// Takes or renews the lease of $1 for run $2 for $3 microseconds,
+		// unless another run holds a live one.
+		takeLease: qualify(`UPDATE deepgraph_threads
+			SET lease_run = $2, lease_until = now() + $3::bigint * interval '1 microsecond', lease_stop = (lease_run = $2 AND lease_stop)
+			WHERE thread = $1 AND (lease_run IN ('', $2) OR lease_until <= now())
+			RETURNING lease_until, lease_stop`),
+		readLease:    qualify(`SELECT lease_run, lease_until FROM deepgraph_threads WHERE thread = $1`),
+		releaseLease: qualify(`UPDATE deepgraph_threads SET lease_run = '', lease_until = 'epoch', lease_stop = false WHERE thread = $1 AND lease_run = $2`),
+		stopLease: qualify(`UPDATE deepgraph_threads SET lease_stop = true
+			WHERE thread = $1 AND lease_run <> '' AND lease_until > now() RETURNING lease_run, lease_until`),
+		storedBytes: qualify(`SELECT
+			(SELECT coalesce(sum(octet_length(data)), 0) FROM deepgraph_checkpoints WHERE thread = $1) +
+			(SELECT coalesce(sum(octet_length(data)), 0) FROM deepgraph_writes WHERE thread = $1) +
+			(SELECT coalesce(sum(octet_length(data)), 0) FROM deepgraph_blobs WHERE thread = $1)`),
 		version:    qualify(`SELECT max(version) FROM deepgraph_schema`),
 		setVersion: qualify(`UPDATE deepgraph_schema SET version = $1`),
 	}

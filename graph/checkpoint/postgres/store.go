@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -13,9 +14,25 @@ import (
 	"github.com/deepgraph/deepgraph/graph/checkpoint/internal/storecodec"
 )
 
+// lease is a thread's lease as its row holds it.
+type lease struct {
+	run   string
+	until time.Time
+	live  bool // by the server's clock
+}
+
+// busy is the refusal of a write by run while l is held by another.
+func (l lease) busy(thread, run string) error {
+	if l.live && l.run != "" && l.run != run {
+		return &graph.ThreadBusyError{Thread: thread, Run: l.run, Until: l.until}
+	}
+	return nil
+}
+
 // Put implements graph.Checkpointer: in one transaction it locks the
-// thread's row, checks cp.Parent against the thread's newest checkpoint,
-// stores cp and makes it the newest.
+// thread's row, checks the lease and cp.Parent against the newest
+// checkpoint of cp's namespace, and stores cp, its new channel values and
+// its task records.
 func (s *Saver) Put(ctx context.Context, cp *graph.Checkpoint) error {
 	if err := storecodec.Validate(cp); err != nil {
 		return err
@@ -24,7 +41,21 @@ func (s *Saver) Put(ctx context.Context, cp *graph.Checkpoint) error {
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
+	channels := make([]string, 0, len(cp.Versions))
+	for ch := range cp.Versions {
+		channels = append(channels, ch)
+	}
+	slices.Sort(channels)
+	versions := make([]string, len(channels))
+	for i, ch := range channels {
+		versions[i] = cp.Versions[ch]
+	}
+	tasks, records, err := encodeWrites(cp.Writes)
+	if err != nil {
+		return fmt.Errorf("postgres: checkpoint %s of thread %q: %w", cp.ID, cp.Thread, err)
+	}
 	fork := cp.Source == graph.SourceFork && cp.Parent != ""
+	var l lease
 	var newest string
 	var parentExists bool
 	// One round trip begins the transaction, creates the thread's row if it
@@ -33,9 +64,10 @@ func (s *Saver) Put(ctx context.Context, cp *graph.Checkpoint) error {
 	b := &pgx.Batch{}
 	b.BeginTx(pgx.TxOptions{})
 	b.Queue(s.sql.createThread, cp.Thread)
-	b.Queue(s.sql.lockThread, cp.Thread).QueryRow(func(r pgx.Row) error { return r.Scan(&newest) })
+	b.Queue(s.sql.lockThread, cp.Thread).QueryRow(func(r pgx.Row) error { return r.Scan(&l.run, &l.until, &l.live) })
+	b.Queue(s.sql.newest, cp.Thread, cp.Namespace).QueryRow(func(r pgx.Row) error { return r.Scan(&newest) })
 	if fork {
-		b.Queue(s.sql.parentExists, cp.Thread, cp.Parent).QueryRow(func(r pgx.Row) error { return r.Scan(&parentExists) })
+		b.Queue(s.sql.parentExists, cp.Thread, cp.Namespace, cp.Parent).QueryRow(func(r pgx.Row) error { return r.Scan(&parentExists) })
 	}
 	br := s.pool.SendBatch(ctx, b)
 	tx := br.Tx()
@@ -43,15 +75,34 @@ func (s *Saver) Put(ctx context.Context, cp *graph.Checkpoint) error {
 	if err := br.Close(); err != nil {
 		return storing(cp, err)
 	}
+	if err := l.busy(cp.Thread, cp.Run); err != nil {
+		return err
+	}
 	if err := storecodec.Check(cp, newest, parentExists); err != nil {
 		return err
 	}
-	tag, err := tx.Exec(ctx, s.sql.insert, cp.Thread, cp.ID, cp.Parent, cp.Step, cp.Created, string(cp.Source), data)
+	tag, err := tx.Exec(ctx, s.sql.insert, cp.Thread, cp.Namespace, cp.ID, cp.Parent, cp.Step, cp.Created, string(cp.Source), cp.Run, channels, versions, data)
 	if err != nil {
 		return storing(cp, err)
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("postgres: thread %q already has a checkpoint %s: a checkpoint id is stored once per thread", cp.Thread, cp.ID)
+	}
+	if len(cp.Values) > 0 || len(tasks) > 0 {
+		wb := &pgx.Batch{}
+		if len(cp.Values) > 0 {
+			chs, vs, vals := make([]string, len(cp.Values)), make([]string, len(cp.Values)), make([][]byte, len(cp.Values))
+			for i, cv := range cp.Values {
+				chs[i], vs[i], vals[i] = cv.Channel, cv.Version, cv.Value
+			}
+			wb.Queue(s.sql.insertBlobs, cp.Thread, cp.Namespace, chs, vs, vals)
+		}
+		if len(tasks) > 0 {
+			wb.Queue(s.sql.insertWrites, cp.Thread, cp.ID, tasks, records)
+		}
+		if err := tx.SendBatch(ctx, wb).Close(); err != nil {
+			return storing(cp, err)
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return storing(cp, err)
@@ -63,14 +114,10 @@ func storing(cp *graph.Checkpoint, err error) error {
 	return fmt.Errorf("postgres: storing checkpoint %s of thread %q: %w", cp.ID, cp.Thread, err)
 }
 
-// PutWrites implements graph.Checkpointer, storing the records of one call
-// in one statement. Of several records of one task in a call, the last is
-// kept.
-func (s *Saver) PutWrites(ctx context.Context, thread, id string, writes ...graph.TaskWrite) error {
-	if len(writes) == 0 {
-		return nil
-	}
-	// In task order, so that concurrent calls lock rows in the same order.
+// encodeWrites encodes task records in task order — so that concurrent
+// calls lock rows in the same order — keeping the last of several records
+// of one task.
+func encodeWrites(writes []graph.TaskWrite) ([]int, [][]byte, error) {
 	ws := slices.Clone(writes)
 	slices.SortStableFunc(ws, func(a, b graph.TaskWrite) int { return cmp.Compare(a.Task, b.Task) })
 	tasks := make([]int, 0, len(ws))
@@ -81,71 +128,312 @@ func (s *Saver) PutWrites(ctx context.Context, thread, id string, writes ...grap
 		}
 		data, err := storecodec.EncodeWrite(w)
 		if err != nil {
-			return fmt.Errorf("postgres: checkpoint %s of thread %q: %w", id, thread, err)
+			return nil, nil, err
 		}
 		tasks = append(tasks, w.Task)
 		docs = append(docs, data)
 	}
-	if _, err := s.pool.Exec(ctx, s.sql.putWrites, thread, id, tasks, docs); err != nil {
-		return fmt.Errorf("postgres: storing task records of checkpoint %s of thread %q: %w", id, thread, err)
+	return tasks, docs, nil
+}
+
+// PutWrites implements graph.Checkpointer, storing the records of one call
+// in one statement, when the checkpoint exists and no other run holds the
+// thread. Of several records of one task in a call, the last is kept.
+func (s *Saver) PutWrites(ctx context.Context, at graph.Ref, run string, writes ...graph.TaskWrite) error {
+	if len(writes) == 0 {
+		return nil
 	}
-	return nil
+	tasks, docs, err := encodeWrites(writes)
+	if err != nil {
+		return fmt.Errorf("postgres: checkpoint %s of thread %q: %w", at.Checkpoint, at.Thread, err)
+	}
+	tag, err := s.pool.Exec(ctx, s.sql.putWrites, at.Thread, at.Checkpoint, tasks, docs, run, at.Namespace)
+	if err != nil {
+		return fmt.Errorf("postgres: storing task records of checkpoint %s of thread %q: %w", at.Checkpoint, at.Thread, err)
+	}
+	if tag.RowsAffected() > 0 {
+		return nil
+	}
+	var l lease
+	var exists bool
+	if err := s.pool.QueryRow(ctx, s.sql.writeCheck, at.Thread, at.Namespace, at.Checkpoint).Scan(&l.run, &l.until, &l.live, &exists); err != nil {
+		return fmt.Errorf("postgres: storing task records of checkpoint %s of thread %q: %w", at.Checkpoint, at.Thread, err)
+	}
+	if err := l.busy(at.Thread, run); err != nil {
+		return err
+	}
+	if !exists {
+		return fmt.Errorf("%w: postgres: thread %q has no checkpoint %s for these task records (was the thread deleted?)", graph.ErrCheckpointNotFound, at.Thread, at)
+	}
+	return fmt.Errorf("postgres: the task records of checkpoint %s of thread %q were not stored; try again", at.Checkpoint, at.Thread)
 }
 
 // Get implements graph.Checkpointer, in one query.
-func (s *Saver) Get(ctx context.Context, thread, id string) (*graph.Checkpoint, error) {
-	rows, _ := s.pool.Query(ctx, s.sql.get, thread, id, s.maxBytes)
+func (s *Saver) Get(ctx context.Context, at graph.Ref) (*graph.Checkpoint, error) {
+	q := s.sql.getByID
+	if at.Checkpoint == "" {
+		q = s.sql.getNewest
+	}
+	rows, _ := s.pool.Query(ctx, q, at.Thread, at.Namespace, at.Checkpoint, s.maxBytes)
 	var cp *graph.Checkpoint
 	var task, size int
-	var cpID string
+	var id, channel string
 	var data []byte
-	_, err := pgx.ForEachRow(rows, []any{&task, &cpID, &size, &data}, func() error {
-		if task < 0 {
-			c, err := s.decodeCheckpoint(thread, cpID, size, data)
+	_, err := pgx.ForEachRow(rows, []any{&task, &id, &channel, &size, &data}, func() error {
+		switch {
+		case task == -2:
+			c, err := s.decodeCheckpoint(at.Thread, id, size, data)
 			cp = c
 			return err
+		case task == -1:
+			if err := s.checkSize(size); err != nil {
+				return fmt.Errorf("checkpoint %s: channel %q: %w", cp.ID, channel, err)
+			}
+			cp.Values = append(cp.Values, graph.ChannelValue{Channel: channel, Version: id, Value: data})
+			return nil
 		}
-		w, err := s.decodeWrite(thread, cpID, task, size, data)
+		w, err := s.decodeWrite(id, task, size, data)
 		cp.Writes = append(cp.Writes, w)
 		return err
 	})
 	switch {
 	case err != nil:
-		return nil, reading(thread, err)
-	case cp == nil:
+		return nil, reading(at.Thread, err)
+	case cp == nil, cp.Namespace != at.Namespace:
 		return nil, graph.ErrCheckpointNotFound
+	}
+	if err := complete(cp); err != nil {
+		return nil, reading(at.Thread, err)
 	}
 	return cp, nil
 }
 
-// List implements graph.Checkpointer.
-func (s *Saver) List(ctx context.Context, thread string, limit int) ([]*graph.Checkpoint, error) {
+// complete checks that cp came with a value for every channel it names,
+// in channel order.
+func complete(cp *graph.Checkpoint) error {
+	slices.SortFunc(cp.Values, func(a, b graph.ChannelValue) int { return cmp.Compare(a.Channel, b.Channel) })
+	if len(cp.Values) == len(cp.Versions) {
+		return nil
+	}
+	for ch, v := range cp.Versions {
+		if !slices.ContainsFunc(cp.Values, func(cv graph.ChannelValue) bool { return cv.Channel == ch }) {
+			return fmt.Errorf("%w: checkpoint %s refers to version %s of channel %q, which is not stored", storecodec.ErrCorrupt, cp.ID, v, ch)
+		}
+	}
+	return nil
+}
+
+// List implements graph.Checkpointer, in three queries.
+func (s *Saver) List(ctx context.Context, at graph.Ref, limit int) ([]*graph.Checkpoint, error) {
 	var most any // NULL: no limit
 	if limit > 0 {
 		most = limit
 	}
-	rows, _ := s.pool.Query(ctx, s.sql.list, thread, most, s.maxBytes)
+	before := int64(1<<63 - 1)
+	if at.Checkpoint != "" {
+		err := s.pool.QueryRow(ctx, s.sql.seq, at.Thread, at.Namespace, at.Checkpoint).Scan(&before)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("%w: thread %q has no checkpoint %s", graph.ErrCheckpointNotFound, at.Thread, at.Checkpoint)
+		}
+		if err != nil {
+			return nil, reading(at.Thread, err)
+		}
+	}
+	rows, _ := s.pool.Query(ctx, s.sql.list, at.Thread, at.Namespace, before, most, s.maxBytes)
 	var out []*graph.Checkpoint
+	byID := map[string]*graph.Checkpoint{}
 	var size int
 	var id string
+	var channels, versions []string
 	var data []byte
-	_, err := pgx.ForEachRow(rows, []any{&id, &size, &data}, func() error {
-		cp, err := s.decodeCheckpoint(thread, id, size, data)
-		out = append(out, cp)
+	var ids, wantCh, wantV []string
+	_, err := pgx.ForEachRow(rows, []any{&id, &channels, &versions, &size, &data}, func() error {
+		cp, err := s.decodeCheckpoint(at.Thread, id, size, data)
+		if err != nil {
+			return err
+		}
+		out, byID[id], ids = append(out, cp), cp, append(ids, id)
+		wantCh, wantV = append(wantCh, channels...), append(wantV, versions...)
+		return nil
+	})
+	if err != nil {
+		return nil, reading(at.Thread, err)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	values := map[[2]string][]byte{}
+	var kind, key, channel string
+	var task int
+	rows, _ = s.pool.Query(ctx, s.sql.listParts, at.Thread, ids, wantCh, wantV, s.maxBytes)
+	_, err = pgx.ForEachRow(rows, []any{&kind, &key, &task, &channel, &size, &data}, func() error {
+		if kind == "b" {
+			if err := s.checkSize(size); err != nil {
+				return fmt.Errorf("channel %q: %w", channel, err)
+			}
+			values[[2]string{channel, key}] = data
+			return nil
+		}
+		w, err := s.decodeWrite(key, task, size, data)
+		byID[key].Writes = append(byID[key].Writes, w)
 		return err
 	})
 	if err != nil {
-		return nil, reading(thread, err)
+		return nil, reading(at.Thread, err)
+	}
+	for _, cp := range out {
+		for ch, v := range cp.Versions {
+			if data, ok := values[[2]string{ch, v}]; ok {
+				cp.Values = append(cp.Values, graph.ChannelValue{Channel: ch, Version: v, Value: data})
+			}
+		}
+		if err := complete(cp); err != nil {
+			return nil, reading(at.Thread, err)
+		}
 	}
 	return out, nil
 }
 
-// DeleteThread implements graph.Checkpointer, in one statement.
+// DeleteThread implements graph.Checkpointer, in one transaction: unless a
+// run holds the thread, its row goes, and its checkpoints, task records and
+// channel values with it.
 func (s *Saver) DeleteThread(ctx context.Context, thread string) error {
-	if _, err := s.pool.Exec(ctx, s.sql.deleteThread, thread); err != nil {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var l lease
+		err := tx.QueryRow(ctx, s.sql.lockForDelete, thread).Scan(&l.run, &l.until, &l.live)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if err := l.busy(thread, ""); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, s.sql.deleteThread, thread)
+		return err
+	})
+	var busy *graph.ThreadBusyError
+	switch {
+	case errors.As(err, &busy):
+		return err
+	case err != nil:
 		return fmt.Errorf("postgres: deleting thread %q: %w", thread, err)
 	}
 	return nil
+}
+
+// Prune implements graph.Checkpointer, in one transaction that holds the
+// thread's row.
+func (s *Saver) Prune(ctx context.Context, thread string, p graph.Prune) (int, error) {
+	n := 0
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var l lease
+		err := tx.QueryRow(ctx, s.sql.lockForDelete, thread).Scan(&l.run, &l.until, &l.live)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // no such thread
+		}
+		if err != nil {
+			return err
+		}
+		rows, _ := tx.Query(ctx, s.sql.pruneList, thread)
+		var cps []*graph.Checkpoint
+		type chans struct{ channels, versions []string }
+		byID := map[string]chans{}
+		var c graph.Checkpoint
+		var ch chans
+		_, err = pgx.ForEachRow(rows, []any{&c.ID, &c.Namespace, &c.Run, &c.Created, &ch.channels, &ch.versions}, func() error {
+			cp := c
+			cps, byID[c.ID] = append(cps, &cp), ch
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		doomed := p.Selects(cps)
+		if len(doomed) == 0 {
+			return nil
+		}
+		var ids, usedCh, usedV []string
+		for _, cp := range cps {
+			if doomed[cp.ID] {
+				ids = append(ids, cp.ID)
+				continue
+			}
+			usedCh, usedV = append(usedCh, byID[cp.ID].channels...), append(usedV, byID[cp.ID].versions...)
+		}
+		tag, err := tx.Exec(ctx, s.sql.pruneDelete, thread, ids)
+		if err != nil {
+			return err
+		}
+		n = int(tag.RowsAffected())
+		_, err = tx.Exec(ctx, s.sql.pruneBlobs, thread, usedCh, usedV)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("postgres: pruning thread %q: %w", thread, err)
+	}
+	return n, nil
+}
+
+// TakeThread implements graph.Checkpointer, in one transaction.
+func (s *Saver) TakeThread(ctx context.Context, thread, run string, ttl time.Duration) (graph.Lease, error) {
+	if thread == "" || run == "" {
+		return graph.Lease{}, errors.New("postgres: a lease needs a thread and a run")
+	}
+	got := graph.Lease{Thread: thread, Run: run}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, s.sql.createThread, thread); err != nil {
+			return err
+		}
+		err := tx.QueryRow(ctx, s.sql.takeLease, thread, run, ttl.Microseconds()).Scan(&got.Until, &got.Stop)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		var l lease
+		l.live = true
+		if err := tx.QueryRow(ctx, s.sql.readLease, thread).Scan(&l.run, &l.until); err != nil {
+			return err
+		}
+		return l.busy(thread, run)
+	})
+	var busy *graph.ThreadBusyError
+	switch {
+	case errors.As(err, &busy):
+		return graph.Lease{}, err
+	case err != nil:
+		return graph.Lease{}, fmt.Errorf("postgres: taking thread %q for run %s: %w", thread, run, err)
+	}
+	return got, nil
+}
+
+// ReleaseThread implements graph.Checkpointer.
+func (s *Saver) ReleaseThread(ctx context.Context, thread, run string) error {
+	if _, err := s.pool.Exec(ctx, s.sql.releaseLease, thread, run); err != nil {
+		return fmt.Errorf("postgres: releasing thread %q from run %s: %w", thread, run, err)
+	}
+	return nil
+}
+
+// StopThread implements graph.Checkpointer.
+func (s *Saver) StopThread(ctx context.Context, thread string) (graph.Lease, error) {
+	l := graph.Lease{Thread: thread, Stop: true}
+	err := s.pool.QueryRow(ctx, s.sql.stopLease, thread).Scan(&l.Run, &l.Until)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return graph.Lease{}, nil
+	case err != nil:
+		return graph.Lease{}, fmt.Errorf("postgres: asking the run on thread %q to stop: %w", thread, err)
+	}
+	return l, nil
+}
+
+// StoredBytes returns the bytes of the documents a thread keeps: its
+// checkpoints, task records and channel values (PostgreSQL adds some for
+// its rows, indexes and compression).
+func (s *Saver) StoredBytes(ctx context.Context, thread string) (int64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, s.sql.storedBytes, thread).Scan(&n); err != nil {
+		return 0, fmt.Errorf("postgres: measuring thread %q: %w", thread, err)
+	}
+	return n, nil
 }
 
 func reading(thread string, err error) error {
@@ -169,7 +457,7 @@ func (s *Saver) decodeCheckpoint(thread, id string, size int, data []byte) (*gra
 	return cp, nil
 }
 
-func (s *Saver) decodeWrite(thread, id string, task, size int, data []byte) (graph.TaskWrite, error) {
+func (s *Saver) decodeWrite(id string, task, size int, data []byte) (graph.TaskWrite, error) {
 	if err := s.checkSize(size); err != nil {
 		return graph.TaskWrite{}, fmt.Errorf("the record of task %d of checkpoint %s: %w", task, id, err)
 	}

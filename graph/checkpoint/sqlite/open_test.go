@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/graph/checkpoint/checkpointtest"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -114,7 +116,7 @@ func TestTruncatedStore(t *testing.T) {
 			s, err := Open(t.Context(), cut)
 			if err == nil {
 				defer s.Close()
-				_, err = s.List(t.Context(), "t", 0)
+				_, err = s.List(t.Context(), graph.Thread("t"), 0)
 			}
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), cut)
@@ -130,11 +132,11 @@ func TestReopen(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Put(t.Context(), checkpoint("t", "c1", "", 0)))
 	require.NoError(t, s.Put(t.Context(), checkpoint("t", "c2", "c1", 1)))
-	require.NoError(t, s.PutWrites(t.Context(), "t", "c2", record(0), record(1)))
+	require.NoError(t, s.PutWrites(t.Context(), graph.Thread("t").At("c2"), "", record(0), record(1)))
 	require.NoError(t, s.Close())
 
 	again := openAt(t, path)
-	got, err := again.Get(t.Context(), "t", "")
+	got, err := again.Get(t.Context(), graph.Thread("t"))
 	require.NoError(t, err)
 	assert.Equal(t, "c2", got.ID)
 	assert.Len(t, got.Writes, 2)
@@ -203,13 +205,45 @@ func TestMigration(t *testing.T) {
 			s := openAt(t, path)
 			id, err := identify(t.Context(), s.DB())
 			require.NoError(t, err)
-			assert.Equal(t, identity{app: applicationID, version: len(migrations()), tables: 2, some: "deepgraph_checkpoints, deepgraph_writes"}, id)
+			assert.Equal(t, identity{app: applicationID, version: len(migrations()), tables: 4,
+				some: "deepgraph_blobs, deepgraph_checkpoints, deepgraph_leases, deepgraph_writes"}, id)
+			if name == "empty file" {
+				var vacuum int
+				require.NoError(t, s.DB().QueryRow("PRAGMA auto_vacuum").Scan(&vacuum))
+				assert.Equal(t, 2, vacuum, "a new file gives deleted threads' space back (incremental)")
+			}
 			require.NoError(t, s.Put(t.Context(), checkpoint("t", "c1", "", 0)))
 			var mode string
 			require.NoError(t, s.DB().QueryRow("PRAGMA journal_mode").Scan(&mode))
 			assert.Equal(t, "wal", mode)
 		})
 	}
+}
+
+// TestMigrationKeepsThreads: a file of schema version 1, with a thread an
+// older deepgraph left paused at an interrupt, is migrated in place; the
+// thread reads back and resumes.
+func TestMigrationKeepsThreads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	stmts := []string{"PRAGMA journal_mode = WAL", schemaV1, fmt.Sprintf("PRAGMA application_id = %d; PRAGMA user_version = 1", applicationID)}
+	sqliteFile(t, path, stmts...)
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	for _, row := range checkpointtest.LegacyThread("old") {
+		_, err := db.Exec(`INSERT INTO deepgraph_checkpoints (thread, id, parent, step, source, created, data) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			"old", row.ID, row.Parent, row.Step, row.Source, row.Created, row.Doc)
+		require.NoError(t, err)
+		for task, rec := range row.Records {
+			_, err := db.Exec(`INSERT INTO deepgraph_writes (thread, checkpoint, task, data) VALUES (?, ?, ?, ?)`, "old", row.ID, task, rec)
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, db.Close())
+	s := openAt(t, path)
+	id, err := identify(t.Context(), s.DB())
+	require.NoError(t, err)
+	assert.Equal(t, len(migrations()), id.version)
+	checkpointtest.CheckLegacyThread(t, s, "old")
 }
 
 // TestConcurrentOpens: processes that open a new file at once create its
@@ -230,7 +264,7 @@ func TestConcurrentOpens(t *testing.T) {
 	wg.Wait()
 	s := openAt(t, path)
 	for i := range 8 {
-		_, err := s.Get(t.Context(), fmt.Sprint(i), "c1")
+		_, err := s.Get(t.Context(), graph.Thread(fmt.Sprint(i)).At("c1"))
 		assert.NoError(t, err)
 	}
 }
@@ -292,7 +326,7 @@ func TestOddPaths(t *testing.T) {
 			assert.Equal(t, []string{strings.SplitN(name, "/", 2)[0]}, dirNames(t, dir), "and nowhere else")
 
 			again := openAt(t, path)
-			_, err = again.Get(t.Context(), "t", "c1")
+			_, err = again.Get(t.Context(), graph.Thread("t").At("c1"))
 			require.NoError(t, err)
 		})
 	}
@@ -350,6 +384,6 @@ func TestOwnTables(t *testing.T) {
 	again := openAt(t, path)
 	var thread string
 	require.NoError(t, again.DB().QueryRow("SELECT thread FROM runs WHERE id = 'r1'").Scan(&thread))
-	_, err = again.Get(t.Context(), thread, "")
+	_, err = again.Get(t.Context(), graph.Thread(thread))
 	require.NoError(t, err)
 }

@@ -38,9 +38,40 @@ CREATE TABLE deepgraph_writes (
 ) STRICT, WITHOUT ROWID;
 `
 
+// schemaV2 adds namespaces (a subgraph's line of checkpoints), the run
+// that wrote each checkpoint, the versions of its channels, the channel
+// values themselves — stored once per version, shared by the checkpoints
+// that did not change them — and the leases of threads. A checkpoint's id
+// stays unique within its thread, whatever its namespace, so the keys are
+// those of version 1; version 1's checkpoints keep their whole state in
+// their document and are read as they are.
+const schemaV2 = `
+ALTER TABLE deepgraph_checkpoints ADD COLUMN ns TEXT NOT NULL DEFAULT '';
+ALTER TABLE deepgraph_checkpoints ADD COLUMN run TEXT NOT NULL DEFAULT '';
+ALTER TABLE deepgraph_checkpoints ADD COLUMN versions TEXT NOT NULL DEFAULT ''; -- the channels' versions, as a JSON object
+DROP INDEX deepgraph_checkpoints_by_thread;
+CREATE INDEX deepgraph_checkpoints_by_ns ON deepgraph_checkpoints (thread, ns, seq);
+
+CREATE TABLE deepgraph_blobs (
+	thread  TEXT NOT NULL,
+	channel TEXT NOT NULL,
+	version TEXT NOT NULL, -- the id of the checkpoint that wrote the value
+	ns      TEXT NOT NULL,
+	data    BLOB NOT NULL, -- the channel's value, as JSON
+	PRIMARY KEY (thread, channel, version)
+) STRICT;
+
+CREATE TABLE deepgraph_leases (
+	thread  TEXT PRIMARY KEY,
+	run     TEXT NOT NULL,
+	expires INTEGER NOT NULL, -- Unix milliseconds
+	stop    INTEGER NOT NULL DEFAULT 0
+) STRICT;
+`
+
 // migrations are the schema's versions in order: migrations()[v] takes a
 // file from version v to v+1. Only ever append to it.
-func migrations() []string { return []string{schemaV1} }
+func migrations() []string { return []string{schemaV1, schemaV2} }
 
 // identity is what a file says it is.
 type identity struct {
@@ -103,6 +134,14 @@ func (s *Saver) setUp(ctx context.Context) error {
 	if err := id.check(s.path); err != nil {
 		return err
 	}
+	if id.version == 0 && id.tables == 0 {
+		// A new file: let DeleteThread and Prune give the space of what
+		// they delete back to the file system (PRAGMA incremental_vacuum).
+		// It must be set before the first table is made, and outside a
+		// transaction. It costs nothing but space when it cannot be set
+		// (another process holds the new file), so a failure is let be.
+		_, _ = s.writer.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL")
+	}
 	if err := s.setWAL(ctx); err != nil {
 		return err
 	}
@@ -157,6 +196,7 @@ func (s *Saver) migrate(ctx context.Context) error {
 	if id.version == len(steps) {
 		return nil // another process migrated it
 	}
+
 	for v := id.version; v < len(steps); v++ {
 		if _, err := tx.ExecContext(ctx, steps[v]); err != nil {
 			return s.errorf(err, "migrating the schema from version %d to %d", v, v+1)

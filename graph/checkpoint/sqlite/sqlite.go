@@ -82,7 +82,7 @@ type Saver struct {
 	// The statements of Put and PutWrites, prepared once on the writer's
 	// connection: parsing them on each call took over a tenth of a write's
 	// CPU time.
-	heads, insertCheckpoint, putWrite *sql.Stmt
+	heads, insertCheckpoint, insertBlob, putWrite *sql.Stmt
 }
 
 var _ graph.Checkpointer = (*Saver)(nil)
@@ -154,7 +154,7 @@ func (s *Saver) prepare(ctx context.Context) error {
 	for _, st := range []struct {
 		stmt **sql.Stmt
 		sql  string
-	}{{&s.heads, sqlHeads}, {&s.insertCheckpoint, sqlInsertCheckpoint}, {&s.putWrite, sqlPutWrite}} {
+	}{{&s.heads, sqlHeads}, {&s.insertCheckpoint, sqlInsertCheckpoint}, {&s.insertBlob, sqlInsertBlob}, {&s.putWrite, sqlPutWrite}} {
 		var err error
 		if *st.stmt, err = s.writer.PrepareContext(ctx, st.sql); err != nil {
 			return s.errorf(err, "preparing a statement")

@@ -54,6 +54,18 @@ func TestConformance(t *testing.T) {
 	checkpointtest.Run(t, func(t *testing.T) graph.Checkpointer { return openTemp(t) })
 }
 
+// TestOwnership: runs on one thread through Savers of their own on one file.
+func TestOwnership(t *testing.T) {
+	checkpointtest.Ownership(t, func(t *testing.T, n int) []graph.Checkpointer {
+		path := filepath.Join(t.TempDir(), "shared.db")
+		out := make([]graph.Checkpointer, n)
+		for i := range out {
+			out[i] = openAt(t, path)
+		}
+		return out
+	})
+}
+
 func TestCrashSafety(t *testing.T) {
 	checkpointtest.Crash(t, filepath.Join(t.TempDir(), "crash.db"), func(location string) (graph.Checkpointer, error) {
 		s, err := Open(context.Background(), location)
@@ -107,7 +119,7 @@ func TestSaversRacePut(t *testing.T) {
 		require.Len(t, won, 1, "round %d: exactly one writer continues %s", round, parent)
 		assert.Equal(t, int32(len(savers)*perSaver-1), lost.Load())
 		for _, s := range savers {
-			newest, err := s.Get(ctx, "race", "")
+			newest, err := s.Get(ctx, graph.Thread("race"))
 			require.NoError(t, err)
 			assert.Equal(t, won[0], newest.ID, "every Saver sees the winner")
 		}
@@ -175,7 +187,7 @@ func setUpShared(t *testing.T, s *Saver) {
 // outcome of a task of its own on the root checkpoint.
 func extend(ctx context.Context, s *Saver, who, n int) error {
 	for i := 0; i < n; {
-		newest, err := s.Get(ctx, "shared", "")
+		newest, err := s.Get(ctx, graph.Thread("shared"))
 		if err != nil {
 			return err
 		}
@@ -186,7 +198,7 @@ func extend(ctx context.Context, s *Saver, who, n int) error {
 		if err != nil {
 			return err
 		}
-		if err := s.PutWrites(ctx, "shared", "root", record(who*n+i)); err != nil {
+		if err := s.PutWrites(ctx, graph.Thread("shared").At("root"), "", record(who*n+i)); err != nil {
 			return err
 		}
 		i++
@@ -197,14 +209,14 @@ func extend(ctx context.Context, s *Saver, who, n int) error {
 // checkShared checks what writers × extend(each) left: one unbroken chain
 // of checkpoints, and every task record.
 func checkShared(t *testing.T, s *Saver, writers, each int) {
-	list, err := s.List(t.Context(), "shared", 0)
+	list, err := s.List(t.Context(), graph.Thread("shared"), 0)
 	require.NoError(t, err)
 	require.Len(t, list, writers*each+1, "every checkpoint stored once")
 	for i, cp := range list[:len(list)-1] {
 		assert.Equal(t, list[i+1].ID, cp.Parent, "checkpoint %s continues the one stored before it: no lost update", cp.ID)
 		assert.Equal(t, len(list)-1-i, cp.Step)
 	}
-	root, err := s.Get(t.Context(), "shared", "root")
+	root, err := s.Get(t.Context(), graph.Thread("shared").At("root"))
 	require.NoError(t, err)
 	require.Len(t, root.Writes, writers*each, "every task record stored")
 	for i, w := range root.Writes {

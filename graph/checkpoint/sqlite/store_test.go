@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -40,13 +41,13 @@ func TestCorruptRows(t *testing.T) {
 			require.NoError(t, s.Put(ctx, checkpoint("t", "c1", "", 0)))
 			require.NoError(t, s.Put(ctx, checkpoint("t", "c2", "c1", 1)))
 			require.NoError(t, s.Put(ctx, checkpoint("u", "c1", "", 0)))
-			require.NoError(t, s.PutWrites(ctx, "t", "c2", record(0), record(1)))
+			require.NoError(t, s.PutWrites(ctx, graph.Thread("t").At("c2"), "", record(0), record(1)))
 			_, err := s.DB().Exec(tc.update)
 			require.NoError(t, err)
 
 			for what, read := range map[string]func() error{
-				"Get newest": func() error { _, err := s.Get(ctx, "t", ""); return err },
-				"Get by id":  func() error { _, err := s.Get(ctx, "t", "c2"); return err },
+				"Get newest": func() error { _, err := s.Get(ctx, graph.Thread("t")); return err },
+				"Get by id":  func() error { _, err := s.Get(ctx, graph.Thread("t").At("c2")); return err },
 			} {
 				err := read()
 				require.Error(t, err, what)
@@ -56,7 +57,7 @@ func TestCorruptRows(t *testing.T) {
 					assert.Contains(t, err.Error(), want, what)
 				}
 			}
-			_, err = s.Get(ctx, "t", "c1")
+			_, err = s.Get(ctx, graph.Thread("t").At("c1"))
 			assert.NoError(t, err, "the other checkpoints are still read")
 		})
 	}
@@ -73,21 +74,21 @@ func TestMaxBytes(t *testing.T) {
 	err := small.Put(t.Context(), big)
 	require.ErrorIs(t, err, graph.ErrCheckpointTooLarge)
 	assert.Contains(t, err.Error(), "over the limit of 1000")
-	err = small.PutWrites(t.Context(), "t", "c1", bigRecord)
+	err = small.PutWrites(t.Context(), graph.Thread("t").At("c1"), "", bigRecord)
 	require.ErrorIs(t, err, graph.ErrCheckpointTooLarge)
 	assert.Contains(t, err.Error(), "task 3")
 
 	large := openAt(t, path)
 	require.NoError(t, large.Put(t.Context(), big))
-	_, err = small.Get(t.Context(), "t", "")
+	_, err = small.Get(t.Context(), graph.Thread("t"))
 	require.ErrorIs(t, err, graph.ErrCheckpointTooLarge)
 	assert.Contains(t, err.Error(), "checkpoint c1")
-	_, err = small.List(t.Context(), "t", 0)
+	_, err = small.List(t.Context(), graph.Thread("t"), 0)
 	require.ErrorIs(t, err, graph.ErrCheckpointTooLarge)
 
 	require.NoError(t, large.Put(t.Context(), checkpoint("t", "c2", "c1", 1)))
-	require.NoError(t, large.PutWrites(t.Context(), "t", "c2", bigRecord))
-	_, err = small.Get(t.Context(), "t", "c2")
+	require.NoError(t, large.PutWrites(t.Context(), graph.Thread("t").At("c2"), "", bigRecord))
+	_, err = small.Get(t.Context(), graph.Thread("t").At("c2"))
 	require.ErrorIs(t, err, graph.ErrCheckpointTooLarge)
 	assert.Contains(t, err.Error(), "task 3")
 }
@@ -100,14 +101,14 @@ func TestCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	require.ErrorIs(t, s.Put(ctx, checkpoint("t", "c2", "c1", 1)), context.Canceled)
-	require.ErrorIs(t, s.PutWrites(ctx, "t", "c1", record(0)), context.Canceled)
+	require.ErrorIs(t, s.PutWrites(ctx, graph.Thread("t").At("c1"), "", record(0)), context.Canceled)
 	require.ErrorIs(t, s.DeleteThread(ctx, "t"), context.Canceled)
-	_, err := s.Get(ctx, "t", "")
+	_, err := s.Get(ctx, graph.Thread("t"))
 	require.ErrorIs(t, err, context.Canceled)
-	_, err = s.List(ctx, "t", 0)
+	_, err = s.List(ctx, graph.Thread("t"), 0)
 	require.ErrorIs(t, err, context.Canceled)
 
-	got, err := s.Get(t.Context(), "t", "")
+	got, err := s.Get(t.Context(), graph.Thread("t"))
 	require.NoError(t, err)
 	assert.Equal(t, "c1", got.ID)
 	assert.Empty(t, got.Writes)
@@ -117,8 +118,16 @@ func TestCancelled(t *testing.T) {
 // a scan or a sort, however many threads and checkpoints there are.
 func TestQueryPlans(t *testing.T) {
 	s := openTemp(t)
-	for _, q := range []string{sqlHeads, sqlInsertCheckpoint, sqlPutWrite, sqlNewest, sqlByID, sqlList, sqlWrites} {
-		rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+q, 1, 2, 3, 4, 5, 6, 7)
+	for _, q := range []string{sqlHeads, sqlInsertCheckpoint, sqlInsertBlob, sqlPutWrite, sqlNewest, sqlByID, sqlList, sqlSeq, sqlWrites, sqlBlob, sqlLease} {
+		// As many arguments as the statement has parameters: "?" or "?N".
+		args := []any{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}[:strings.Count(q, "?")]
+		for n := 5; n >= 1 && strings.Contains(q, "?1"); n-- {
+			if strings.Contains(q, fmt.Sprintf("?%d", n)) {
+				args = args[:n]
+				break
+			}
+		}
+		rows, err := s.DB().Query("EXPLAIN QUERY PLAN "+q, args...)
 		require.NoError(t, err)
 		var plan []string
 		for rows.Next() {

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/deepgraph/deepgraph/graph"
 )
@@ -21,10 +22,10 @@ const MaxBytes = graph.DefaultMaxCheckpointBytes + 1<<20
 // ErrCorrupt marks a stored document that cannot be read back.
 var ErrCorrupt = errors.New("stored checkpoint data is corrupt")
 
-// EncodeCheckpoint returns the stored form of cp, without its Writes.
+// EncodeCheckpoint returns the stored form of cp, without its Writes and
+// Values (stored apart).
 func EncodeCheckpoint(cp *graph.Checkpoint) ([]byte, error) {
 	c := *cp
-	c.Writes = nil
 	if c.Format == 0 {
 		c.Format = graph.CheckpointFormat
 	}
@@ -57,7 +58,6 @@ func DecodeCheckpoint(data []byte, max int) (*graph.Checkpoint, error) {
 	if cp.Thread == "" || cp.ID == "" || cp.Step < 0 {
 		return nil, fmt.Errorf("%w: checkpoint without a thread, an id or a valid step", ErrCorrupt)
 	}
-	cp.Writes = nil
 	return &cp, nil
 }
 
@@ -129,10 +129,31 @@ func Check(cp *graph.Checkpoint, newest string, parentExists bool) error {
 	return nil
 }
 
-// Validate checks what a store needs of a checkpoint before storing it.
+// Validate checks what a store needs of a checkpoint before storing it:
+// a thread and an id, channel values that name their channel and version,
+// and task records that can be read back.
 func Validate(cp *graph.Checkpoint) error {
 	if cp == nil || cp.Thread == "" || cp.ID == "" {
 		return errors.New("graph: a checkpoint needs a thread and an id")
+	}
+	for _, cv := range cp.Values {
+		if cv.Channel == "" || cv.Version == "" {
+			return fmt.Errorf("graph: checkpoint %s: a channel value needs a channel and a version (got %q, %q)", cp.ID, cv.Channel, cv.Version)
+		}
+	}
+	for _, w := range cp.Writes {
+		if w.Task < 0 || w.Node == "" {
+			return fmt.Errorf("graph: checkpoint %s: a task record needs a node and a task index ≥ 0 (got %q, %d)", cp.ID, w.Node, w.Task)
+		}
+	}
+	return nil
+}
+
+// Busy returns the refusal of a write by run on thread, whose lease is
+// held by holder until until (holder "" when none), at now.
+func Busy(thread, run, holder string, until, now time.Time) error {
+	if holder != "" && holder != run && now.Before(until) {
+		return &graph.ThreadBusyError{Thread: thread, Run: holder, Until: until}
 	}
 	return nil
 }
