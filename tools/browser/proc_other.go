@@ -1,0 +1,13 @@
+//go:build !linux
+
+package browser
+
+import "os/exec"
+
+// dieWithParent does nothing here: only Linux kills a child with its
+// parent. The browser is stopped by Close, and by chromedp when the
+// program exits normally.
+func dieWithParent(*exec.Cmd) {}
+
+// killTagged does nothing here: the process group is killed instead.
+func killTagged(string) {}
