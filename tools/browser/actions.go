@@ -519,7 +519,7 @@ func (s *Session) screenshot(ctx context.Context, r *running) outcome {
 	if err != nil {
 		return fail("the screenshot failed: %v", err)
 	}
-	return outcome{text: fmt.Sprintf("A screenshot of the viewport of tab %d (%d×%d) is attached.", t.id, s.opts.Width, s.opts.Height),
+	return outcome{text: fmt.Sprintf("A screenshot of the viewport of tab %d is attached.", t.id),
 		images: []schemas.Image{{MIMEType: "image/png", Data: shot.Data}}}
 }
 

@@ -101,6 +101,9 @@ type Session struct {
 	chromium string
 	guard    *netguard.Guard
 	tool     *tools.FuncTool[Args]
+	// extraFlags are further Chromium flags (tests: an origin treated as
+	// secure, so that the permission APIs exist on its pages).
+	extraFlags map[string]string
 
 	mu     sync.Mutex // serialises actions, State and Close
 	closed bool
@@ -130,8 +133,9 @@ type running struct {
 	tabs    []*tab
 	cur     *tab
 	nextID  int
-	popups  chan *tab // tabs the pages opened, for the action that caused them
+	popups  chan *tab // tabs the pages opened (nil: one refused), for the action that caused them
 	adopted map[target.ID]bool
+	pending int          // tabs being adopted
 	loads   atomic.Int64 // main-frame page loads of every tab
 	wg      sync.WaitGroup
 }
@@ -299,6 +303,9 @@ func (s *Session) allocatorOptions(r *running) []chromedp.ExecAllocatorOption {
 			dieWithParent(cmd)
 		}),
 	)
+	for k, v := range s.extraFlags {
+		opts = append(opts, chromedp.Flag(k, v))
+	}
 	if s.opts.NoSandbox || os.Geteuid() == 0 {
 		opts = append(opts, chromedp.NoSandbox)
 	}

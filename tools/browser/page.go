@@ -24,7 +24,7 @@ var pageJS string
 const worldName = "deepgraph"
 
 // errStale: the page an element number refers to is gone.
-var errStale = errors.New("the page changed since its state was read (it loaded a new page): read the new state below and pick the element again")
+var errStale = errors.New("the page changed since its state was read (it loaded a new page): read its new state and pick the element again")
 
 // snapshot is what page.js reports of a page.
 type snapshot struct {
@@ -152,7 +152,8 @@ func (s *Session) quiet(ctx context.Context, t *tab) {
 }
 
 // watch follows what an action sets off in a tab: its main frame starting
-// to load a page, and the page's load event.
+// to load a page, and that frame stopping (its page loaded, or the
+// navigation ended otherwise: a download, an error, a stop).
 type watch struct {
 	t                *tab
 	started, loaded  <-chan jsonv2.Value
@@ -165,7 +166,7 @@ type watch struct {
 func (s *Session) watch(t *tab) *watch {
 	w := &watch{t: t}
 	w.started, w.unstart = t.t.Subscribe(page.FrameStartedLoading.Method)
-	w.loaded, w.unload = t.t.Subscribe(page.LoadEventFired.Method)
+	w.loaded, w.unload = t.t.Subscribe(page.FrameStoppedLoading.Method)
 	return w
 }
 
@@ -195,7 +196,7 @@ wait:
 				break wait
 			}
 		case t := <-r.popups:
-			w.popup = t
+			w.popup = t // nil: a tab refused (and noted)
 			break wait
 		case <-timer.C:
 			break wait
@@ -212,19 +213,26 @@ wait:
 	}
 }
 
-// waitLoad waits for the load event until loadBy, and stops the loading
-// when it does not come; it reports whether the page loaded.
-func (s *Session) waitLoad(ctx context.Context, t *tab, loaded <-chan jsonv2.Value, loadBy time.Time) bool {
+// waitLoad waits until t's main frame stops loading, until loadBy, and
+// stops the loading when it does not; it reports whether it stopped by
+// itself.
+func (s *Session) waitLoad(ctx context.Context, t *tab, stopped <-chan jsonv2.Value, loadBy time.Time) bool {
 	timer := time.NewTimer(time.Until(loadBy))
 	defer timer.Stop()
-	select {
-	case <-loaded:
-		return true
-	case <-timer.C:
-	case <-ctx.Done():
+	for {
+		select {
+		case v := <-stopped:
+			var ev page.EventFrameStoppedLoading
+			if jsonv2.Unmarshal(v, &ev) == nil && ev.FrameID == t.frameID() {
+				return true
+			}
+			continue
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		s.stopLoading(t)
+		return false
 	}
-	s.stopLoading(t)
-	return false
 }
 
 // stopLoading stops whatever t is loading, even after the action's

@@ -26,7 +26,7 @@ func killTagged(tag string) {
 	want := []byte(tagVar + "=" + tag)
 	deadline := time.Now().Add(2 * time.Second)
 	for quiet := 0; quiet < 3 && time.Now().Before(deadline); {
-		if killWith(want) == 0 {
+		if scanWith(want, true) == 0 {
 			quiet++
 		} else {
 			quiet = 0
@@ -35,9 +35,9 @@ func killTagged(tag string) {
 	}
 }
 
-// killWith kills the processes whose environment holds the entry want,
-// and returns how many it found.
-func killWith(want []byte) int {
+// scanWith counts the processes whose environment holds the entry want,
+// killing them when kill is set.
+func scanWith(want []byte, kill bool) int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0
@@ -55,7 +55,9 @@ func killWith(want []byte) int {
 		}
 		for entry := range bytes.SplitSeq(env, []byte{0}) {
 			if bytes.Equal(entry, want) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+				if kill {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
 				n++
 				break
 			}

@@ -107,6 +107,9 @@ func (p *proxy) takeRefusals() ([]refusal, int) {
 }
 
 func (p *proxy) refuse(target string, err error) {
+	if strings.HasSuffix(target, "/favicon.ico") {
+		return // the browser's own request for a refused page's icon
+	}
 	reason := strings.TrimPrefix(err.Error(), "netguard: ")
 	var be *netguard.BlockedError
 	if errors.As(err, &be) {

@@ -37,7 +37,7 @@ func (t *tab) frameID() cdp.FrameID { return cdp.FrameID(t.t.TargetID) }
 // with s.mu held.
 func (s *Session) newTab(ctx context.Context, r *running) (*tab, error) {
 	r.tabsMu.Lock()
-	open := len(r.tabs)
+	open := len(r.tabs) + r.pending
 	r.tabsMu.Unlock()
 	if open >= s.opts.MaxTabs {
 		return nil, fmt.Errorf("%d tabs are open, the most allowed: close one first (close_tab)", open)
@@ -101,13 +101,24 @@ func (s *Session) adopt(r *running, info *target.Info) {
 		return
 	}
 	r.adopted[info.TargetID] = true
-	open := len(r.tabs)
+	open := len(r.tabs) + r.pending
+	if open < s.opts.MaxTabs {
+		r.pending++ // a place kept while it attaches
+	}
 	r.tabsMu.Unlock()
 	if open >= s.opts.MaxTabs {
 		ctx, cancel := context.WithTimeout(r.rootCtx, s.opts.ActionTimeout)
 		defer cancel()
 		_, _ = chromedp.CallBrowser(ctx, target.CloseTarget, target.CloseTargetParams{TargetID: info.TargetID})
-		s.note(fmt.Sprintf("a page opened a new tab (%s); it was closed: %d tabs are open, the most allowed", clip(info.URL, 200), open))
+		what := "a new tab"
+		if info.URL != "" && info.URL != "about:blank" {
+			what += " (" + clip(info.URL, 200) + ")"
+		}
+		s.note(fmt.Sprintf("a page opened %s; it was closed: %d tabs are open, the most allowed", what, open))
+		select {
+		case r.popups <- nil: // the action that caused it can report it
+		default:
+		}
 		return
 	}
 	tctx, cancel := chromedp.NewContext(r.rootCtx, chromedp.WithTargetID(info.TargetID))
@@ -116,12 +127,14 @@ func (s *Session) adopt(r *running, info *target.Info) {
 	ctx, cancelAttach := context.WithTimeout(r.rootCtx, s.opts.ActionTimeout)
 	err := s.attach(ctx, r, t)
 	cancelAttach()
+	r.tabsMu.Lock()
+	r.pending--
 	if err != nil {
+		r.tabsMu.Unlock()
 		cancel()
 		s.opts.Logger.Debug("browser: a new tab could not be attached", "url", info.URL, "err", err)
 		return
 	}
-	r.tabsMu.Lock()
 	if r.rootCtx.Err() != nil {
 		r.tabsMu.Unlock()
 		cancel()
