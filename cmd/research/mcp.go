@@ -36,6 +36,13 @@ such as Claude Desktop, IDEs and agents. It offers three tools:
                  corpus is configured
   fetch_page     one public web page as Markdown (url, offset)
 
+and, only with --browser (agent.browser), a fourth:
+
+  browser        a headless Chromium of the session's own (go_to_url, click,
+                 input_text, …; each result ends with the page's state),
+                 behind the same SSRF guard; at most serve.max_browsers at
+                 once
+
 By default it speaks MCP over stdio: the client starts "research mcp" and
 talks to it on stdin and stdout; logs go to stderr. With --http ADDR it
 serves MCP's streamable HTTP transport at http://ADDR/mcp instead (and
@@ -58,6 +65,9 @@ serve.max_running (calls researching at once).`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return c.mcp(cmd, addr) },
 	}
 	cmd.Flags().StringVar(&addr, "http", "", "serve MCP's streamable HTTP transport at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8765)")
+	if err := config.AddFlags(cmd.Flags(), "agent.browser"); err != nil {
+		panic(err)
+	}
 	return cmd
 }
 
@@ -117,6 +127,19 @@ func (c *cli) mcp(cmd *cobra.Command, addr string) error {
 		Redact:        c.console.redact,
 		Logger:        logger,
 	}
+	if cfg.Agent.Browser {
+		if err := app.CheckBrowser(cfg); err != nil {
+			return err
+		}
+		slots := pool.BrowserSlots(cfg)
+		opts.Browser = func() (mcpserver.BrowserSession, error) {
+			b, err := app.NewBrowser(cfg, reader, slots, logger, true)
+			if err != nil {
+				return nil, err
+			}
+			return b, nil
+		}
+	}
 	srv, err := mcpserver.New(ctx, opts)
 	if err != nil {
 		return err
@@ -124,6 +147,9 @@ func (c *cli) mcp(cmd *cobra.Command, addr string) error {
 	tools := "deep_research, fetch_page"
 	if searcher != nil {
 		tools = "deep_research, web_search, fetch_page"
+	}
+	if cfg.Agent.Browser {
+		tools += fmt.Sprintf(", browser (one per session, at most %d at once)", cfg.Serve.MaxBrowsers)
 	}
 	if addr == "" {
 		return c.mcpStdio(ctx, srv, tools, probe)
