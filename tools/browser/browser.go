@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -120,6 +122,8 @@ type Session struct {
 // running is a started browser.
 type running struct {
 	dir       string // the session's directory: profile, home, tmp
+	tmp       string // Chromium's TMPDIR
+	extra     string // its own directory in /tmp, when dir is too deep
 	proxy     *proxy
 	release   func() // gives back the slot
 	cancel    context.CancelFunc
@@ -208,13 +212,28 @@ func (s *Session) launch(ctx context.Context) (err error) {
 			r.stop(s.opts.Logger)
 		}
 	}()
-	if r.dir, err = os.MkdirTemp("", "deepgraph-browser-"); err != nil {
+	sweep(s.opts.Logger)
+	if r.dir, err = os.MkdirTemp("", dirPrefix); err != nil {
 		return fmt.Errorf("creating the browser's profile directory: %w", err)
 	}
 	for _, d := range []string{"profile", "home", "tmp"} {
 		if err := os.Mkdir(filepath.Join(r.dir, d), 0o700); err != nil {
 			return fmt.Errorf("creating the browser's profile directory: %w", err)
 		}
+	}
+	// Chromium puts a socket in its TMPDIR, and a socket's path is short
+	// (108 bytes): under a deep temporary directory, TMPDIR is a directory
+	// of its own in /tmp.
+	r.tmp = filepath.Join(r.dir, "tmp")
+	if len(r.tmp) > maxTmpLen && runtime.GOOS != "windows" {
+		if r.extra, err = os.MkdirTemp("/tmp", "dgb-"); err != nil {
+			return fmt.Errorf("creating the browser's temporary directory: %w", err)
+		}
+		r.tmp = r.extra
+	}
+	owner := strconv.Itoa(os.Getpid()) + "\n" + r.extra
+	if err := os.WriteFile(filepath.Join(r.dir, ownerFile), []byte(owner), 0o600); err != nil {
+		return fmt.Errorf("creating the browser's profile directory: %w", err)
 	}
 	if r.proxy, err = startProxy(s.guard, s.opts.Logger); err != nil {
 		return err
@@ -322,7 +341,7 @@ func browserEnv(r *running, home string) []string {
 		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
 		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
 		"XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
-		"TMPDIR=" + filepath.Join(r.dir, "tmp"),
+		"TMPDIR=" + r.tmp,
 		"LANG=en_US.UTF-8",
 		tagVar + "=" + r.tag,
 	}
@@ -444,13 +463,52 @@ func (r *running) stop(logger *slog.Logger) {
 	if r.proxy != nil {
 		r.proxy.close()
 	}
-	if r.dir != "" {
-		if err := removeAll(r.dir); err != nil {
-			logger.Warn("browser: the profile directory could not be removed", "dir", r.dir, "err", err)
+	for _, d := range []string{r.extra, r.dir} {
+		if d == "" {
+			continue
+		}
+		if err := removeAll(d); err != nil {
+			logger.Warn("browser: the profile directory could not be removed", "dir", d, "err", err)
 		}
 	}
 	if r.release != nil {
 		r.release()
+	}
+}
+
+// The session's directory: dirPrefix and random letters, in the temporary
+// directory, holding in ownerFile the owner's process id and, on a second
+// line, the directory Chromium had in /tmp, if any.
+const (
+	dirPrefix = "deepgraph-browser-"
+	ownerFile = "owner"
+	// maxTmpLen is the longest TMPDIR whose Chromium socket path fits.
+	maxTmpLen = 60
+)
+
+// sweep removes the directories of sessions whose program died without
+// removing them (killed with SIGKILL: nothing of it runs after), and kills
+// what is left of their browsers — nothing, normally, as their browsers
+// died with them. A directory whose owner is unknown or alive is left.
+func sweep(logger *slog.Logger) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue
+		}
+		first, extra, _ := strings.Cut(string(b), "\n")
+		pid, err := strconv.Atoi(strings.TrimSpace(first))
+		if err != nil || pid == os.Getpid() || alive(pid) {
+			continue
+		}
+		killTagged(filepath.Base(d))
+		if extra = strings.TrimSpace(extra); strings.HasPrefix(filepath.Base(extra), "dgb-") {
+			_ = removeAll(extra)
+		}
+		if err := removeAll(d); err == nil {
+			logger.Debug("browser: removed the directory of a browser whose program died", "dir", d, "pid", pid)
+		}
 	}
 }
 

@@ -141,14 +141,15 @@ func (s *Session) snap(ctx context.Context, t *tab) (*snapshot, error) {
 	return &sn, nil
 }
 
-// quiet waits, bounded, until t's DOM stops changing: what a script
-// renders after an action shows in the state that follows.
+// quiet waits, bounded, until t's DOM stops changing, and a little at
+// least: what a script renders just after an action shows in the state
+// that follows. (A page that renders later is waited for with wait_for.)
 func (s *Session) quiet(ctx context.Context, t *tab) {
 	w, err := s.world(ctx, t)
 	if err != nil {
 		return
 	}
-	_ = eval(ctx, t, w, "__dg.quiet(150, 1500)", nil)
+	_ = eval(ctx, t, w, "__dg.quiet(150, 500, 2000)", nil)
 }
 
 // watch follows what an action sets off in a tab: its main frame starting

@@ -417,14 +417,21 @@
       });
     },
 
-    // quiet resolves once the DOM has not changed for ms milliseconds, or
-    // after max milliseconds.
-    quiet(ms, max) {
+    // quiet resolves once at least least milliseconds have passed and the DOM has
+    // not changed for ms milliseconds, or after max milliseconds: what a
+    // script renders just after a load or a click is in the state.
+    quiet(ms, least, max) {
+      const start = performance.now();
       return new Promise((resolve) => {
-        let timer = setTimeout(done, ms);
+        let timer = setTimeout(check, Math.max(ms, least));
         const stop = setTimeout(done, max);
-        const obs = new MutationObserver(() => { clearTimeout(timer); timer = setTimeout(done, ms); });
+        const obs = new MutationObserver(() => { clearTimeout(timer); timer = setTimeout(check, ms); });
         obs.observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
+        function check() {
+          const wait = least - (performance.now() - start);
+          if (wait > 0) timer = setTimeout(check, wait);
+          else done();
+        }
         function done() {
           obs.disconnect();
           clearTimeout(timer);

@@ -65,3 +65,9 @@ func scanWith(want []byte, kill bool) int {
 	}
 	return n
 }
+
+// alive reports whether process pid exists (one of another user counts).
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || err == syscall.EPERM
+}

@@ -11,3 +11,7 @@ func dieWithParent(*exec.Cmd) {}
 
 // killTagged does nothing here: the process group is killed instead.
 func killTagged(string) {}
+
+// alive reports true: without a check of our own, a directory that may
+// still be used is never swept.
+func alive(int) bool { return true }
