@@ -235,3 +235,59 @@ func envValue(envv []string, name string) string {
 	}
 	return ""
 }
+
+// TestE2EBrowserFlowStep: research flow --browser has a browser executor;
+// a step tagged [browser] runs on it (the browser and terminate, the page
+// state before each step), and the summary cites the page it read.
+func TestE2EBrowserFlowStep(t *testing.T) {
+	chromium := chromiumForE2E(t)
+	shop, _ := newShop(t)
+	product := shop.URL + "/product/blue-mug"
+	ws := t.TempDir()
+	var browserSteps, stated int
+	var mu sync.Mutex
+	oa := newFakeOpenAI(t, func(c oaCallCtx) oaReply {
+		p := c.req.prompt()
+		var names []string
+		for _, tl := range c.req.Tools {
+			names = append(names, tl.Function.Name)
+		}
+		switch {
+		case strings.Contains(p, "You are the planner"):
+			return oaReply{ToolCalls: []oaCall{{Name: "planning", Args: `{"command":"create","title":"Mug price","steps":["[browser] Find the price of the Blue Mug at ` + product + `","[agent] Write price.md with the price"]}`}}}
+		case strings.Contains(p, "You write the final answer of a planned task"):
+			return oaReply{Content: "The Blue Mug costs €12.50 [S1]; the note is in price.md."}
+		case strings.Join(names, ",") == "browser,terminate":
+			mu.Lock()
+			browserSteps++
+			last := fakeproviders.MessageText(c.req.Messages[len(c.req.Messages)-1].Content)
+			if strings.Contains(last, "Price: €12.50") {
+				stated++
+			}
+			mu.Unlock()
+			if len(c.req.toolResults()) == 0 {
+				return oaReply{ToolCalls: []oaCall{{Name: "browser", Args: fmt.Sprintf(`{"action":"go_to_url","url":%q}`, product)}}}
+			}
+			return oaReply{ToolCalls: []oaCall{terminate("success", "The Blue Mug costs €12.50 [S1].")}}
+		case strings.Contains(p, "You are carrying out one step"):
+			if len(c.req.toolResults()) == 0 {
+				args, _ := json.Marshal(map[string]string{"command": "create", "path": filepath.Join(ws, "price.md"), "file_text": "Blue Mug: €12.50\n"})
+				return oaReply{ToolCalls: []oaCall{{Name: "str_replace_editor", Args: string(args)}}}
+			}
+			return oaReply{ToolCalls: []oaCall{terminate("success", "Wrote price.md.")}}
+		}
+		return oaReply{Content: "unexpected call"}
+	})
+	envv := env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL(), "DEEPGRAPH_BROWSER_CHROMIUM": chromium})
+	res := run(t, envv, "flow", "--model", "openai:gpt-4.1-mini", "--browser", "--allow-private-urls", "--workspace", ws,
+		"Find the Blue Mug's price and note it in price.md")
+	require.Equal(t, 0, res.code, res)
+	assertInOrder(t, res.stderr, "Executors: agent, browser", "Browser: "+chromium,
+		"Step 0 [browser] Find the price of the Blue Mug", "→ browser", "Step 0 [browser]: completed",
+		"Step 1 [agent] Write price.md with the price", "Step 1 [agent]: completed", "2/2 steps completed")
+	assert.Contains(t, res.stdout, "The Blue Mug costs €12.50 [1]("+product+")")
+	assert.Equal(t, 2, browserSteps, "the browser executor took two steps")
+	assert.Equal(t, 1, stated, "its second step was shown the page's state")
+	left, _ := filepath.Glob(filepath.Join(envValue(envv, "TMPDIR"), "deepgraph-browser-*"))
+	assert.Empty(t, left)
+}
