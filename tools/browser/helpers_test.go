@@ -165,3 +165,7 @@ func indexOf(t *testing.T, state, what string) int {
 }
 
 var elementNumber = regexp.MustCompile(`^[ *]\[(\d+)\]`)
+
+func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
+	return context.WithCancel(t.Context())
+}

@@ -154,7 +154,10 @@ func elementLine(e element) string {
 	if e.Locator != "" {
 		fmt.Fprintf(&b, " (%s)", clip(e.Locator, 60))
 	}
-	return clip(b.String(), 240)
+	if r := []rune(b.String()); len(r) > 240 {
+		return string(r[:239]) + "…"
+	}
+	return b.String()
 }
 
 // writeText adds the text around the viewport in what is left of the
