@@ -193,7 +193,8 @@ func TestE2EBrowserThreeStepTask(t *testing.T) {
 	t.Logf("transcript:\n%s", script.transcript())
 	if dir := os.Getenv("DEEPGRAPH_ARTIFACTS"); dir != "" {
 		require.NoError(t, os.MkdirAll(dir, 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, "browser-transcript.txt"), []byte(script.transcript()), 0o644))
+		out := script.transcript() + "── the command's output\n--- stderr ---\n" + res.stderr + "--- stdout ---\n" + res.stdout
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "browser-transcript.txt"), []byte(out), 0o644))
 	}
 	require.Equal(t, 0, res.code, res)
 	productURL := shop.URL + "/product/blue-mug"

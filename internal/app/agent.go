@@ -64,16 +64,14 @@ type AgentSetup struct {
 	MCP *MCPSet
 	// Browser is the run's browser (agent.browser), nil without one; its
 	// page state is shown to the model before each step.
-	Browser *browser.Session
-	closers []func()
+	Browser     *browser.Session
+	browserNote string
+	closers     []func()
 }
 
 // BrowserNote is the line that says the run has a browser, "" without.
 func (a *AgentSetup) BrowserNote() string {
-	if a.Browser == nil {
-		return ""
-	}
-	return browserNote(a.Browser)
+	return a.browserNote
 }
 
 // Close releases what the agent's tools hold open. The workspace is kept.
@@ -178,7 +176,7 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 		if err != nil {
 			return nil, err
 		}
-		setup.Browser = b
+		setup.Browser, setup.browserNote = b, browserNote(cfg, b)
 		setup.closers = append(setup.closers, b.Close)
 		if all, err = beforeTerminate(all, b); err != nil {
 			return nil, err

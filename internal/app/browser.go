@@ -60,8 +60,12 @@ func (p *Pool) BrowserSlots(cfg *config.Config) *browser.Slots {
 }
 
 // browserNote is the line that says a run has a browser, for the CLI.
-func browserNote(s *browser.Session) string {
-	return fmt.Sprintf("Browser: %s, headless, public addresses only, started at its first action", s.Chromium())
+func browserNote(cfg *config.Config, s *browser.Session) string {
+	reach := "public addresses only"
+	if cfg.AllowPrivateURLs {
+		reach = "public and private addresses (allow_private_urls)"
+	}
+	return fmt.Sprintf("Browser: %s, headless, %s, started at its first action", s.Chromium(), reach)
 }
 
 // CheckBrowser reports, as NewBrowser would, that the browser tool cannot

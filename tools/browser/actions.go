@@ -48,20 +48,17 @@ var readOnly = map[string]bool{ActionScrollDown: true, ActionScrollUp: true, Act
 func (s *Session) act(ctx context.Context, a Args) (tools.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return tools.Failf("the browser is closed: the run is ending"), nil
-	}
 	actx, cancel := context.WithTimeout(ctx, s.opts.ActionTimeout)
 	defer cancel()
-	if s.run == nil {
-		if err := s.launch(actx); err != nil {
-			if ctx.Err() != nil {
-				return tools.Result{}, ctx.Err()
-			}
-			return tools.Failf("the browser could not start: %v", err), nil
-		}
+	r, err := s.running(actx)
+	switch {
+	case errors.Is(err, errClosed):
+		return tools.Failf("%v", err), nil
+	case err != nil && ctx.Err() != nil:
+		return tools.Result{}, ctx.Err()
+	case err != nil:
+		return tools.Failf("the browser could not start: %v", err), nil
 	}
-	r := s.run
 	if !readOnly[a.Action] && int(r.loads.Load()) >= s.opts.MaxPages {
 		return s.result(r, fail("refused: this run has loaded %d pages, the most allowed; read what is open (extract_content, screenshot) or finish with what you have", s.opts.MaxPages)), nil
 	}
@@ -138,7 +135,7 @@ func (s *Session) result(r *running, o outcome) tools.Result {
 		res.Output = text
 	}
 	if s.opts.StateInResult {
-		if st := s.stateLocked(context.Background()); st != "" {
+		if st := s.stateOf(context.Background(), r); st != "" {
 			res.Output = strings.TrimSpace(res.Output + "\n\n" + st)
 		}
 	}

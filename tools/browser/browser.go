@@ -107,11 +107,11 @@ type Session struct {
 	// secure, so that the permission APIs exist on its pages).
 	extraFlags map[string]string
 
-	mu     sync.Mutex // serialises actions, State and Close
+	mu sync.Mutex // serialises actions and State
+
+	runMu  sync.Mutex // guards run and closed
 	closed bool
-	// set by launch
-	run      *running
-	startErr error
+	run    *running // the started browser; nil before the first action
 	// last is the last action's result, for the state.
 	last string
 
@@ -189,22 +189,62 @@ func (s *Session) Chromium() string { return s.chromium }
 
 // Close stops the browser, kills every process it started and removes its
 // profile. It is safe to call more than once, and from another goroutine
-// while an action runs (the action then fails).
+// while an action runs: the action then fails.
 func (s *Session) Close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.runMu.Lock()
 	s.closed = true
-	if s.run != nil {
-		s.run.stop(s.opts.Logger)
-		s.run = nil
+	r := s.run
+	s.run = nil
+	s.runMu.Unlock()
+	if r != nil {
+		r.stop(s.opts.Logger)
 	}
 }
 
-// launch starts the browser. It is called with s.mu held.
-func (s *Session) launch(ctx context.Context) (err error) {
+// running returns the started browser, starting it when none is; it is
+// called with s.mu held, and fails once the session is closed.
+func (s *Session) running(ctx context.Context) (*running, error) {
+	s.runMu.Lock()
+	r, closed := s.run, s.closed
+	s.runMu.Unlock()
+	switch {
+	case closed:
+		return nil, errClosed
+	case r != nil:
+		return r, nil
+	}
+	r, err := s.launch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	if s.closed {
+		r.stop(s.opts.Logger)
+		return nil, errClosed
+	}
+	s.run = r
+	return r, nil
+}
+
+// errClosed: the session was closed.
+var errClosed = errors.New("the browser is closed: the run is ending")
+
+// current returns the started browser, or nil.
+func (s *Session) current() *running {
+	s.runMu.Lock()
+	defer s.runMu.Unlock()
+	if s.closed {
+		return nil
+	}
+	return s.run
+}
+
+// launch starts a browser.
+func (s *Session) launch(ctx context.Context) (_ *running, err error) {
 	release, err := s.opts.Slots.acquire(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r := &running{release: release, popups: make(chan *tab, 8), adopted: map[target.ID]bool{}, nextID: 1}
 	defer func() {
@@ -214,11 +254,11 @@ func (s *Session) launch(ctx context.Context) (err error) {
 	}()
 	sweep(s.opts.Logger)
 	if r.dir, err = os.MkdirTemp("", dirPrefix); err != nil {
-		return fmt.Errorf("creating the browser's profile directory: %w", err)
+		return nil, fmt.Errorf("creating the browser's profile directory: %w", err)
 	}
 	for _, d := range []string{"profile", "home", "tmp"} {
 		if err := os.Mkdir(filepath.Join(r.dir, d), 0o700); err != nil {
-			return fmt.Errorf("creating the browser's profile directory: %w", err)
+			return nil, fmt.Errorf("creating the browser's profile directory: %w", err)
 		}
 	}
 	// Chromium puts a socket in its TMPDIR, and a socket's path is short
@@ -227,16 +267,16 @@ func (s *Session) launch(ctx context.Context) (err error) {
 	r.tmp = filepath.Join(r.dir, "tmp")
 	if len(r.tmp) > maxTmpLen && runtime.GOOS != "windows" {
 		if r.extra, err = os.MkdirTemp("/tmp", "dgb-"); err != nil {
-			return fmt.Errorf("creating the browser's temporary directory: %w", err)
+			return nil, fmt.Errorf("creating the browser's temporary directory: %w", err)
 		}
 		r.tmp = r.extra
 	}
 	owner := strconv.Itoa(os.Getpid()) + "\n" + r.extra
 	if err := os.WriteFile(filepath.Join(r.dir, ownerFile), []byte(owner), 0o600); err != nil {
-		return fmt.Errorf("creating the browser's profile directory: %w", err)
+		return nil, fmt.Errorf("creating the browser's profile directory: %w", err)
 	}
 	if r.proxy, err = startProxy(s.guard, s.opts.Logger); err != nil {
-		return err
+		return nil, err
 	}
 	r.tag = filepath.Base(r.dir)
 	life, cancel := context.WithCancel(context.Background())
@@ -255,17 +295,16 @@ func (s *Session) launch(ctx context.Context) (err error) {
 		err = startCtx.Err()
 	}
 	if err != nil {
-		return s.startError(err)
+		return nil, s.startError(err)
 	}
 	if b := chromedp.FromContext(r.rootCtx).Browser; b != nil && b.Process() != nil {
 		r.pgid = b.Process().Pid
 	}
 	if err := s.configure(ctx, r); err != nil {
-		return fmt.Errorf("setting up the browser: %w", err)
+		return nil, fmt.Errorf("setting up the browser: %w", err)
 	}
-	s.run = r
 	s.opts.Logger.Debug("browser: started", "chromium", s.chromium, "pid", r.pgid, "profile", r.dir, "proxy", r.proxy.addr())
-	return nil
+	return r, nil
 }
 
 // startError explains a browser that did not start.

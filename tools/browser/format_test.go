@@ -120,3 +120,21 @@ func TestSweep(t *testing.T) {
 		assert.DirExists(t, d)
 	}
 }
+
+func TestFindChromium(t *testing.T) {
+	_, err := FindChromium("/nonexistent/chromium")
+	require.ErrorIs(t, err, ErrNoChromium)
+	assert.Contains(t, err.Error(), "/nonexistent/chromium is not an executable")
+	assert.Contains(t, err.Error(), "sudo apt-get install chromium")
+
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "mychrome")
+	require.NoError(t, os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755))
+	got, err := FindChromium(exe)
+	require.NoError(t, err)
+	assert.Equal(t, exe, got)
+	t.Setenv("PATH", dir)
+	got, err = FindChromium("mychrome")
+	require.NoError(t, err, "a name is looked up on PATH")
+	assert.Equal(t, exe, got)
+}

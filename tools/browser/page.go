@@ -190,7 +190,10 @@ func (s *Session) settle(ctx context.Context, r *running, w *watch, loadBy time.
 wait:
 	for {
 		select {
-		case v := <-w.started:
+		case v, ok := <-w.started:
+			if !ok { // the tab is gone
+				break wait
+			}
 			var ev page.EventFrameStartedLoading
 			if jsonv2.Unmarshal(v, &ev) == nil && ev.FrameID == w.t.frameID() {
 				w.startedMain = true
@@ -222,7 +225,10 @@ func (s *Session) waitLoad(ctx context.Context, t *tab, stopped <-chan jsonv2.Va
 	defer timer.Stop()
 	for {
 		select {
-		case v := <-stopped:
+		case v, ok := <-stopped:
+			if !ok { // the tab is gone
+				return false
+			}
 			var ev page.EventFrameStoppedLoading
 			if jsonv2.Unmarshal(v, &ev) == nil && ev.FrameID == t.frameID() {
 				return true

@@ -51,6 +51,7 @@ type proxy struct {
 	ln     net.Listener
 	srv    *http.Server
 	rp     *httputil.ReverseProxy
+	tr     *http.Transport // the guard's, under rp
 	logger *slog.Logger
 
 	mu      sync.Mutex
@@ -67,12 +68,12 @@ func startProxy(g *netguard.Guard, logger *slog.Logger) (*proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("browser: starting the network proxy: %w", err)
 	}
-	p := &proxy{guard: g, ln: ln, logger: logger, tunnels: map[net.Conn]struct{}{}}
+	p := &proxy{guard: g, ln: ln, logger: logger, tunnels: map[net.Conn]struct{}{}, tr: g.Transport()}
 	p.rp = &httputil.ReverseProxy{
 		// The request is in proxy form (an absolute URL): it goes where it
 		// says, with the hop-by-hop headers removed and nothing added.
 		Rewrite:      func(*httputil.ProxyRequest) {},
-		Transport:    g.Wrap(g.Transport()),
+		Transport:    g.Wrap(p.tr),
 		ErrorHandler: p.failed,
 		ErrorLog:     log.New(io.Discard, "", 0),
 	}
@@ -84,9 +85,11 @@ func startProxy(g *netguard.Guard, logger *slog.Logger) (*proxy, error) {
 // addr is the proxy's host:port.
 func (p *proxy) addr() string { return p.ln.Addr().String() }
 
-// close stops the proxy and cuts the tunnels that are open.
+// close stops the proxy, cuts the tunnels that are open and closes its
+// connections to the sites.
 func (p *proxy) close() {
 	_ = p.srv.Close()
+	p.tr.CloseIdleConnections()
 	p.mu.Lock()
 	p.closed = true
 	for c := range p.tunnels {
