@@ -48,9 +48,7 @@ var readOnly = map[string]bool{ActionScrollDown: true, ActionScrollUp: true, Act
 func (s *Session) act(ctx context.Context, a Args) (tools.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	actx, cancel := context.WithTimeout(ctx, s.opts.ActionTimeout)
-	defer cancel()
-	r, err := s.running(actx)
+	r, err := s.running(ctx)
 	switch {
 	case errors.Is(err, errClosed):
 		return tools.Failf("%v", err), nil
@@ -59,6 +57,8 @@ func (s *Session) act(ctx context.Context, a Args) (tools.Result, error) {
 	case err != nil:
 		return tools.Failf("the browser could not start: %v", err), nil
 	}
+	actx, cancel := context.WithTimeout(ctx, s.opts.ActionTimeout)
+	defer cancel()
 	if !readOnly[a.Action] && int(r.loads.Load()) >= s.opts.MaxPages {
 		return s.result(r, fail("refused: this run has loaded %d pages, the most allowed; read what is open (extract_content, screenshot) or finish with what you have", s.opts.MaxPages)), nil
 	}

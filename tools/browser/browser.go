@@ -241,8 +241,13 @@ func (s *Session) current() *running {
 }
 
 // launch starts a browser.
+//
+// It waits for a slot (Options.Slots) at most ActionTimeout, and for
+// Chromium to start at most startTimeout.
 func (s *Session) launch(ctx context.Context) (_ *running, err error) {
-	release, err := s.opts.Slots.acquire(ctx)
+	slotCtx, cancelSlot := context.WithTimeout(ctx, s.opts.ActionTimeout)
+	release, err := s.opts.Slots.acquire(slotCtx)
+	cancelSlot()
 	if err != nil {
 		return nil, err
 	}
