@@ -29,7 +29,6 @@ type browsers struct {
 	mu     sync.Mutex
 	byConn map[*mcp.ServerSession]BrowserSession
 	closed bool
-	wg     sync.WaitGroup
 }
 
 func newBrowsers(base context.Context, open func() (BrowserSession, error)) *browsers {
@@ -54,18 +53,10 @@ func (b *browsers) of(ss *mcp.ServerSession) (BrowserSession, error) {
 	}
 	b.byConn[ss] = s
 	if ss != nil {
-		b.wg.Add(1)
+		// The session's end closes its browser (the server's stop closes
+		// them all, see newBrowsers); the goroutine ends with the session.
 		go func() {
-			defer b.wg.Done()
-			done := make(chan struct{})
-			go func() {
-				_ = ss.Wait()
-				close(done)
-			}()
-			select {
-			case <-done:
-			case <-b.base.Done():
-			}
+			_ = ss.Wait()
 			b.close(ss)
 		}()
 	}
