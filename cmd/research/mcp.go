@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,6 +21,7 @@ import (
 	"github.com/deepgraph/deepgraph/internal/server"
 	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/search"
+	"github.com/deepgraph/deepgraph/tools/browser"
 )
 
 func (c *cli) mcpCmd() *cobra.Command {
@@ -132,12 +135,15 @@ func (c *cli) mcp(cmd *cobra.Command, addr string) error {
 			return err
 		}
 		slots := pool.BrowserSlots(cfg)
+		var opened openBrowsers
+		defer opened.closeAll() // before the command returns: nothing is left behind
 		opts.Browser = func() (mcpserver.BrowserSession, error) {
 			b, err := app.NewBrowser(cfg, reader, slots, logger, true)
 			if err != nil {
 				return nil, err
 			}
-			return b, nil
+			opened.add(b)
+			return trackedBrowser{b, &opened}, nil
 		}
 	}
 	srv, err := mcpserver.New(ctx, opts)
@@ -251,3 +257,45 @@ func (c *cli) mcpHTTP(ctx context.Context, srv *mcp.Server, addr, token string, 
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// openBrowsers are the browsers research mcp opened for its sessions and
+// that are still open: the server closes each when its session ends, and
+// the command closes the rest before it returns.
+type openBrowsers struct {
+	mu  sync.Mutex
+	all []*browser.Session
+}
+
+func (o *openBrowsers) add(b *browser.Session) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.all = append(o.all, b)
+}
+
+func (o *openBrowsers) remove(b *browser.Session) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.all = slices.DeleteFunc(o.all, func(x *browser.Session) bool { return x == b })
+}
+
+// trackedBrowser is a session's browser that leaves openBrowsers when the
+// server closes it.
+type trackedBrowser struct {
+	*browser.Session
+	o *openBrowsers
+}
+
+func (t trackedBrowser) Close() {
+	t.Session.Close()
+	t.o.remove(t.Session)
+}
+
+func (o *openBrowsers) closeAll() {
+	o.mu.Lock()
+	all := o.all
+	o.all = nil
+	o.mu.Unlock()
+	for _, b := range all {
+		b.Close()
+	}
+}

@@ -27,6 +27,7 @@ func TestPrivateAddressesRefused(t *testing.T) {
 		http.Redirect(w, r, secret("127.0.0.1"), http.StatusFound)
 	})
 	web.page("/tricks", `<!doctype html><title>Tricks</title><p>Nothing to see.</p>
+<button onclick="window.open('`+secret("127.0.0.1")+`?open')">Open a window</button>
 <iframe src="`+secret("internal.test")+`"></iframe>
 <img src="`+secret("127.0.0.1")+`?img">
 <script>
@@ -58,6 +59,11 @@ try { new WebSocket('ws://127.0.0.1:`+web.port+`/secret'); } catch (e) {}
 	all := res.Content() + "\n" + do(t, s, map[string]any{"action": "scroll_down"}).Content()
 	assert.Contains(t, all, "Refused by the network guard: "+secret("internal.test"))
 	assert.Contains(t, all, "Refused by the network guard: "+secret("127.0.0.1")+"?img")
+	// A window a click opens is a new tab, and its page is refused too.
+	state = s.State(context.Background())
+	res = do(t, s, map[string]any{"action": "click", "index": indexOf(t, state, `button "Open a window"`)})
+	assert.Contains(t, res.Content(), "It opened a new tab (2)")
+	assert.Contains(t, res.Content(), "Refused by the network guard: "+secret("127.0.0.1")+"?open")
 	assert.Zero(t, web.hitCount("/secret"), "the private server was reached")
 }
 
