@@ -224,7 +224,7 @@ func (s *Session) goTo(ctx context.Context, r *running, raw string, newTab bool,
 			return fail("cannot open a tab: %v", err)
 		}
 	}
-	w := s.watch(t)
+	w := s.watch(r, t)
 	nav, err := cdp.Call(ctx, t.t, page.Navigate, page.NavigateParams{URL: u})
 	o := outcome{loads: true, w: w}
 	switch {
@@ -324,7 +324,7 @@ func (s *Session) click(ctx context.Context, r *running, index *int, loadBy time
 	if o := jsFailure(call(ctx, t, &pt, "point", i), pt.Error); o != nil {
 		return *o
 	}
-	w := s.watch(t)
+	w := s.watch(r, t)
 	how := ""
 	if pt.Covered != "" {
 		var res struct{ Error string }
@@ -374,7 +374,7 @@ func (s *Session) inputText(ctx context.Context, r *running, a Args, loadBy time
 		s.quiet(ctx, t)
 		return done("%s", text)
 	}
-	w := s.watch(t)
+	w := s.watch(r, t)
 	if err := pressEnter(ctx, t); err != nil {
 		w.stop()
 		return fail("%s Pressing Enter failed: %v", text, err)
@@ -407,7 +407,7 @@ func (s *Session) selectOption(ctx context.Context, r *running, a Args, loadBy t
 	if strings.TrimSpace(a.Text) == "" {
 		return fail("select_option needs text: the text of the option to choose")
 	}
-	w := s.watch(t)
+	w := s.watch(r, t)
 	var res struct {
 		Label, Chosen, Error string
 	}
@@ -464,7 +464,7 @@ func (s *Session) goBack(ctx context.Context, r *running, loadBy time.Time) outc
 	if prev.URL == "about:blank" {
 		return fail("this tab has no earlier page")
 	}
-	w := s.watch(t)
+	w := s.watch(r, t)
 	if _, err := cdp.Call(ctx, t.t, page.NavigateToHistoryEntry, page.NavigateToHistoryEntryParams{EntryID: prev.ID}); err != nil {
 		w.stop()
 		return fail("going back failed: %v", err)

@@ -130,7 +130,8 @@ type running struct {
 	tabs    []*tab
 	cur     *tab
 	nextID  int
-	popups  chan *tab // tabs the pages opened (nil: one refused), for the action that caused them
+	popups  chan *tab     // tabs the pages opened (nil: one refused), for the action that caused them
+	opening chan struct{} // a page opened a tab, which is being adopted
 	adopted map[target.ID]bool
 	pending int          // tabs being adopted
 	loads   atomic.Int64 // main-frame page loads of every tab
@@ -252,6 +253,10 @@ func (s *Session) onBrowserEvent(r *running, ev any) {
 		info := ev.TargetInfo
 		if info.Type != "page" || info.OpenerID == "" {
 			return
+		}
+		select {
+		case r.opening <- struct{}{}:
+		default:
 		}
 		r.wg.Add(1)
 		go func() {

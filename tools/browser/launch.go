@@ -31,7 +31,7 @@ func (s *Session) launch(ctx context.Context) (_ *running, err error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &running{release: release, popups: make(chan *tab, 8), adopted: map[target.ID]bool{}, nextID: 1}
+	r := &running{release: release, popups: make(chan *tab, 8), opening: make(chan struct{}, 8), adopted: map[target.ID]bool{}, nextID: 1}
 	defer func() {
 		if err != nil {
 			r.stop(s.opts.Logger)

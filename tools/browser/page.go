@@ -164,7 +164,16 @@ type watch struct {
 	timedOut, failed bool
 }
 
-func (s *Session) watch(t *tab) *watch {
+func (s *Session) watch(r *running, t *tab) *watch {
+	// What pages opened before the action is not its doing.
+	for drained := false; !drained; {
+		select {
+		case <-r.opening:
+		case <-r.popups:
+		default:
+			drained = true
+		}
+	}
 	w := &watch{t: t}
 	w.started, w.unstart = t.t.Subscribe(page.FrameStartedLoading.Method)
 	w.loaded, w.unload = t.t.Subscribe(page.FrameStoppedLoading.Method)
@@ -182,11 +191,13 @@ const settleWindow = 400 * time.Millisecond
 
 // settle waits for the effects of an action: a navigation of the tab (then
 // its load, until loadBy), or a tab the page opened (which becomes
-// current). A load that does not end by loadBy is stopped.
+// current once adopted, then its load). A load that does not end by
+// loadBy is stopped.
 func (s *Session) settle(ctx context.Context, r *running, w *watch, loadBy time.Time) {
 	defer w.stop()
 	timer := time.NewTimer(settleWindow)
 	defer timer.Stop()
+	opening := false
 wait:
 	for {
 		select {
@@ -199,11 +210,22 @@ wait:
 				w.startedMain = true
 				break wait
 			}
-		case t := <-r.popups:
-			w.popup = t // nil: a tab refused (and noted)
+		case <-r.opening:
+			opening = true
 			break wait
 		case <-timer.C:
 			break wait
+		case <-ctx.Done():
+			return
+		}
+	}
+	if opening {
+		// The new tab is being attached (or closed, past MaxTabs).
+		adopted := time.NewTimer(time.Until(loadBy))
+		defer adopted.Stop()
+		select {
+		case w.popup = <-r.popups: // nil: refused, and noted
+		case <-adopted.C:
 		case <-ctx.Done():
 			return
 		}
