@@ -108,6 +108,9 @@ type Config struct {
 	// Serve configures research serve.
 	Serve Serve
 
+	// Browser configures the browser tool (agent.browser).
+	Browser Browser
+
 	// File is the config file that was read, "" when none.
 	File string
 
@@ -131,6 +134,8 @@ type Agent struct {
 	// TextMode drives the model with a text ReAct protocol instead of
 	// native tool calling.
 	TextMode bool
+	// Browser offers the browser tool: a headless Chromium (see Browser).
+	Browser bool
 	// MCP selects the MCP servers agent runs use: names of MCPServers and
 	// ad-hoc servers ("NAME=COMMAND ARGS…", "NAME=https://URL"), or
 	// ["none"]; empty means every server of MCPServers.
@@ -160,6 +165,24 @@ type Serve struct {
 	Models []string
 	// AllowAgent lets clients start agent runs.
 	AllowAgent bool
+	// MaxBrowsers bounds the browsers (one per agent run with
+	// agent.browser) running at once; more runs wait for one.
+	MaxBrowsers int
+}
+
+// Browser is the configuration of the browser tool.
+type Browser struct {
+	// Chromium is the Chromium or Chrome executable; "" finds one.
+	Chromium string
+	// ActionTimeout bounds one browser action, page loads included.
+	ActionTimeout time.Duration
+	// MaxPages bounds the pages one run's browser loads; MaxTabs the tabs
+	// open at once.
+	MaxPages int
+	MaxTabs  int
+	// NoSandbox runs Chromium without its sandbox (for containers without
+	// user namespaces; as root it always runs without).
+	NoSandbox bool
 }
 
 // DefaultServeAddr is where research serve listens by default: loopback

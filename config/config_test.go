@@ -75,6 +75,9 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, 3, c.Retries)
 	assert.False(t, c.AllowPrivateURLs)
 	assert.Equal(t, 20, c.Agent.MaxSteps)
+	assert.False(t, c.Agent.Browser, "no browser unless asked for")
+	assert.Equal(t, Browser{ActionTimeout: 30 * time.Second, MaxPages: 50, MaxTabs: 5}, c.Browser)
+	assert.Equal(t, 2, c.Serve.MaxBrowsers)
 	assert.Empty(t, c.File)
 	for _, e := range c.Redacted() {
 		assert.Equal(t, "default", e.Source, e.Key)
@@ -154,6 +157,12 @@ func TestPrecedence(t *testing.T) {
 			get: func(c *Config) any { return c.AllowPrivateURLs }, want: true, wantSrc: "flag --allow-private-urls"},
 		{name: "bool env", env: map[string]string{"DEEPGRAPH_ALLOW_PRIVATE_URLS": "yes"}, key: "allow_private_urls",
 			get: func(c *Config) any { return c.AllowPrivateURLs }, want: true, wantSrc: "env DEEPGRAPH_ALLOW_PRIVATE_URLS"},
+		{name: "browser flag", args: []string{"--browser"}, key: "agent.browser",
+			get: func(c *Config) any { return c.Agent.Browser }, want: true, wantSrc: "flag --browser"},
+		{name: "browser section in the file", file: "browser:\n  action_timeout: 45s\n  max_pages: 7\n", key: "browser.action_timeout",
+			get: func(c *Config) any { return [2]any{c.Browser.ActionTimeout, c.Browser.MaxPages} }, want: [2]any{45 * time.Second, 7}, wantSrc: "file"},
+		{name: "browser env", env: map[string]string{"DEEPGRAPH_BROWSER_CHROMIUM": "/opt/chrome/chrome"}, key: "browser.chromium",
+			get: func(c *Config) any { return c.Browser.Chromium }, want: "/opt/chrome/chrome", wantSrc: "env DEEPGRAPH_BROWSER_CHROMIUM"},
 		{name: "model shorthand flag", file: "model: gemini:gemini-2.5-pro\n", args: []string{"-m", "ollama:qwen3:8b"}, key: "model",
 			get: func(c *Config) any { return c.Model }, want: "ollama:qwen3:8b", wantSrc: "flag --model"},
 	}
@@ -368,7 +377,7 @@ func TestUnknownKeys(t *testing.T) {
 		l.File = writeFile(t, "config.yaml", "agent: yes\n")
 		_, err := l.Load()
 		require.ErrorIs(t, err, ErrInvalid)
-		assert.Contains(t, err.Error(), "agent: yes is not allowed: use a section of keys (workspace, allow_exec, max_steps, tool_timeout, tools, mcp, text_mode)")
+		assert.Contains(t, err.Error(), "agent: yes is not allowed: use a section of keys (workspace, allow_exec, max_steps, tool_timeout, tools, browser, mcp, text_mode)")
 	})
 }
 
@@ -514,7 +523,7 @@ func TestAddFlags(t *testing.T) {
 	assert.Nil(t, fs.Lookup("model"))
 	err := AddFlags(fs, "gemini_api_key")
 	require.Error(t, err, "secrets have no flag")
-	assert.Equal(t, []string{"agent.workspace", "agent.allow_exec", "agent.max_steps", "agent.tool_timeout", "agent.tools", "agent.mcp", "agent.text_mode"}, KeysWithFlags("agent."))
+	assert.Equal(t, []string{"agent.workspace", "agent.allow_exec", "agent.max_steps", "agent.tool_timeout", "agent.tools", "agent.browser", "agent.mcp", "agent.text_mode"}, KeysWithFlags("agent."))
 }
 
 func TestClosest(t *testing.T) {

@@ -208,6 +208,10 @@ var table = []entry{
 			"the model is told the call did not finish. ask_human and deep_research are bounded by --timeout only.",
 		func(c *Config) *time.Duration { return &c.Agent.ToolTimeout })),
 	withEnv(toolsKey()),
+	withEnv(boolKey("agent.browser", "--browser", false,
+		"Offer the browser tool: a headless Chromium the agent drives (pages that need JavaScript, forms, clicks, tabs), with the SSRF guard of fetch_page on every request, "+
+			"downloads, uploads and device permissions refused, and a fresh profile per run. Needs Chromium installed (see browser.chromium).",
+		func(c *Config) *bool { return &c.Agent.Browser })),
 	withEnv(mcpKey()),
 	withEnv(boolKey("agent.text_mode", "--text-mode", false,
 		"Drive the model with a text ReAct protocol instead of native tool calls (for models without tool support).",
@@ -235,10 +239,28 @@ var table = []entry{
 	withEnv(boolKey("serve.allow_agent", "--allow-agent", true,
 		"Let clients of research serve start agent runs (code execution still needs agent.allow_exec).",
 		func(c *Config) *bool { return &c.Serve.AllowAgent })),
+	withEnv(intKey("serve.max_browsers", "", 2, 1, MaxConcurrency,
+		"Browsers (one per agent run with agent.browser) research serve and research mcp run at once; a run whose browser finds none free waits for one, within its action's time.",
+		func(c *Config) *int { return &c.Serve.MaxBrowsers })),
+	withEnv(stringKey("browser.chromium", "", "", "found: /usr/bin/chromium, else chromium, chromium-browser, google-chrome or chrome on PATH",
+		"Chromium or Chrome executable the browser tool runs (install: apt-get install chromium, dnf install chromium, brew install --cask chromium).",
+		func(c *Config) *string { return &c.Browser.Chromium }, expandHome)),
+	withEnv(durationKey("browser.action_timeout", "", 30*time.Second, time.Second, time.Hour,
+		"Bound on one browser action, page loads included; a page still loading at three quarters of it is stopped and shown as far as it loaded.",
+		func(c *Config) *time.Duration { return &c.Browser.ActionTimeout })),
+	withEnv(intKey("browser.max_pages", "", 50, 1, 100000,
+		"Most pages one run's browser loads (navigations and new tabs); past it, actions that would load one are refused.",
+		func(c *Config) *int { return &c.Browser.MaxPages })),
+	withEnv(intKey("browser.max_tabs", "", 5, 1, 100,
+		"Most tabs open at once in one run's browser; a page that opens one more has it closed.",
+		func(c *Config) *int { return &c.Browser.MaxTabs })),
+	withEnv(boolKey("browser.no_sandbox", "", false,
+		"Run Chromium without its sandbox, for containers without user namespaces (as root it always runs without). Pages then run less confined: prefer a container or VM that allows the sandbox.",
+		func(c *Config) *bool { return &c.Browser.NoSandbox })),
 }
 
 // sections are the keys that hold other keys in a config file.
-var sections = []string{"agent", "serve"}
+var sections = []string{"agent", "serve", "browser"}
 
 func lookup(name string) (entry, bool) {
 	for _, e := range table {
@@ -542,7 +564,7 @@ func checkSpec(s string) (string, error) {
 func toolsKey() entry {
 	return entry{
 		Key: Key{Name: "agent.tools", Default: "all available", Flag: "--tools",
-			Help: "Built-in tools offered to the agent, comma-separated: web_search, fetch_page, str_replace_editor, python_execute, bash, ask_human, planning, deep_research, terminate (MCP tools come with --mcp)."},
+			Help: "Built-in tools offered to the agent, comma-separated: web_search, fetch_page, str_replace_editor, python_execute, bash, ask_human, planning, deep_research, browser (with --browser), terminate (MCP tools come with --mcp)."},
 		set: func(c *Config, v any) error {
 			items, err := asList(v)
 			if err != nil {

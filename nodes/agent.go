@@ -91,6 +91,11 @@ type AgentConfig struct {
 	// never act) retry a failed call; nil means DefaultModelRetry, and
 	// &graph.RetryPolicy{MaxAttempts: 1} turns retries off (see ModelRetry).
 	ModelRetry *graph.RetryPolicy
+	// States are shown to the model before each think step: each one's
+	// current state (a browser's open page), after the conversation,
+	// fenced as untrusted like tool output. A step sees only the latest
+	// state: it is not kept in the messages.
+	States []StateSource
 	// Checkpointer stores the agent's runs: Run and Resume with graph.Thread
 	// continue a run after a crash or a failure without repeating finished
 	// steps. With it, ask_human calls (when Tools has ask_human) pause the
@@ -98,6 +103,17 @@ type AgentConfig struct {
 	// *graph.InterruptError whose payload is a HumanQuestion, and Resume
 	// with graph.Answer(text) goes on — in this process or another.
 	Checkpointer graph.Checkpointer
+}
+
+// StateSource is something whose current state the model sees before each
+// step of an agent, such as a browser session (tools/browser.Session):
+// the page the next action works on.
+type StateSource interface {
+	// Name names the source in the prompt ("browser").
+	Name() string
+	// State is the current state as text; "" shows nothing. It is
+	// untrusted (web pages) and is fenced as such.
+	State(ctx context.Context) string
 }
 
 // HumanQuestion is the payload of the interrupt an agent pauses at when it
@@ -401,7 +417,7 @@ func (a *Agent) think(ctx context.Context, s AgentState) (graph.Update[AgentStat
 	meter := new(llm.Meter)
 	model := llm.Metered(a.cfg.Model, meter, llm.RoleAgent)
 	defs := a.toolsNow(ctx).Defs()
-	msgs := a.prompt(s, "", defs)
+	msgs := append(a.prompt(s, "", defs), a.states(ctx)...)
 	var opts []llm.Option
 	if a.cfg.TextMode {
 		opts = append(opts, llm.Stop("\nObservation:"))

@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -144,6 +145,23 @@ var (
 // cannot pose as the end of the fence.
 func fenceOutput(tool, content string) string {
 	return toolOutputFence.Wrap(fmt.Sprintf("tool=%q untrusted=\"true\"", tool), content)
+}
+
+// states are the messages showing the model the current state of the
+// agent's state sources (AgentConfig.States), fenced like tool output and
+// cut like it.
+func (a *Agent) states(ctx context.Context) []schemas.Message {
+	var msgs []schemas.Message
+	for _, src := range a.cfg.States {
+		st := strings.TrimSpace(src.State(ctx))
+		if st == "" {
+			continue
+		}
+		name := src.Name()
+		fenced := toolOutputFence.Wrap(fmt.Sprintf("tool=%q kind=\"state\" untrusted=\"true\"", name), cutText(st, a.cfg.MaxToolOutput))
+		msgs = append(msgs, schemas.UserMessage("The current state of "+name+", for your next step (it replaces any earlier state):\n"+fenced))
+	}
+	return msgs
 }
 
 // maxPartialCalls caps the calls a failed run's partial result lists.

@@ -33,7 +33,16 @@ Tools: web_search (when a search provider or --corpus is configured),
 fetch_page (public addresses only unless --allow-private-urls),
 str_replace_editor (confined to the workspace), planning, ask_human (when
 stdin is a terminal), terminate — and python_execute and bash only with
---allow-exec. --tools narrows the set.
+--allow-exec, browser (a headless Chromium: pages that need JavaScript,
+forms, clicks, tabs) only with --browser. --tools narrows the set.
+
+With --browser, the model sees the browser's state before each step (the
+URL, the tabs, the page's interactive elements numbered for its actions,
+the text around the viewport). Every request of the browser passes the SSRF
+guard of fetch_page; downloads, uploads, notifications, location, camera
+and microphone are refused; each run gets a fresh profile in a temporary
+directory, removed after, and the browser dies with the run (timeout,
+Ctrl-C, or this process killed). See docs/browser.md.
 
 The workspace is --workspace DIR (it must exist; file-system roots, system
 directories such as /etc or /usr, and your home directory itself are
@@ -54,7 +63,8 @@ configuration or usage error; 3 the agent gave up (terminate with failure); 4
 the step limit was reached (a best-effort answer is printed); 5 the agent was
 stuck repeating itself; 130 interrupted.`,
 		Example: `  research agent "Summarise the three latest Go releases into notes.md" --workspace ./notes
-  research agent --allow-exec --tools str_replace_editor,python_execute,terminate "Plot …"`,
+  research agent --allow-exec --tools str_replace_editor,python_execute,terminate "Plot …"
+  research agent --browser "Find the cheapest direct flight on example-airline.com next Friday"`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c.out = out
@@ -149,6 +159,9 @@ func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.Age
 	c.console.line("Tools: " + strings.Join(setup.Tools.Names(), ", "))
 	if m := setup.MCP.Summary(); m != "" {
 		c.console.line("MCP servers: " + m)
+	}
+	if b := setup.BrowserNote(); b != "" {
+		c.console.line(b)
 	}
 	if app.HasExec(setup.Tools) {
 		c.console.line("Warning: python_execute and bash run model-written code as you; they are not a sandbox")

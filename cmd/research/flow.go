@@ -117,6 +117,9 @@ func (c *cli) runFlow(cmd *cobra.Command, args []string, fo app.FlowOptions) err
 	if m := ag.MCP.Summary(); m != "" {
 		c.console.line("MCP servers: " + m)
 	}
+	if b := ag.BrowserNote(); b != "" {
+		c.console.line(b)
+	}
 	if app.HasExec(ag.Tools) {
 		c.console.line("Warning: python_execute and bash run model-written code as you; they are not a sandbox")
 	}

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,6 +21,7 @@ import (
 	"github.com/deepgraph/deepgraph/internal/server"
 	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/search"
+	"github.com/deepgraph/deepgraph/tools/browser"
 )
 
 func (c *cli) mcpCmd() *cobra.Command {
@@ -35,6 +38,13 @@ such as Claude Desktop, IDEs and agents. It offers three tools:
   web_search     one search (query, max_results), when a search provider or a
                  corpus is configured
   fetch_page     one public web page as Markdown (url, offset)
+
+and, only with --browser (agent.browser), a fourth:
+
+  browser        a headless Chromium of the session's own (go_to_url, click,
+                 input_text, …; each result ends with the page's state),
+                 behind the same SSRF guard; at most serve.max_browsers at
+                 once
 
 By default it speaks MCP over stdio: the client starts "research mcp" and
 talks to it on stdin and stdout; logs go to stderr. With --http ADDR it
@@ -58,6 +68,9 @@ serve.max_running (calls researching at once).`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return c.mcp(cmd, addr) },
 	}
 	cmd.Flags().StringVar(&addr, "http", "", "serve MCP's streamable HTTP transport at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8765)")
+	if err := config.AddFlags(cmd.Flags(), "agent.browser"); err != nil {
+		panic(err)
+	}
 	return cmd
 }
 
@@ -117,6 +130,22 @@ func (c *cli) mcp(cmd *cobra.Command, addr string) error {
 		Redact:        c.console.redact,
 		Logger:        logger,
 	}
+	if cfg.Agent.Browser {
+		if err := app.CheckBrowser(cfg); err != nil {
+			return err
+		}
+		slots := pool.BrowserSlots(cfg)
+		var opened openBrowsers
+		defer opened.closeAll() // before the command returns: nothing is left behind
+		opts.Browser = func() (mcpserver.BrowserSession, error) {
+			b, err := app.NewBrowser(cfg, reader, slots, logger, true)
+			if err != nil {
+				return nil, err
+			}
+			opened.add(b)
+			return trackedBrowser{b, &opened}, nil
+		}
+	}
 	srv, err := mcpserver.New(ctx, opts)
 	if err != nil {
 		return err
@@ -124,6 +153,9 @@ func (c *cli) mcp(cmd *cobra.Command, addr string) error {
 	tools := "deep_research, fetch_page"
 	if searcher != nil {
 		tools = "deep_research, web_search, fetch_page"
+	}
+	if cfg.Agent.Browser {
+		tools += fmt.Sprintf(", browser (one per session, at most %d at once)", cfg.Serve.MaxBrowsers)
 	}
 	if addr == "" {
 		return c.mcpStdio(ctx, srv, tools, probe)
@@ -225,3 +257,45 @@ func (c *cli) mcpHTTP(ctx context.Context, srv *mcp.Server, addr, token string, 
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// openBrowsers are the browsers research mcp opened for its sessions and
+// that are still open: the server closes each when its session ends, and
+// the command closes the rest before it returns.
+type openBrowsers struct {
+	mu  sync.Mutex
+	all []*browser.Session
+}
+
+func (o *openBrowsers) add(b *browser.Session) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.all = append(o.all, b)
+}
+
+func (o *openBrowsers) remove(b *browser.Session) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.all = slices.DeleteFunc(o.all, func(x *browser.Session) bool { return x == b })
+}
+
+// trackedBrowser is a session's browser that leaves openBrowsers when the
+// server closes it.
+type trackedBrowser struct {
+	*browser.Session
+	o *openBrowsers
+}
+
+func (t trackedBrowser) Close() {
+	t.Session.Close()
+	t.o.remove(t.Session)
+}
+
+func (o *openBrowsers) closeAll() {
+	o.mu.Lock()
+	all := o.all
+	o.all = nil
+	o.mu.Unlock()
+	for _, b := range all {
+		b.Close()
+	}
+}

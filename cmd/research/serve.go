@@ -31,6 +31,9 @@ token (serve.token or DEEPGRAPH_SERVE_TOKEN), sent as Authorization: Bearer;
 without one the server refuses to start. Pages of other sites may not call
 the API unless listed in serve.cors_origins.
 
+With --browser (agent.browser), agent runs get the browser tool: one
+headless Chromium per run, at most serve.max_browsers at once.
+
 SIGTERM or Ctrl-C stops it: running runs store what they finished and wait
 as interrupted; with --resume-interrupted (serve.resume_interrupted) the
 next start resumes them. Queued runs run at the next start.`,
@@ -39,7 +42,7 @@ next start resumes them. Queued runs run at the next start.`,
 		Args: cobra.NoArgs,
 		RunE: c.serve,
 	}
-	if err := config.AddFlags(cmd.Flags(), config.KeysWithFlags("serve.")...); err != nil {
+	if err := config.AddFlags(cmd.Flags(), append(config.KeysWithFlags("serve."), "agent.browser")...); err != nil {
 		panic(err)
 	}
 	return cmd
@@ -73,6 +76,11 @@ func (c *cli) serve(cmd *cobra.Command, _ []string) error {
 		return err
 	}
 	probe.Close()
+	if cfg.Agent.Browser {
+		if err := app.CheckBrowser(cfg); err != nil {
+			return err
+		}
+	}
 
 	srv := server.New(st, server.NewEngine(cfg, pool, logger), server.Options{
 		Token: cfg.Serve.Token.Reveal(), CORSOrigins: cfg.Serve.CORSOrigins, MaxRunning: cfg.Serve.MaxRunning,
@@ -97,6 +105,9 @@ func (c *cli) serve(cmd *cobra.Command, _ []string) error {
 		cfg.Serve.MaxRunning, cfg.Serve.QueueSize))
 	if cfg.Serve.Token.Reveal() == "" {
 		c.console.line("No token: only this machine can reach the API")
+	}
+	if cfg.Agent.Browser && cfg.Serve.AllowAgent {
+		c.console.line(fmt.Sprintf("Agent runs have a browser each (at most %d at once)", cfg.Serve.MaxBrowsers))
 	}
 	select {
 	case err := <-served:

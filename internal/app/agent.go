@@ -21,6 +21,7 @@ import (
 	"github.com/deepgraph/deepgraph/search"
 	"github.com/deepgraph/deepgraph/telemetry"
 	"github.com/deepgraph/deepgraph/tools"
+	"github.com/deepgraph/deepgraph/tools/browser"
 )
 
 // AgentIO is how the agent reaches the user.
@@ -65,8 +66,17 @@ type AgentSetup struct {
 	// configuration makes no research run.
 	Research *Research
 	// MCP are the MCP servers whose tools the agent has (agent.mcp).
-	MCP     *MCPSet
-	closers []func()
+	MCP *MCPSet
+	// Browser is the run's browser (agent.browser), nil without one; its
+	// page state is shown to the model before each step.
+	Browser     *browser.Session
+	browserNote string
+	closers     []func()
+}
+
+// BrowserNote is the line that says the run has a browser, "" without.
+func (a *AgentSetup) BrowserNote() string {
+	return a.browserNote
 }
 
 // Close releases what the agent's tools hold open. The workspace is kept.
@@ -91,6 +101,11 @@ func (a *AgentSetup) Close() {
 //   - python_execute and bash only with agent.allow_exec;
 //   - deep_research, the deep-search graph, when the configuration makes a
 //     research run (models and a back end);
+//   - browser, a headless Chromium, with agent.browser: the SSRF guard of
+//     fetch_page on every request it makes, one browser per run (started
+//     at its first action, killed with the run), at most serve.max_browsers
+//     at once among the runs of aio.Pool; its page state is shown to the
+//     model before each step;
 //   - ask_human when aio.Human or aio.Checkpointer is set; planning; terminate;
 //   - the tools of the MCP servers agent.mcp selects (all configured ones
 //     by default), named server.tool, as they are at each step.
@@ -158,12 +173,30 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 	if all, err = setup.addResearch(ctx, cfg, aio, all); err != nil {
 		return nil, err
 	}
+	if cfg.Agent.Browser {
+		var slots *browser.Slots
+		if aio.Pool != nil {
+			slots = aio.Pool.BrowserSlots(cfg)
+		}
+		b, err := NewBrowser(cfg, reader, slots, aio.Logger, false)
+		if err != nil {
+			return nil, err
+		}
+		setup.Browser, setup.browserNote = b, browserNote(cfg, b)
+		setup.closers = append(setup.closers, b.Close)
+		if all, err = beforeTerminate(all, b); err != nil {
+			return nil, err
+		}
+	}
 	set := all
 	if len(cfg.Agent.Tools) > 0 {
 		for _, name := range cfg.Agent.Tools {
 			if (name == tools.PythonExecuteName || name == tools.BashName) && !cfg.Agent.AllowExec {
 				return nil, &setupError{cfg.Invalid("agent.tools", strings.Join(cfg.Agent.Tools, ","),
 					"only available tools; "+name+" also needs --allow-exec (agent.allow_exec), which lets the model run code as you", nil)}
+			}
+			if name == browser.Name && !cfg.Agent.Browser {
+				return nil, browserToolError(cfg)
 			}
 		}
 		set, err = all.Subset(cfg.Agent.Tools...)
@@ -186,8 +219,12 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 	for i, d := range dynamic {
 		dynamic[i] = &boundedDynamic{inner: d, timeout: toolTimeout(cfg), tel: tel}
 	}
+	var states []nodes.StateSource
+	if _, ok := set.Get(browser.Name); ok && setup.Browser != nil {
+		states = append(states, setup.Browser)
+	}
 	agent, err := nodes.NewAgent(nodes.AgentConfig{Model: model, Tools: set, MaxSteps: cfg.Agent.MaxSteps, TextMode: cfg.Agent.TextMode,
-		Checkpointer: aio.Checkpointer, Dynamic: dynamic, ModelRetry: modelRetry(cfg)})
+		Checkpointer: aio.Checkpointer, Dynamic: dynamic, ModelRetry: modelRetry(cfg), States: states})
 	if err != nil {
 		return nil, &setupError{fmt.Errorf("agent: %w", err)}
 	}
@@ -221,7 +258,12 @@ func (a *AgentSetup) addResearch(ctx context.Context, cfg *config.Config, aio Ag
 	// A deep-research run takes minutes by design; --timeout bounds it
 	// with the whole run.
 	tool = tools.WithTimeout(tool, 0)
-	// Before terminate, which stays last.
+	return beforeTerminate(all, tool)
+}
+
+// beforeTerminate adds tool to the collection before terminate, which
+// stays last.
+func beforeTerminate(all *tools.Collection, tool tools.Tool) (*tools.Collection, error) {
 	ts := all.Tools()
 	ts = append(ts[:len(ts)-1:len(ts)-1], tool, ts[len(ts)-1])
 	c, err := tools.NewCollection(ts...)

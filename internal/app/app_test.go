@@ -292,6 +292,10 @@ func TestWorkspace(t *testing.T) {
 
 func TestNewAgentTools(t *testing.T) {
 	base := map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
+	// An executable that stands for Chromium: the browser starts at its
+	// first action, which these tests never take.
+	chromium := filepath.Join(t.TempDir(), "chromium")
+	require.NoError(t, os.WriteFile(chromium, []byte("#!/bin/sh\nexit 1\n"), 0o755))
 	tests := []struct {
 		name    string
 		vars    map[string]string
@@ -307,6 +311,13 @@ func TestNewAgentTools(t *testing.T) {
 		{name: "deep_research alone", vars: map[string]string{"SEARXNG_URL": "http://127.0.0.1:9"}, args: []string{"--tools", "deep_research"},
 			want: []string{"deep_research", "terminate"}},
 		{name: "exec without allow", args: []string{"--tools", "python_execute"}, wantErr: "python_execute also needs --allow-exec"},
+		{name: "the browser", vars: map[string]string{"DEEPGRAPH_BROWSER_CHROMIUM": chromium}, args: []string{"--browser"},
+			want: []string{"fetch_page", "str_replace_editor", "planning", "browser", "terminate"}},
+		{name: "the browser alone", vars: map[string]string{"DEEPGRAPH_BROWSER_CHROMIUM": chromium}, args: []string{"--browser", "--tools", "browser"},
+			want: []string{"browser", "terminate"}},
+		{name: "the browser without Chromium", vars: map[string]string{"DEEPGRAPH_BROWSER_CHROMIUM": "/nonexistent/chromium"}, args: []string{"--browser"},
+			wantErr: "the browser tool (--browser, agent.browser) needs Chromium: no Chromium found: /nonexistent/chromium is not an executable"},
+		{name: "the browser without --browser", args: []string{"--tools", "browser"}, wantErr: "browser also needs --browser (agent.browser)"},
 		{name: "unknown tool", args: []string{"--tools", "web_search"}, wantErr: "agent.tools: web_search is not allowed: use names of available tools: fetch_page, str_replace_editor, planning, terminate"},
 	}
 	for _, tt := range tests {
@@ -337,6 +348,7 @@ func TestNewAgentTools(t *testing.T) {
 			}
 			assert.Equal(t, tt.want, names)
 			assert.Equal(t, contains(tt.want, "bash"), HasExec(a.Tools))
+			assert.Equal(t, contains(tt.want, "browser"), a.BrowserNote() != "")
 			assert.Equal(t, "openai:gpt-4.1-mini", a.Spec)
 		})
 	}

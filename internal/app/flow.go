@@ -11,6 +11,8 @@ import (
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/nodes"
 	"github.com/deepgraph/deepgraph/research"
+	"github.com/deepgraph/deepgraph/tools"
+	"github.com/deepgraph/deepgraph/tools/browser"
 )
 
 // FlowSetup is a planning flow built from a configuration.
@@ -42,6 +44,7 @@ func (f *FlowSetup) Specs() map[string]string {
 const (
 	ExecutorAgent      = "agent"
 	ExecutorResearcher = "researcher"
+	ExecutorBrowser    = "browser"
 )
 
 // FlowOptions are the flow's own settings.
@@ -61,7 +64,11 @@ type FlowOptions struct {
 //     fetch_page, the workspace editor, deep_research, MCP tools, code only
 //     with allow_exec — with a fresh step budget per step;
 //   - researcher, when the configuration makes a research run: the
-//     deep-search graph on the step's question.
+//     deep-search graph on the step's question;
+//   - browser, with agent.browser: an agent with the browser alone (and
+//     terminate), for steps that need a real browser. It drives the same
+//     browser as the agent's browser tool: one browser per flow run, its
+//     pages and tabs carried from step to step.
 //
 // aio.Human and aio.Checkpointer are not used: the
 // executors do not ask questions.
@@ -89,6 +96,14 @@ func NewFlow(ctx context.Context, cfg *config.Config, aio AgentIO, fo FlowOption
 		execs = append(execs, nodes.FlowExecutor{Name: ExecutorResearcher, Executor: agent.Research.Executor(opts...),
 			Description: "researches one question in depth on the web (several searches, reading, reflection) and returns a report with cited sources; for questions that need several sources"})
 	}
+	if bt, ok := agent.Tools.Get(browser.Name); ok && agent.Browser != nil {
+		b, err := browserAgent(cfg, agent, bt)
+		if err != nil {
+			return nil, err
+		}
+		execs = append(execs, nodes.FlowExecutor{Name: ExecutorBrowser, Executor: nodes.AgentExecutor(b),
+			Description: "an agent driving a real web browser (headless Chromium, JavaScript on): for steps that need one — pages that render with scripts, forms to fill and submit, clicking through a site, several tabs; it reports what it found with the pages as sources"})
+	}
 	flow, err := nodes.NewFlow(nodes.FlowConfig{Planner: planner, Executors: execs, Approve: fo.Approve, Checkpointer: fo.Checkpointer,
 		MaxPlanSteps: fo.MaxPlanSteps, MaxRevisions: fo.MaxRevisions, ModelRetry: modelRetry(cfg)})
 	if err != nil {
@@ -99,6 +114,21 @@ func NewFlow(ctx context.Context, cfg *config.Config, aio AgentIO, fo FlowOption
 		names[i] = e.Name
 	}
 	return &FlowSetup{Flow: flow, Agent: agent, Executors: names}, nil
+}
+
+// browserAgent is the browser executor: the agent's model with the
+// agent's browser and terminate, the page state before each step.
+func browserAgent(cfg *config.Config, a *AgentSetup, bt tools.Tool) (*nodes.Agent, error) {
+	set, err := tools.NewCollection(bt, tools.NewTerminate())
+	if err != nil {
+		return nil, &setupError{fmt.Errorf("flow: browser executor: %w", err)}
+	}
+	ag, err := nodes.NewAgent(nodes.AgentConfig{Model: a.Model, Tools: set.WithCallTimeout(toolTimeout(cfg)), MaxSteps: cfg.Agent.MaxSteps,
+		TextMode: cfg.Agent.TextMode, ModelRetry: modelRetry(cfg), States: []nodes.StateSource{a.Browser}})
+	if err != nil {
+		return nil, &setupError{fmt.Errorf("flow: browser executor: %w", err)}
+	}
+	return ag, nil
 }
 
 func execNote(a *AgentSetup) string {

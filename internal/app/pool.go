@@ -10,6 +10,7 @@ import (
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/telemetry"
+	"github.com/deepgraph/deepgraph/tools/browser"
 )
 
 // Pool opens models and research back ends once and shares them among
@@ -29,6 +30,7 @@ type Pool struct {
 
 	mu       sync.Mutex
 	backends map[string]*Backend // by planKey
+	browsers *browser.Slots      // see BrowserSlots
 }
 
 // NewPool returns an empty pool; logger may be nil.

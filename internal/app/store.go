@@ -140,6 +140,7 @@ func (s Settings) Apply(cfg *config.Config, changed func(key string) bool) {
 		set("agent.max_steps", func() { cfg.Agent.MaxSteps = a.MaxSteps })
 		set("agent.tools", func() { cfg.Agent.Tools = a.Tools })
 		set("agent.text_mode", func() { cfg.Agent.TextMode = a.TextMode })
+		set("agent.browser", func() { cfg.Agent.Browser = a.Browser })
 	}
 }
 

@@ -2,7 +2,7 @@
 // agents): it builds the Model Context Protocol server of `research mcp`
 // with the official Go SDK (github.com/modelcontextprotocol/go-sdk).
 //
-// The server, "deepgraph", offers three tools:
+// The server, "deepgraph", offers three tools, and a fourth when enabled:
 //
 //   - deep_research {question, effort}: a full deep-search run. Its result
 //     is the cited report in Markdown (research.Report.Markdown: the answer
@@ -12,6 +12,7 @@
 //     — the lines the CLI prints (app.ActivityLine): the queries, each
 //     search, each reflection, the answer. Cancelling the call (or the
 //     client going away) cancels the run's context.
+//
 //   - web_search {query, max_results, time_range} and fetch_page {url,
 //     offset}: the agent's own tools (tools.NewWebSearch,
 //     tools.NewFetchPage), offered as they are — same schema, same text —
@@ -19,6 +20,13 @@
 //     the page reader it is given, behind its SSRF guard. web_search is
 //     offered only with a searcher (a search provider or a corpus); the
 //     server's instructions say when it is not.
+//
+//   - browser {action, …}: offered only when enabled (Options.Browser, the
+//     CLI's agent.browser): the agent's browser tool, with a headless
+//     Chromium of its own per MCP session, opened at the session's first
+//     call and closed when the session ends or the server stops; each
+//     result ends with the page's state (the agent shows it before each
+//     step instead). Every request of the browser passes the SSRF guard.
 //
 // Failures are tool errors (CallToolResult.IsError) whose text says what
 // went wrong, with secrets masked (Options.Redact); never protocol errors.

@@ -54,6 +54,12 @@ type Options struct {
 	// Reader backs fetch_page, and must enforce the SSRF guard
 	// (search.Reader does); nil leaves fetch_page out.
 	Reader tools.PageReader
+	// Browser, when set, offers the browser tool: it opens the browser of
+	// one MCP session (a *browser.Session with StateInResult), at the
+	// session's first browser call; the browser is closed when the session
+	// ends or the server stops. It is called once at New for the tool's
+	// description (a session starts no browser before its first action).
+	Browser func() (BrowserSession, error)
 	// Timeout bounds one deep_research call (0: no bound but the client's).
 	Timeout time.Duration
 	// MaxRunning bounds the deep_research calls running at once (default
@@ -74,10 +80,13 @@ type handlers struct {
 	base  context.Context // ends when the server shuts down
 	slots chan struct{}   // one per running deep_research call
 	log   *slog.Logger
+	// browsers are the sessions' browsers, with Options.Browser.
+	browsers *browsers
 }
 
 // New builds the MCP server "deepgraph" with its tools: deep_research;
-// web_search when opts.Searcher is set; fetch_page when opts.Reader is.
+// web_search when opts.Searcher is set; fetch_page when opts.Reader is;
+// browser when opts.Browser is.
 // Serve it with Run over a transport (mcp.StdioTransport) or over HTTP with
 // Handler.
 //
@@ -125,6 +134,11 @@ func New(ctx context.Context, opts Options) (*mcp.Server, error) {
 		}
 		s.addAgentTool(srv, t, "Fetch a web page")
 	}
+	if opts.Browser != nil {
+		if err := s.addBrowser(srv); err != nil {
+			return nil, err
+		}
+	}
 	return srv, nil
 }
 
@@ -140,6 +154,10 @@ func (s *handlers) instructions() string {
 	}
 	if s.opts.Reader != nil {
 		b.WriteString("- fetch_page: reads one public web page as Markdown (read on with offset).\n")
+	}
+	if s.opts.Browser != nil {
+		b.WriteString("- browser: a real headless browser of your own for this session (pages that need JavaScript, forms, clicks, tabs): " +
+			"each result ends with the page's state, its interactive elements numbered for the next action. Public addresses only; downloads and uploads are refused.\n")
 	}
 	if s.opts.Searcher == nil {
 		b.WriteString("\nweb_search is not offered: this server has no search provider or corpus configured " +
