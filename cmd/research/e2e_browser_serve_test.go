@@ -138,7 +138,11 @@ func TestE2EBrowserMCP(t *testing.T) {
 	envv := geminiEnv(t, g, map[string]string{"DEEPGRAPH_BROWSER_CHROMIUM": chromium})
 	tmp := envValue(envv, "TMPDIR")
 	cs, cmd, stderr := stdioSession(t, newMCPClient(), binary, envv, "--browser", "--allow-private-urls")
-	assert.Contains(t, stderr.String(), "browser (one per session, at most 2 at once)")
+	// The ready line is written before the server answers initialize, but it
+	// reaches the buffer through its own pipe: wait for it.
+	require.Eventually(t, func() bool {
+		return strings.Contains(stderr.String(), "browser (one per session, at most 2 at once)")
+	}, 30*time.Second, 10*time.Millisecond, "stderr:\n%s", stderr)
 	tl, err := cs.ListTools(context.Background(), nil)
 	require.NoError(t, err)
 	var names []string
