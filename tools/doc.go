@@ -97,7 +97,13 @@
 // The editor resolves every path inside its workspace: "..", absolute paths
 // elsewhere and symbolic links leading out (also for files that do not
 // exist yet under a linked directory) are refused, first with a clear
-// message and then, race-free, by an os.Root opened on the workspace.
+// message and then, race-free, by an os.Root opened on the workspace. It
+// neither reads nor changes a file with more than one hard link (another
+// of its names may be outside the workspace). It never writes a file in
+// place: a new file, made in the same directory with the old one's mode
+// (and owner, where it may), is renamed over it — so a link or a named pipe
+// swapped in after the checks is replaced, not written through, and a
+// reader never sees half a file.
 //
 // fetch_page reads only what its PageReader admits; *search.Reader refuses
 // private, loopback, link-local and cloud-metadata addresses on every
