@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -225,7 +224,7 @@ func (c *cli) mcpHTTP(ctx context.Context, srv *mcp.Server, addr, token string, 
 		Guard:  server.GuardOptions{Token: token, CORSOrigins: cfg.Serve.CORSOrigins, Loopback: server.IsLoopback(addr)},
 		Logger: c.logger(),
 	})
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	hs := httpServer(h, cfg, c.logger())
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	c.console.line(fmt.Sprintf("Serving MCP at http://%s%s (%s), researching with %s using %s", ln.Addr(), mcpserver.PathMCP, tools,
