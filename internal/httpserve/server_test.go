@@ -81,6 +81,19 @@ func get(t *testing.T, c net.Conn, path string) (string, *bufio.Reader) {
 	return strings.TrimSpace(line), br
 }
 
+// inPhase counts the connections of s in phase p.
+func inPhase(s *Server, p phase) int {
+	s.lim.mu.Lock()
+	defer s.lim.mu.Unlock()
+	n := 0
+	for c := range s.lim.conns {
+		if c.phase == p {
+			n++
+		}
+	}
+	return n
+}
+
 // closedByServer waits (a bounded while) for the server to close c.
 func closedByServer(t *testing.T, c net.Conn) bool {
 	t.Helper()
@@ -191,6 +204,8 @@ func TestSlowBodyIsCut(t *testing.T) {
 	slow := dial(t, addr2, "")
 	_, err = io.WriteString(slow, "POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
 	require.NoError(t, err)
+	require.Eventually(t, func() bool { return inPhase(s2, phaseBody) == 1 }, 10*time.Second, 5*time.Millisecond,
+		"the handler reads the body")
 	status, _ := get(t, dial(t, addr2, ""), "/healthz") // a kept-alive connection, idle after this
 	require.Equal(t, "HTTP/1.1 200 OK", status)
 	status, _ = get(t, dial(t, addr2, ""), "/healthz")
