@@ -39,13 +39,47 @@ func (c Containment) String() string {
 func (c Containment) Namespaced() bool { return c == PIDNamespace || c == UserPIDNamespace }
 
 // registry holds the processes Start started and Release has not released,
-// which Sweep spares. gate lets Starts run together and a Sweep alone, so
-// that a process is never seen started but not yet registered.
+// and the environment entries of SpareTagged, which Sweep spares. gate lets
+// Starts run together and a Sweep alone, so that a process is never seen
+// started but not yet registered.
 var registry = struct {
-	gate sync.RWMutex
-	mu   sync.Mutex
-	pids map[int]struct{}
-}{pids: map[int]struct{}{}}
+	gate  sync.RWMutex
+	mu    sync.Mutex
+	pids  map[int]struct{}
+	marks map[string]int
+}{pids: map[int]struct{}{}, marks: map[string]int{}}
+
+// SpareTagged makes Sweep spare the processes whose environment holds
+// mark (one KEY=VALUE entry), with their descendants, until release is
+// called: for children that other code starts — a browser that a library
+// launches — tagged before they start, so that no Sweep can catch them
+// between their start and a Register.
+func SpareTagged(mark string) (release func()) {
+	registry.mu.Lock()
+	registry.marks[mark]++
+	registry.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			registry.mu.Lock()
+			if registry.marks[mark]--; registry.marks[mark] <= 0 {
+				delete(registry.marks, mark)
+			}
+			registry.mu.Unlock()
+		})
+	}
+}
+
+// spareMarks are SpareTagged's marks now.
+func spareMarks() []string {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	marks := make([]string, 0, len(registry.marks))
+	for m := range registry.marks {
+		marks = append(marks, m)
+	}
+	return marks
+}
 
 // Start starts cmd and registers its process, so that Sweep does not take
 // it for an adopted orphan. Call Release once it has been reaped (after

@@ -52,8 +52,9 @@
 // with it is too: Sweep kills every child of this process that Start did
 // not start (or that was Released), as such a child can only be an
 // adopted orphan — provided the program starts its own children through
-// Start, as the exec tools and the MCP client do. A child started
-// otherwise while sweeping is on would be taken for an orphan; programs
-// that embed the exec tools where namespaces are refused must start their
-// children through Start.
+// Start, as the exec tools and the MCP client do, or tags those that other
+// code starts and spares them with SpareTagged, as the browser tool does
+// for Chromium. A child started otherwise while sweeping is on would be
+// taken for an orphan; programs that embed the exec tools where namespaces
+// are refused must start their children one of these ways.
 package procgroup

@@ -36,7 +36,12 @@ func Probe() Containment {
 		cmd := exec.Command("/bin/sh", "-c", "exit 0")
 		Configure(cmd)
 		Contain(cmd, c)
-		if cmd.Run() == nil {
+		if Start(cmd) != nil {
+			continue
+		}
+		err := cmd.Wait()
+		Release(cmd.Process.Pid)
+		if err == nil {
 			return c
 		}
 	}
@@ -73,9 +78,9 @@ func Adopt() error {
 	return nil
 }
 
-// Sweep kills the children of this process that Start did not start — the
-// orphans it adopted (see Adopt) — with all their descendants, and reaps
-// them. Each round stops (SIGSTOP) the processes found, so that none forks
+// Sweep kills the children of this process that Start did not start and
+// that SpareTagged does not spare — the orphans it adopted (see Adopt) —
+// with all their descendants, and reaps them. Each round stops (SIGSTOP) the processes found, so that none forks
 // while the rest are looked for, then kills them; the descendants of a
 // killed process become children of this one and are reaped in the next
 // round. It returns how many processes it killed.
@@ -83,6 +88,7 @@ func Sweep() int {
 	registry.gate.Lock()
 	defer registry.gate.Unlock()
 	self := os.Getpid()
+	marks := spareMarks()
 	killed := map[int]bool{}
 	for round := 0; round < 32; round++ {
 		targets := map[int]bool{}
@@ -103,7 +109,7 @@ func Sweep() int {
 				}
 			}
 			for _, child := range procs.children(self) {
-				if !registered(child) {
+				if !registered(child) && !tagged(child, marks) {
 					add(child)
 				}
 			}
@@ -129,6 +135,24 @@ func Sweep() int {
 		}
 	}
 	return len(killed)
+}
+
+// tagged reports whether pid's environment holds one of marks.
+func tagged(pid int, marks []string) bool {
+	if len(marks) == 0 {
+		return false
+	}
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	env = append([]byte{0}, env...)
+	for _, m := range marks {
+		if bytes.Contains(env, []byte("\x00"+m+"\x00")) {
+			return true
+		}
+	}
+	return false
 }
 
 // reap waits for pid if it is a child of this process (ECHILD otherwise),

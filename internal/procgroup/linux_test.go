@@ -60,3 +60,22 @@ func TestProbe(t *testing.T) {
 		assert.NotEqual(t, "1\n", string(out))
 	}
 }
+
+// TestSweepSparesTaggedProcesses: a child that other code started, tagged
+// with a mark SpareTagged spares, survives a Sweep, until released.
+func TestSweepSparesTaggedProcesses(t *testing.T) {
+	require.NoError(t, Adopt())
+	release := SpareTagged("DG_SPARE_TEST=1")
+	defer release()
+	other := exec.Command("sleep", "100")
+	other.Env = []string{"DG_SPARE_TEST=1"}
+	require.NoError(t, other.Start()) // not through Start: as a library would
+	t.Cleanup(func() {
+		_ = other.Process.Kill()
+		_ = other.Wait()
+	})
+	assert.Equal(t, 0, Sweep())
+	assert.True(t, alive(other.Process.Pid), "the tagged child was spared")
+	release()
+	assert.Equal(t, 1, Sweep(), "released, it is an unknown child again")
+}
