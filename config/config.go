@@ -157,6 +157,11 @@ type Serve struct {
 	// waiting beyond them (more get 429).
 	MaxRunning int
 	QueueSize  int
+	// MaxConnections bounds the connections the server holds open (0:
+	// half the open-file limit); MaxConnectionsPerClient those of one
+	// client address.
+	MaxConnections          int
+	MaxConnectionsPerClient int
 	// ResumeInterrupted resumes, at start, the runs a stopped server left
 	// running.
 	ResumeInterrupted bool

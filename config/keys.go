@@ -230,6 +230,11 @@ var table = []entry{
 	withEnv(intKey("serve.queue_size", "--queue-size", 64, 0, 100000,
 		"Runs that may wait in research serve's queue; beyond it new runs get 429 with Retry-After.",
 		func(c *Config) *int { return &c.Serve.QueueSize })),
+	withEnv(serveConnsKey()),
+	withEnv(intKey("serve.max_connections_per_client", "", 64, 1, 1_000_000,
+		"Connections one client address may hold open to research serve or research mcp --http; beyond it the client's idle or unfinished ones are closed to make room, or the new one gets 503. "+
+			"Raise it behind a reverse proxy, whose connections all come from one address.",
+		func(c *Config) *int { return &c.Serve.MaxConnectionsPerClient })),
 	withEnv(boolKey("serve.resume_interrupted", "--resume-interrupted", false,
 		"At start, resume the runs that were running when research serve last stopped (otherwise they wait as interrupted for a resume request).",
 		func(c *Config) *bool { return &c.Serve.ResumeInterrupted })),
@@ -367,6 +372,17 @@ func contextBudgetKey() entry {
 		}
 		return nil
 	}
+	return e
+}
+
+// serveConnsKey is serve.max_connections: 0 (the default) derives it from
+// the open-file limit.
+func serveConnsKey() entry {
+	e := intKey("serve.max_connections", "", 0, 0, 1_000_000,
+		"Connections research serve or research mcp --http holds open at once; beyond it idle or unfinished ones are closed to make room, or the new one gets 503. "+
+			"0 means half the process's open-file limit (ulimit -n), at most 4096, so that connections cannot use up the file descriptors the server needs.",
+		func(c *Config) *int { return &c.Serve.MaxConnections })
+	e.Default = "0 (half of ulimit -n)"
 	return e
 }
 

@@ -97,7 +97,13 @@
 // The editor resolves every path inside its workspace: "..", absolute paths
 // elsewhere and symbolic links leading out (also for files that do not
 // exist yet under a linked directory) are refused, first with a clear
-// message and then, race-free, by an os.Root opened on the workspace.
+// message and then, race-free, by an os.Root opened on the workspace. It
+// neither reads nor changes a file with more than one hard link (another
+// of its names may be outside the workspace). It never writes a file in
+// place: a new file, made in the same directory with the old one's mode
+// (and owner, where it may), is renamed over it — so a link or a named pipe
+// swapped in after the checks is replaced, not written through, and a
+// reader never sees half a file.
 //
 // fetch_page reads only what its PageReader admits; *search.Reader refuses
 // private, loopback, link-local and cloud-metadata addresses on every
@@ -113,15 +119,34 @@
 // ExecOptions.Env), so API keys in the parent's environment are not passed
 // on; output is capped; and on timeout, cancellation or return the whole
 // process group is killed (SIGTERM, then SIGKILL), background children
-// included. Every command's environment carries its own ExecIDVar tag; on
-// Linux the processes of this user that carry it are killed too, which
-// catches those that left the group (setsid, a daemon's double fork). One
-// that also cleared its environment survives; the call still returns and
-// says so. On Linux the command also dies if this program is killed, even
-// by SIGKILL (Pdeathsig); what the command started in the background then
-// survives, as nothing is left to kill it. For real isolation set
-// ExecOptions.CommandPrefix to run every command inside a container or VM,
-// e.g.
+// included.
+//
+// Nothing a call starts outlives it, whatever it does to leave the group
+// (setsid, env -i, a double fork), by one of these mechanisms, chosen when
+// the tool is made (see internal/procgroup; ExecContainment says which one
+// this system gets, and the agent's command line prints it):
+//
+//   - Linux, where the system permits it: each call runs in a PID
+//     namespace of its own — with a user namespace of its own when this
+//     program is unprivileged. The command is the namespace's PID 1: when
+//     it ends, the kernel kills every process of the namespace; and it gets
+//     SIGKILL when this program ends, however it ends, SIGKILL included.
+//     (PID 1 ignores a SIGTERM it has no handler for, so a timed-out
+//     command may take the kill grace to end; set-user-ID programs such as
+//     sudo gain no privileges in a user namespace.)
+//   - Linux, where namespaces are refused (user namespaces switched off, a
+//     container's seccomp profile): the process group; the command dies
+//     with this program (Pdeathsig); this program becomes a child subreaper
+//     (PR_SET_CHILD_SUBREAPER), so the processes a command orphans become
+//     its children, and after each call it kills them with their
+//     descendants, as well as the processes that carry the call's ExecIDVar
+//     tag in their environment. What a call orphaned while it ran still
+//     survives a SIGKILL of this program: nothing is left to kill it.
+//   - Other Unix systems: the process group only; a process that leaves it
+//     (setsid) may survive the call, which then returns and says so.
+//
+// For real isolation (file system, network) set ExecOptions.CommandPrefix
+// to run every command inside a container or VM, e.g.
 //
 //	[]string{"docker", "run", "--rm", "--network=none", "-v", "{workspace}:/w", "-w", "/w",
 //		"python:3.12", "timeout", "120"}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/deepgraph/deepgraph/internal/atomicfile"
 	"github.com/deepgraph/deepgraph/schemas"
 )
 
@@ -97,6 +98,10 @@ type Editor struct {
 	history map[string][]editorSnapshot
 	seq     uint64
 	bytes   int64
+
+	// beforeWrite, when set, runs between the checks of a write and the
+	// write itself: tests swap the path there.
+	beforeWrite func()
 }
 
 // editorSnapshot is a file's state before an edit.
@@ -214,7 +219,8 @@ func (e *Editor) run(ctx context.Context, a editorArgs) (Result, error) {
 // Anything but a regular file is refused before it is opened: opening a
 // named pipe blocks until a writer comes, and opening a device can have
 // effects of its own. The file is then opened non-blocking and checked
-// again, in case it was replaced in between.
+// again, in case it was replaced in between — and refused if it has more
+// than one hard link (another of its names may be outside the workspace).
 func (e *Editor) readFile(root *os.Root, rel string) ([]byte, fs.FileInfo, string) {
 	if info, err := root.Stat(rel); err != nil {
 		return nil, nil, describeFSError(rel, err)
@@ -231,6 +237,9 @@ func (e *Editor) readFile(root *os.Root, rel string) ([]byte, fs.FileInfo, strin
 		return nil, nil, describeFSError(rel, err)
 	}
 	if msg := irregular(rel, info); msg != "" {
+		return nil, info, msg
+	}
+	if msg := hardLinked(rel, info); msg != "" {
 		return nil, info, msg
 	}
 	if info.Size() > e.opts.MaxFileBytes {
@@ -479,7 +488,15 @@ func (e *Editor) remember(rel string, snap editorSnapshot) {
 	}
 }
 
-// write stores content at rel, creating parent directories.
+// write stores content at rel, creating parent directories. It never
+// writes a file in place: a new file, made in the same directory with
+// permissions perm (0644 for a new file), is renamed over the old one
+// (atomicfile.WriteIn), so a hard link or a symbolic link swapped in at rel
+// after the checks is replaced, not written through, and a reader never
+// sees half a file. rel's directory is resolved by the os.Root, race-free;
+// a symbolic link at rel that stays inside the workspace is followed (the
+// file it leads to is replaced), one that leads out is refused. A file with
+// more than one hard link, a directory and a special file are refused.
 func (e *Editor) write(root *os.Root, rel, content string, perm fs.FileMode) string {
 	if int64(len(content)) > e.opts.MaxFileBytes {
 		return fmt.Sprintf("the new content of %s would be %d bytes, more than the %d bytes this tool handles", display(rel), len(content), e.opts.MaxFileBytes)
@@ -489,35 +506,65 @@ func (e *Editor) write(root *os.Root, rel, content string, perm fs.FileMode) str
 			return describeFSError(dir, err)
 		}
 	}
+	target, msg := e.writeTarget(root, rel)
+	if msg != "" {
+		return msg
+	}
+	old, err := root.Lstat(target)
+	switch {
+	case err == nil:
+		if msg := irregular(rel, old); msg != "" {
+			return msg
+		}
+		if msg := hardLinked(rel, old); msg != "" {
+			return msg
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		old = nil
+	default:
+		return describeFSError(rel, err)
+	}
 	if perm == 0 {
 		perm = 0o644
 	}
-	// Like root.WriteFile, but refusing what is not a regular file (a named
-	// pipe put in place since it was read would block the open).
-	if info, err := root.Stat(rel); err == nil {
-		if msg := irregular(rel, info); msg != "" {
-			return msg
-		}
+	if e.beforeWrite != nil {
+		e.beforeWrite()
 	}
-	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|openNonblock, perm)
-	if err != nil {
+	if err := atomicfile.WriteIn(root, target, []byte(content), perm); err != nil {
 		return describeFSError(rel, err)
 	}
-	info, err := f.Stat()
-	if err == nil {
-		if msg := irregular(rel, info); msg != "" {
-			f.Close()
-			return msg
-		}
-		_, err = f.WriteString(content)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return describeFSError(rel, err)
-	}
+	keepOwner(root, target, old)
 	return ""
+}
+
+// writeTarget is where a write to rel goes: rel, or — when rel is a
+// symbolic link — the file it leads to, which must be in the workspace.
+func (e *Editor) writeTarget(root *os.Root, rel string) (string, string) {
+	info, err := root.Lstat(rel)
+	if err != nil || info.Mode()&fs.ModeSymlink == 0 {
+		return rel, ""
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(e.ws.dir, rel))
+	if err != nil {
+		dest, _ := root.Readlink(rel)
+		return "", fmt.Sprintf("%s is a symbolic link to %s, which does not exist; create %s itself, or remove the link first", display(rel), dest, dest)
+	}
+	r, ok := within(e.ws.dir, real)
+	if !ok {
+		return "", fmt.Sprintf("path %q is %v: it is a symbolic link to %s", display(rel), errOutsideWorkspace, real)
+	}
+	return r, ""
+}
+
+// hardLinked says why a file with more than one hard link is refused; ""
+// for one with a single link.
+func hardLinked(rel string, info fs.FileInfo) string {
+	n := linkCount(info)
+	if n <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("%s has %d hard links: another name of the same file may be outside the workspace, "+
+		"so this tool neither reads nor changes it; work on a copy with another name", display(rel), n)
 }
 
 func (e *Editor) create(root *os.Root, rel, text string) Result {

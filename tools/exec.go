@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -99,6 +100,9 @@ type execTool struct {
 	// withTimeout bounds one call; tests replace it to fire the timeout
 	// exactly when they choose.
 	withTimeout func(context.Context, time.Duration) (context.Context, context.CancelFunc)
+	// contain is how a call's processes are tied to it (procgroup.Probe's
+	// answer; tests force the fallback).
+	contain procgroup.Containment
 }
 
 func newExecTool(name string, opts ExecOptions) (*execTool, error) {
@@ -136,7 +140,40 @@ func newExecTool(name string, opts ExecOptions) (*execTool, error) {
 	for i, p := range opts.CommandPrefix {
 		opts.CommandPrefix[i] = strings.ReplaceAll(p, "{workspace}", ws.dir)
 	}
-	return &execTool{name: name, ws: ws, opts: opts, withTimeout: context.WithTimeout}, nil
+	return &execTool{name: name, ws: ws, opts: opts, withTimeout: context.WithTimeout, contain: probeContainment()}, nil
+}
+
+// probeContainment is the containment exec calls get here; with the
+// fallback, this process adopts the orphans of their processes for the
+// sweep after each call.
+func probeContainment() procgroup.Containment {
+	c := procgroup.Probe()
+	if c == procgroup.Group {
+		_ = procgroup.Adopt() // where it fails (not Linux), the sweep finds nothing and killTagged remains
+	}
+	return c
+}
+
+// ExecContainment says how python_execute and bash tie the processes a
+// call starts to the call on this system, for diagnostics: on Linux each
+// call in its own PID namespace (with a user namespace when this user is
+// unprivileged) where the system permits it, else its process group and a
+// sweep of the orphans this process adopts. See the package documentation.
+func ExecContainment() string {
+	return describeContainment(procgroup.Probe())
+}
+
+// describeContainment is ExecContainment's sentence for c.
+func describeContainment(c procgroup.Containment) string {
+	switch {
+	case c.Namespaced():
+		return "each call runs in its own " + c.String() + ": everything it starts is killed when it ends, and with this program, even by SIGKILL"
+	case runtime.GOOS == "linux":
+		return "PID namespaces are not permitted here, so each call runs in its own process group: what it starts is killed when it ends " +
+			"(also what left the group: this program adopts and sweeps orphans), but what it left behind may outlive this program if it is killed with SIGKILL"
+	default:
+		return "each call runs in its own process group, killed when the call ends; what leaves the group (setsid) may survive"
+	}
 }
 
 // NewPythonExecute returns the python_execute tool: each call runs
@@ -255,12 +292,13 @@ func (t *execTool) run(ctx context.Context, code string) (Result, error) {
 	out, err := runGroup(ctx, runSpec{
 		argv: argv, dir: t.ws.dir, env: append(t.env(), mark), mark: mark,
 		timeout: t.opts.Timeout, grace: t.opts.KillGrace, maxOutput: t.opts.MaxOutputBytes,
-		withTimeout: t.withTimeout,
+		withTimeout: t.withTimeout, contain: t.contain,
 	})
 	if t.opts.Logger != nil {
 		t.opts.Logger.LogAttrs(ctx, slog.LevelDebug, "tool exec",
 			slog.String("tool", t.name), slog.Duration("duration", time.Since(start)),
-			slog.Int("exit_code", out.exitCode), slog.Bool("timed_out", out.timedOut), slog.Any("error", err))
+			slog.Int("exit_code", out.exitCode), slog.Bool("timed_out", out.timedOut),
+			slog.String("containment", out.contain.String()), slog.Int("orphans_killed", out.swept), slog.Any("error", err))
 	}
 	if err != nil {
 		return Result{Output: out.text}, err
@@ -284,7 +322,8 @@ func (t *execTool) inputWord() string {
 
 // ExecIDVar is the environment variable that tags the processes of one
 // python_execute or bash call with a value of its own, so that those that
-// left the call's process group are found and killed with it (on Linux).
+// left the call's process group are found and killed with it (on Linux,
+// where the call has no PID namespace of its own).
 const ExecIDVar = "DEEPGRAPH_EXEC_ID"
 
 // execMark is a new ExecIDVar entry.
@@ -307,6 +346,8 @@ type runSpec struct {
 	maxOutput int
 	// withTimeout derives the call's context; nil means context.WithTimeout.
 	withTimeout func(context.Context, time.Duration) (context.Context, context.CancelFunc)
+	// contain is how the command's processes are tied to it.
+	contain procgroup.Containment
 }
 
 // runOutput is what a command did.
@@ -315,29 +356,47 @@ type runOutput struct {
 	exitCode int    // 0 on success, -1 when killed by a signal
 	status   string // "exit status 2", "killed by signal: terminated"
 	timedOut bool
+	contain  procgroup.Containment // the containment the command ran with
+	swept    int                   // orphans killed after it (procgroup.Group)
 }
 
-// runGroup starts spec in a new process group and waits for it. The whole
-// group is killed when the leader exits (so background children do not
-// outlive the call), when spec.timeout passes, and when ctx is done; then
-// so are the processes that left the group but carry spec.mark in their
-// environment (Linux; see killTagged). On Linux the leader also dies with
-// this process, even by SIGKILL; what it started does not (nothing is left
-// to kill it), which is why a container is the place for untrusted code.
-// The error is non-nil only if the command could not start or ctx was done.
+// runGroup starts spec in a new process group, contained as spec.contain
+// says, and waits for it. The whole group is killed when the leader exits
+// (so background children do not outlive the call), when spec.timeout
+// passes, and when ctx is done. In a PID namespace (Linux), the kernel then
+// kills every other process of the namespace, whatever it did to leave the
+// group, and the namespace dies with this process, even by SIGKILL.
+// Without one (procgroup.Group), the orphans this process adopted are
+// swept, and so are the processes that carry spec.mark in their
+// environment (Linux; see killTagged); the leader dies with this process
+// (Linux), what it started may not. The error is non-nil only if the
+// command could not start or ctx was done.
 func runGroup(ctx context.Context, spec runSpec) (runOutput, error) {
-	var out runOutput
+	out := runOutput{contain: spec.contain}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return out, fmt.Errorf("creating an output pipe: %w", err)
 	}
-	cmd := exec.Command(spec.argv[0], spec.argv[1:]...)
-	cmd.Dir = spec.dir
-	cmd.Env = spec.env
-	cmd.Stdin = nil // /dev/null
-	cmd.Stdout, cmd.Stderr = pw, pw
-	configureGroup(cmd)
-	if err := cmd.Start(); err != nil {
+	command := func(c procgroup.Containment) *exec.Cmd {
+		cmd := exec.Command(spec.argv[0], spec.argv[1:]...)
+		cmd.Dir = spec.dir
+		cmd.Env = spec.env
+		cmd.Stdin = nil // /dev/null
+		cmd.Stdout, cmd.Stderr = pw, pw
+		configureGroup(cmd, c)
+		return cmd
+	}
+	cmd := command(spec.contain)
+	err = procgroup.Start(cmd)
+	if err != nil && spec.contain.Namespaced() {
+		// The namespace was permitted when the tool was made but not now
+		// (a limit on namespaces reached, say): run in the fallback.
+		out.contain = procgroup.Group
+		_ = procgroup.Adopt()
+		cmd = command(procgroup.Group)
+		err = procgroup.Start(cmd)
+	}
+	if err != nil {
 		pw.Close()
 		pr.Close()
 		return out, fmt.Errorf("starting %s: %w", spec.argv[0], err)
@@ -370,10 +429,13 @@ func runGroup(ctx context.Context, spec runSpec) (runOutput, error) {
 			_ = procgroup.SignalGroup(pid, procgroup.Kill) // background children die with the command
 			reaped = true
 			mu.Unlock()
-			done <- cmd.Wait()
+			err := cmd.Wait()
+			procgroup.Release(pid)
+			done <- err
 			return
 		}
 		err := cmd.Wait()
+		procgroup.Release(pid)
 		mu.Lock()
 		_ = procgroup.SignalGroup(pid, procgroup.Kill) // best effort where exit cannot be awaited without reaping
 		reaped = true
@@ -401,7 +463,10 @@ func runGroup(ctx context.Context, spec runSpec) (runOutput, error) {
 		}
 		grace.Stop()
 	}
-	killTagged(spec.mark)
+	if !out.contain.Namespaced() {
+		killTagged(spec.mark)
+		out.swept = procgroup.Sweep()
+	}
 
 	escaped := false
 	grace := time.NewTimer(spec.grace)

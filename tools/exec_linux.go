@@ -9,21 +9,16 @@ import (
 	"syscall"
 )
 
-// dieWithParent asks the kernel to SIGKILL the command when the thread
-// that started it ends — with this process, however it ends, SIGKILL
-// included. (Go's runtime does not end its threads while the program runs,
-// except those of goroutines locked to a thread, which do not start
-// commands here.) It covers the command itself, not what it started.
-func dieWithParent(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGKILL }
-
 // killTagged kills every process of this user whose environment holds
 // mark (one entry, KEY=VALUE): the processes a command started that left
 // its process group (setsid, a daemon's double fork) but kept the
-// environment it was given. Each round stops (SIGSTOP) the tagged
-// processes not yet stopped, so that none forks while it is looked for;
-// when a round finds no new one, all are killed. Processes that cleared or
-// replaced their environment (env -i) are not found: this is a net, not a
-// sandbox.
+// environment it was given. It is used where a command has no PID
+// namespace of its own (procgroup.Group), as a net under the sweep of
+// adopted orphans, in case this process could not become their subreaper.
+// Each round stops (SIGSTOP) the tagged processes not yet stopped, so that
+// none forks while it is looked for; when a round finds no new one, all
+// are killed. Processes that cleared or replaced their environment (env
+// -i) are not found by it.
 func killTagged(mark string) {
 	if mark == "" {
 		return

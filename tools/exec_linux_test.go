@@ -7,16 +7,21 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/deepgraph/deepgraph/internal/procgroup"
 )
 
 // testMark is an environment entry that tags the processes of one test, so
@@ -76,90 +81,227 @@ func TestExecTimeoutKillsSetsidChildren(t *testing.T) {
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("setsid not found")
 	}
-	mark := testMark(t)
-	tool, ws := newBash(t, ExecOptions{KillGrace: 100 * time.Millisecond, Env: []string{mark}})
-	fire := manualTimeout(t, tool)
-	done := make(chan Result, 1)
-	go func() {
-		res, err := runCmd(t, context.Background(), tool, "command", treeCommand)
-		assert.NoError(t, err)
-		done <- res
-	}()
-	waitForPIDs(t, ws, "bg", "sid", "deep")
-	fire()
-	select {
-	case res := <-done:
-		assert.Contains(t, res.Error, "timed out")
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after the timeout")
+	for _, c := range containments() {
+		t.Run(c.String(), func(t *testing.T) {
+			mark := testMark(t)
+			tool, ws := newBash(t, ExecOptions{KillGrace: 100 * time.Millisecond, Env: []string{mark}})
+			contain(t, tool, c)
+			fire := manualTimeout(t, tool)
+			done := make(chan Result, 1)
+			go func() {
+				res, err := runCmd(t, context.Background(), tool, "command", treeCommand)
+				assert.NoError(t, err)
+				done <- res
+			}()
+			waitForPIDs(t, ws, "bg", "sid", "deep")
+			fire()
+			select {
+			case res := <-done:
+				assert.Contains(t, res.Error, "timed out")
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run did not return after the timeout")
+			}
+			noSurvivors(t, mark)
+		})
 	}
-	noSurvivors(t, mark)
 }
 
 func TestExecCancellationKillsSetsidChildren(t *testing.T) {
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("setsid not found")
 	}
-	mark := testMark(t)
-	tool, ws := newBash(t, ExecOptions{KillGrace: 100 * time.Millisecond, Env: []string{mark}})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := runCmd(t, ctx, tool, "command", treeCommand)
-		done <- err
-	}()
-	waitForPIDs(t, ws, "bg", "sid", "deep")
-	cancel()
-	select {
-	case err := <-done:
-		assert.ErrorIs(t, err, context.Canceled)
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after cancellation")
+	for _, c := range containments() {
+		t.Run(c.String(), func(t *testing.T) {
+			mark := testMark(t)
+			tool, ws := newBash(t, ExecOptions{KillGrace: 100 * time.Millisecond, Env: []string{mark}})
+			contain(t, tool, c)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, err := runCmd(t, ctx, tool, "command", treeCommand)
+				done <- err
+			}()
+			waitForPIDs(t, ws, "bg", "sid", "deep")
+			cancel()
+			select {
+			case err := <-done:
+				assert.ErrorIs(t, err, context.Canceled)
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run did not return after cancellation")
+			}
+			noSurvivors(t, mark)
+		})
 	}
-	noSurvivors(t, mark)
 }
 
 func TestExecSetsidChildrenDieWithTheCommand(t *testing.T) {
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("setsid not found")
 	}
-	mark := testMark(t)
-	tool, ws := newBash(t, ExecOptions{KillGrace: 100 * time.Millisecond, Env: []string{mark}})
-	res, err := runCmd(t, context.Background(), tool, "command",
-		`setsid sh -c 'echo $$ > sid.pid; exec sleep 1000' & while [ ! -s sid.pid ]; do sleep 0.01; done; echo ok`)
-	require.NoError(t, err)
-	assert.False(t, res.Failed(), res.Error)
-	_, err = os.Stat(filepath.Join(ws, "sid.pid"))
-	require.NoError(t, err)
-	noSurvivors(t, mark)
-	assert.NotContains(t, res.Output, "left the command's process group", "the escapee was killed, so it held no output open")
-}
-
-// TestExecChildDiesWithTheAgent: when the process running the tool is
-// killed (SIGKILL cannot be caught), the command it started dies too. The
-// test runs itself as that process (TestExecHelperProcess).
-func TestExecChildDiesWithTheAgent(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("bash not found")
+	for _, c := range containments() {
+		t.Run(c.String(), func(t *testing.T) {
+			mark := testMark(t)
+			tool, ws := newBash(t, ExecOptions{KillGrace: 100 * time.Millisecond, Env: []string{mark}})
+			contain(t, tool, c)
+			res, err := runCmd(t, context.Background(), tool, "command",
+				`setsid sh -c 'echo $$ > sid.pid; exec sleep 1000' & while [ ! -s sid.pid ]; do sleep 0.01; done; echo ok`)
+			require.NoError(t, err)
+			assert.False(t, res.Failed(), res.Error)
+			_, err = os.Stat(filepath.Join(ws, "sid.pid"))
+			require.NoError(t, err)
+			noSurvivors(t, mark)
+			assert.NotContains(t, res.Output, "left the command's process group", "the escapee was killed, so it held no output open")
+		})
 	}
-	ws := t.TempDir()
-	helper := exec.Command(os.Args[0], "-test.run=^TestExecHelperProcess$")
-	helper.Env = append(os.Environ(), "DG_EXEC_HELPER_WS="+ws)
-	require.NoError(t, helper.Start())
-	pids := waitForPIDs(t, ws, "sh")
-	require.NoError(t, helper.Process.Kill())
-	_ = helper.Wait()
-	assert.Eventually(t, func() bool { return gone(pids["sh"]) }, 5*time.Second, 10*time.Millisecond,
-		"the command (pid %d) outlived the killed agent", pids["sh"])
 }
 
-func TestExecHelperProcess(t *testing.T) {
-	ws := os.Getenv("DG_EXEC_HELPER_WS")
+// escapeCommand starts eight sleeps that try every way out of the call —
+// setsid, a cleared environment (env -i), a double fork, a shell in a new
+// session with children of its own, nohup — notes its own pid and that
+// they started, and sleeps too. The sleeps share a unique duration, tag,
+// by which ps finds them.
+func escapeCommand(tag string) string {
+	s := "/bin/sleep " + tag
+	return strings.Join([]string{
+		"echo $$ > sh.pid",
+		"setsid env -i " + s + " &",
+		"env -i " + s + " &",
+		"( setsid env -i " + s + " & )",
+		"( ( env -i " + s + " & ) & )",
+		"setsid env -i /bin/sh -c '" + s + " & " + s + " & " + s + " & wait' &",
+		"nohup setsid " + s + " >/dev/null 2>&1 &",
+		"sleep 0.2; echo started > started.txt",
+		s,
+	}, "\n")
+}
+
+// sleeping lists the processes ps shows running /bin/sleep tag (zombies
+// excluded).
+func sleeping(t *testing.T, tag string) []int {
+	t.Helper()
+	out, err := exec.Command("ps", "-eo", "pid=,stat=,args=").Output()
+	require.NoError(t, err)
+	var pids []int
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 4 && f[2] == "/bin/sleep" && f[3] == tag && !strings.HasPrefix(f[1], "Z") {
+			pid, err := strconv.Atoi(f[0])
+			require.NoError(t, err)
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// TestExecAgentEndsLeaveNoProcess: a helper process acting as the agent
+// (TestExecAgentHelper) runs escapeCommand through the bash tool; the call
+// then ends by the tool's timeout, by the run's deadline, or by the agent
+// being interrupted (SIGINT), terminated (SIGTERM) or killed (SIGKILL).
+// ps counts the sleeps left: none, in every case, in a PID namespace; with
+// the fallback, none but after a SIGKILL, where only the command itself is
+// sure to die (Pdeathsig) and what it left behind may survive.
+func TestExecAgentEndsLeaveNoProcess(t *testing.T) {
+	for _, tool := range []string{"bash", "setsid", "env", "nohup", "ps"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not found", tool)
+		}
+	}
+	if _, err := os.Stat("/bin/sleep"); err != nil {
+		t.Skip("/bin/sleep not found")
+	}
+	scenarios := []struct {
+		name, mode string
+		signal     syscall.Signal
+	}{
+		{"tool timeout", "tool-timeout", 0},
+		{"run deadline", "run-timeout", 0},
+		{"SIGINT", "signal", syscall.SIGINT},
+		{"SIGTERM", "signal", syscall.SIGTERM},
+		{"SIGKILL", "signal", syscall.SIGKILL},
+	}
+	for _, c := range containments() {
+		for _, sc := range scenarios {
+			t.Run(c.String()+"/"+sc.name, func(t *testing.T) {
+				ws, err := filepath.EvalSymlinks(t.TempDir())
+				require.NoError(t, err)
+				b := make([]byte, 6)
+				_, err = rand.Read(b)
+				require.NoError(t, err)
+				tag := fmt.Sprintf("3600.%d", 100000+int(b[0])<<16|int(b[1])<<8|int(b[2]))
+				helper := exec.Command(os.Args[0], "-test.run=^TestExecAgentHelper$")
+				helper.Env = append(os.Environ(), "DG_EXEC_AGENT_WS="+ws, "DG_EXEC_AGENT_MODE="+sc.mode,
+					"DG_EXEC_AGENT_TAG="+tag, "DG_EXEC_AGENT_FALLBACK="+strconv.FormatBool(c == procgroup.Group))
+				var out bytes.Buffer
+				helper.Stdout, helper.Stderr = &out, &out
+				require.NoError(t, helper.Start())
+				t.Cleanup(func() {
+					if helper.ProcessState == nil {
+						_ = helper.Process.Kill()
+						_ = helper.Wait()
+					}
+					for _, pid := range sleeping(t, tag) {
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+					}
+				})
+				require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(ws, "started.txt")); return err == nil },
+					30*time.Second, 10*time.Millisecond, "the command never started its processes")
+				sh := waitForPIDs(t, ws, "sh")["sh"]
+				require.Len(t, sleeping(t, tag), 9, "the command runs eight escapees and its own sleep")
+				if sc.signal != 0 {
+					require.NoError(t, helper.Process.Signal(sc.signal))
+				}
+				waited := make(chan error, 1)
+				go func() { waited <- helper.Wait() }()
+				select {
+				case <-waited:
+				case <-time.After(60 * time.Second):
+					_ = helper.Process.Kill()
+					<-waited
+					t.Fatalf("the agent did not end:\n%s", out.String())
+				}
+				assert.Eventually(t, func() bool { return gone(sh) }, 10*time.Second, 10*time.Millisecond, "the command outlived the call")
+				if c == procgroup.Group && sc.signal == syscall.SIGKILL {
+					// The fallback's limit (see procgroup's documentation):
+					// what the command orphaned outlives a killed agent.
+					t.Logf("%s, %s: %d of 9 sleeps survived", c, sc.name, len(sleeping(t, tag)))
+					return
+				}
+				var left []int
+				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+					if left = sleeping(t, tag); len(left) == 0 {
+						break
+					}
+				}
+				t.Logf("%s, %s: %d of 9 sleeps survived", c, sc.name, len(left))
+				assert.Empty(t, left, "sleeps outlived the call; agent output:\n%s", out.String())
+			})
+		}
+	}
+}
+
+// TestExecAgentHelper is the agent of TestExecAgentEndsLeaveNoProcess.
+func TestExecAgentHelper(t *testing.T) {
+	ws := os.Getenv("DG_EXEC_AGENT_WS")
 	if ws == "" {
-		t.Skip("runs only as the helper of TestExecChildDiesWithTheAgent")
+		t.Skip("runs only as the helper of TestExecAgentEndsLeaveNoProcess")
 	}
-	tool, err := NewBash(ExecOptions{AllowExec: true, Workspace: ws})
+	opts := ExecOptions{AllowExec: true, Workspace: ws, Timeout: time.Hour, KillGrace: 200 * time.Millisecond}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	switch os.Getenv("DG_EXEC_AGENT_MODE") {
+	case "tool-timeout":
+		opts.Timeout = 3 * time.Second
+	case "run-timeout":
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+	}
+	tool, err := NewBash(opts)
 	require.NoError(t, err)
-	_, _ = runCmd(t, context.Background(), tool, "command", `echo $$ > sh.pid; sleep 1000`)
+	if os.Getenv("DG_EXEC_AGENT_FALLBACK") == "true" {
+		contain(t, tool, procgroup.Group)
+	}
+	res, err := runCmd(t, ctx, tool, "command", escapeCommand(os.Getenv("DG_EXEC_AGENT_TAG")))
+	t.Logf("result: %+v, error: %v", res, err)
 }

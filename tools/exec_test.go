@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/deepgraph/deepgraph/internal/procgroup"
 )
 
 func newBash(t *testing.T, opts ExecOptions) (Tool, string) {
@@ -43,9 +46,35 @@ func runCmd(t *testing.T, ctx context.Context, tool Tool, field, code string) (R
 	return tool.Run(ctx, b)
 }
 
+// containments are the containments the exec tests run under: the one
+// this system permits (procgroup.Probe) and, when that is a PID namespace,
+// the fallback too.
+func containments() []procgroup.Containment {
+	if c := procgroup.Probe(); c.Namespaced() {
+		return []procgroup.Containment{c, procgroup.Group}
+	}
+	return []procgroup.Containment{procgroup.Group}
+}
+
+// contain makes tool run its calls under c (the fallback adopts orphans,
+// as the tool does when it finds namespaces refused).
+func contain(t *testing.T, tool Tool, c procgroup.Containment) {
+	t.Helper()
+	et, ok := tool.(*execTool)
+	require.True(t, ok)
+	et.contain = c
+	if c == procgroup.Group {
+		_ = procgroup.Adopt()
+	}
+}
+
 // gone reports whether pid no longer runs (a zombie counts as gone: it runs
-// no code and waits only to be reaped by its new parent).
+// no code and waits only to be reaped by its new parent). A pid of 0 or
+// less (a process hostPID did not find) is gone.
 func gone(pid int) bool {
+	if pid <= 0 {
+		return true
+	}
 	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 		return true
 	}
@@ -83,7 +112,8 @@ func manualTimeout(t *testing.T, tool Tool) (fire func()) {
 }
 
 // waitForPIDs waits until the command has written the named pid files into
-// the workspace and returns the pids.
+// the workspace and returns the pids, as this process sees them (see
+// hostPID).
 func waitForPIDs(t *testing.T, ws string, names ...string) map[string]int {
 	t.Helper()
 	pids := map[string]int{}
@@ -94,9 +124,13 @@ func waitForPIDs(t *testing.T, ws string, names ...string) map[string]int {
 				return false
 			}
 			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			pids[name] = pid
-			return err == nil
-		}, 10*time.Second, 5*time.Millisecond, "the command did not write %s.pid", name)
+			if err != nil {
+				return false
+			}
+			host, ok := hostPID(ws, pid)
+			pids[name] = host
+			return ok
+		}, 10*time.Second, 5*time.Millisecond, "the command did not write %s.pid, or that process is not found", name)
 	}
 	killLeftovers(t, pids)
 	return pids
@@ -104,13 +138,19 @@ func waitForPIDs(t *testing.T, ws string, names ...string) map[string]int {
 
 var pidLine = regexp.MustCompile(`(?m)^(\w+)=(\d+)$`)
 
-func pidsIn(t *testing.T, out string) map[string]int {
+// pidsIn reads the name=pid lines of a command's output, as this process
+// sees the pids; a process no longer found gets 0 (gone).
+func pidsIn(t *testing.T, ws, out string) map[string]int {
 	t.Helper()
 	pids := map[string]int{}
 	for _, m := range pidLine.FindAllStringSubmatch(out, -1) {
 		n, err := strconv.Atoi(m[2])
 		require.NoError(t, err)
-		pids[m[1]] = n
+		if host, ok := hostPID(ws, n); ok {
+			pids[m[1]] = host
+		} else {
+			pids[m[1]] = 0
+		}
 	}
 	return pids
 }
@@ -118,7 +158,9 @@ func pidsIn(t *testing.T, out string) map[string]int {
 func killLeftovers(t *testing.T, pids map[string]int) {
 	t.Cleanup(func() {
 		for _, pid := range pids {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			if pid > 0 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
 		}
 	})
 }
@@ -205,52 +247,64 @@ func TestExecOutputCap(t *testing.T) {
 }
 
 func TestExecTimeoutKillsTheProcessGroup(t *testing.T) {
-	tool, ws := newBash(t, ExecOptions{Timeout: time.Hour, KillGrace: 100 * time.Millisecond})
-	fire := manualTimeout(t, tool)
-	type outcome struct {
-		res Result
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		// A background grandchild, a grandchild of a subshell, and a
-		// foreground child.
-		res, err := runCmd(t, context.Background(), tool, "command",
-			`sleep 100 & echo $! > bg.pid; (sleep 100 & echo $! > sub.pid; wait) & sleep 100 & echo $! > fg.pid; wait`)
-		done <- outcome{res, err}
-	}()
-	pids := waitForPIDs(t, ws, "bg", "sub", "fg")
-	fire()
-	select {
-	case o := <-done:
-		require.NoError(t, o.err)
-		assert.Contains(t, o.res.Error, "timed out after 1h0m0s; the command and its child processes were killed")
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after the timeout")
-	}
-	for name, pid := range pids {
-		assert.Eventually(t, func() bool { return gone(pid) }, 5*time.Second, 10*time.Millisecond, "%s (pid %d) survived", name, pid)
+	for _, c := range containments() {
+		t.Run(c.String(), func(t *testing.T) {
+			tool, ws := newBash(t, ExecOptions{Timeout: time.Hour, KillGrace: 100 * time.Millisecond})
+			contain(t, tool, c)
+			fire := manualTimeout(t, tool)
+			type outcome struct {
+				res Result
+				err error
+			}
+			done := make(chan outcome, 1)
+			go func() {
+				// A background grandchild, a grandchild of a subshell, and a
+				// foreground child.
+				res, err := runCmd(t, context.Background(), tool, "command",
+					`sleep 100 & echo $! > bg.pid; (sleep 100 & echo $! > sub.pid; wait) & sleep 100 & echo $! > fg.pid; wait`)
+				done <- outcome{res, err}
+			}()
+			pids := waitForPIDs(t, ws, "bg", "sub", "fg")
+			fire()
+			select {
+			case o := <-done:
+				require.NoError(t, o.err)
+				assert.Contains(t, o.res.Error, "timed out after 1h0m0s; the command and its child processes were killed")
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run did not return after the timeout")
+			}
+			for name, pid := range pids {
+				assert.Eventually(t, func() bool { return gone(pid) }, 5*time.Second, 10*time.Millisecond, "%s (pid %d) survived", name, pid)
+			}
+		})
 	}
 }
 
 func TestExecTimeoutEscalatesToSIGKILL(t *testing.T) {
-	tool, ws := newBash(t, ExecOptions{KillGrace: 100 * time.Millisecond})
-	fire := manualTimeout(t, tool)
-	done := make(chan Result, 1)
-	go func() {
-		res, err := runCmd(t, context.Background(), tool, "command", `trap "" TERM; sleep 100 & echo $! > bg.pid; wait`)
-		assert.NoError(t, err)
-		done <- res
-	}()
-	pids := waitForPIDs(t, ws, "bg")
-	fire()
-	select {
-	case res := <-done:
-		assert.Contains(t, res.Error, "timed out")
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return after the timeout")
+	for _, c := range containments() {
+		t.Run(c.String(), func(t *testing.T) {
+			tool, ws := newBash(t, ExecOptions{KillGrace: 100 * time.Millisecond})
+			contain(t, tool, c)
+			fire := manualTimeout(t, tool)
+			done := make(chan Result, 1)
+			go func() {
+				res, err := runCmd(t, context.Background(), tool, "command", `trap "" TERM; sleep 100 & echo $! > bg.pid; echo $$ > sh.pid; wait`)
+				assert.NoError(t, err)
+				done <- res
+			}()
+			pids := waitForPIDs(t, ws, "bg", "sh")
+			fire()
+			select {
+			case res := <-done:
+				assert.Contains(t, res.Error, "timed out")
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run did not return after the timeout")
+			}
+			for name, pid := range pids {
+				assert.Eventually(t, func() bool { return gone(pid) }, 5*time.Second, 10*time.Millisecond, "%s (pid %d) survived", name, pid)
+			}
+		})
 	}
-	assert.Eventually(t, func() bool { return gone(pids["bg"]) }, 5*time.Second, 10*time.Millisecond)
 }
 
 func TestExecRealTimeout(t *testing.T) {
@@ -263,59 +317,88 @@ func TestExecRealTimeout(t *testing.T) {
 }
 
 func TestExecBackgroundProcessesDieWithTheCommand(t *testing.T) {
-	tool, _ := newBash(t, ExecOptions{})
-	res, err := runCmd(t, context.Background(), tool, "command", `sleep 100 & echo bg=$!`)
-	require.NoError(t, err)
-	require.False(t, res.Failed(), res.Error)
-	pids := pidsIn(t, res.Output)
-	killLeftovers(t, pids)
-	require.Len(t, pids, 1, res.Output)
-	assert.Eventually(t, func() bool { return gone(pids["bg"]) }, 2*time.Second, 10*time.Millisecond)
+	for _, c := range containments() {
+		t.Run(c.String(), func(t *testing.T) {
+			tool, ws := newBash(t, ExecOptions{})
+			contain(t, tool, c)
+			res, err := runCmd(t, context.Background(), tool, "command", `sleep 100 & echo bg=$!`)
+			require.NoError(t, err)
+			require.False(t, res.Failed(), res.Error)
+			pids := pidsIn(t, ws, res.Output)
+			killLeftovers(t, pids)
+			require.Len(t, pids, 1, res.Output)
+			assert.Eventually(t, func() bool { return gone(pids["bg"]) }, 2*time.Second, 10*time.Millisecond)
+		})
+	}
 }
 
 func TestExecCancellationKillsTheCommandAndItsChildren(t *testing.T) {
-	tool, ws := newBash(t, ExecOptions{KillGrace: 100 * time.Millisecond})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	type outcome struct {
-		res Result
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := runCmd(t, ctx, tool, "command", `sleep 100 & echo $! > bg.pid; echo $$ > sh.pid; wait`)
-		done <- outcome{res, err}
-	}()
-	pids := waitForPIDs(t, ws, "bg", "sh")
-	bg, sh := pids["bg"], pids["sh"]
-	cancel()
-	select {
-	case o := <-done:
-		assert.ErrorIs(t, o.err, context.Canceled)
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return after cancellation")
-	}
-	for _, pid := range []int{bg, sh} {
-		assert.Eventually(t, func() bool { return gone(pid) }, 2*time.Second, 10*time.Millisecond, "pid %d survived", pid)
+	for _, c := range containments() {
+		t.Run(c.String(), func(t *testing.T) {
+			tool, ws := newBash(t, ExecOptions{KillGrace: 100 * time.Millisecond})
+			contain(t, tool, c)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			type outcome struct {
+				res Result
+				err error
+			}
+			done := make(chan outcome, 1)
+			go func() {
+				res, err := runCmd(t, ctx, tool, "command", `sleep 100 & echo $! > bg.pid; echo $$ > sh.pid; wait`)
+				done <- outcome{res, err}
+			}()
+			pids := waitForPIDs(t, ws, "bg", "sh")
+			bg, sh := pids["bg"], pids["sh"]
+			cancel()
+			select {
+			case o := <-done:
+				assert.ErrorIs(t, o.err, context.Canceled)
+			case <-time.After(5 * time.Second):
+				t.Fatal("Run did not return after cancellation")
+			}
+			for _, pid := range []int{bg, sh} {
+				assert.Eventually(t, func() bool { return gone(pid) }, 2*time.Second, 10*time.Millisecond, "pid %d survived", pid)
+			}
+		})
 	}
 }
 
+// TestExecEscapedProcessDoesNotHangTheCall: a process that leaves the
+// command's group and clears its environment, and holds the output open.
+// On Linux it dies with the call all the same (the PID namespace, or the
+// sweep of adopted orphans); elsewhere the call still returns, and says
+// that something may still run.
 func TestExecEscapedProcessDoesNotHangTheCall(t *testing.T) {
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Skip("setsid not found")
 	}
-	tool, _ := newBash(t, ExecOptions{KillGrace: 150 * time.Millisecond})
-	start := time.Now()
-	// The command returns only once the escapee has left the group, so the
-	// group kill cannot catch it first; it clears its environment, so it
-	// escapes the search for the call's tag too (Linux).
-	res, err := runCmd(t, context.Background(), tool, "command",
-		`setsid env -i sh -c 'echo esc=$$; : > escaped; exec sleep 30' & while [ ! -e escaped ]; do sleep 0.01; done`)
-	require.NoError(t, err)
-	pids := pidsIn(t, res.Output)
-	killLeftovers(t, pids)
-	assert.Less(t, time.Since(start), 5*time.Second)
-	assert.Contains(t, res.Output, "left the command's process group")
+	for _, c := range containments() {
+		t.Run(c.String(), func(t *testing.T) {
+			tool, ws := newBash(t, ExecOptions{KillGrace: 150 * time.Millisecond})
+			contain(t, tool, c)
+			start := time.Now()
+			// The command returns only once the escapee has left the group,
+			// so the group kill cannot catch it first; it clears its
+			// environment, so it escapes the search for the call's tag too.
+			res, err := runCmd(t, context.Background(), tool, "command",
+				`setsid env -i sh -c 'echo $$ > esc.pid; : > escaped; exec sleep 30' & while [ ! -e escaped ]; do sleep 0.01; done; cat esc.pid`)
+			require.NoError(t, err)
+			assert.Less(t, time.Since(start), 5*time.Second)
+			if runtime.GOOS != "linux" {
+				killLeftovers(t, pidsIn(t, ws, "esc="+res.Output))
+				assert.Contains(t, res.Output, "left the command's process group")
+				return
+			}
+			assert.NotContains(t, res.Output, "left the command's process group", "nothing outlived the call to hold the output")
+			pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(res.Output, "\n", 2)[0]))
+			require.NoError(t, err, res.Output)
+			if host, ok := hostPID(ws, pid); ok {
+				killLeftovers(t, map[string]int{"esc": host})
+				assert.Eventually(t, func() bool { return gone(host) }, 2*time.Second, 10*time.Millisecond, "the escapee survived")
+			}
+		})
+	}
 }
 
 func TestExecCommandPrefix(t *testing.T) {

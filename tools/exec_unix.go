@@ -11,9 +11,10 @@ import (
 func execSupported() error { return nil }
 
 // configureGroup makes the command the leader of a new process group, so
-// that it and everything it starts can be signalled together, and (on
-// Linux) has it killed if this process dies.
-func configureGroup(cmd *exec.Cmd) {
+// that it and everything it starts can be signalled together, and — on
+// Linux — ties it to this process and contains it as c says (see
+// procgroup.Contain).
+func configureGroup(cmd *exec.Cmd, c procgroup.Containment) {
 	procgroup.Configure(cmd)
-	dieWithParent(cmd.SysProcAttr)
+	procgroup.Contain(cmd, c)
 }

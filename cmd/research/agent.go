@@ -49,9 +49,14 @@ directories such as /etc or /usr, and your home directory itself are
 refused), or else a new temporary directory, which is kept after the run and
 printed. SECURITY: python_execute and bash run model-written code as you,
 with your files and network. They run in the workspace with a scrubbed
-environment and are killed with their process group (on Linux also the
-processes that left it but kept its environment), but they are NOT a
-sandbox; use them in a container or VM for untrusted tasks.
+environment, and nothing a call starts outlives it: on Linux each call runs
+in a PID namespace of its own (with a user namespace when you are not
+root), which the kernel kills whole when the call ends or the agent dies,
+even by SIGKILL; where namespaces are not permitted, its process group is
+killed and the agent adopts and kills the processes it orphaned (which a
+SIGKILL of the agent leaves running). The agent says at the start which
+applies. They are NOT a sandbox: use them in a container or VM for
+untrusted tasks.
 
 --timeout bounds the whole run (what the agent had done is printed, and the
 exit status is 1); --tool-timeout bounds each tool call (the model is told the
@@ -164,7 +169,7 @@ func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.Age
 		c.console.line(b)
 	}
 	if app.HasExec(setup.Tools) {
-		c.console.line("Warning: python_execute and bash run model-written code as you; they are not a sandbox")
+		c.execWarning()
 	}
 	if tr != nil {
 		c.console.line(runLine(st, tr))
@@ -346,4 +351,11 @@ func (s *agentSteps) observe(ev nodes.AgentEvent) {
 	if s.progress != nil && s.meter != nil {
 		s.progress(s.meter.Total())
 	}
+}
+
+// execWarning says that the exec tools are on, what they are not, and how
+// the processes of a call are tied to it here.
+func (c *cli) execWarning() {
+	c.console.line("Warning: python_execute and bash run model-written code as you; they are not a sandbox")
+	c.console.line("Code execution: " + tools.ExecContainment())
 }

@@ -350,3 +350,72 @@ func TestE2EMCPStdoutIsProtocol(t *testing.T) {
 	assert.Equal(t, map[float64]bool{1: true, 2: true, 3: true}, ids, stdout.String())
 	assert.Contains(t, stdout.String(), "refused")
 }
+
+// TestE2EMCPStdioMalformedMessages: research mcp answers each line it
+// cannot use — not JSON, a JSON array or string, an object without
+// "jsonrpc", a message over the 16 MiB limit — with a JSON-RPC error, and
+// goes on: the requests after each are answered, and the process ends only
+// when its input does, with status 0.
+func TestE2EMCPStdioMalformedMessages(t *testing.T) {
+	g := newFakeGemini(t)
+	cmd := exec.Command(binary, "mcp")
+	cmd.Env = geminiEnv(t, g, nil)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	lines := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		"hello world",
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`[1,2]`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`,
+		`"a string"`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`,
+		`{"id":5,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":6,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fetch_page","arguments":{"url":"http://example.com/` + strings.Repeat("a", 17<<20) + `"}}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"tools/list"}`,
+	}
+	for _, l := range lines {
+		_, err := io.WriteString(stdin, l+"\n")
+		require.NoError(t, err, "the server stopped reading: %s", stderr)
+	}
+	// The error code answering each id (0: a result); id 5 lacks
+	// "jsonrpc", id 7 is over the limit.
+	want := map[string]int{`1`: 0, `2`: 0, `3`: 0, `4`: 0, `5`: -32600, `6`: 0, `7`: -32600, `8`: 0}
+	require.Eventually(t, func() bool { return strings.Count(stdout.String(), "\n") >= 11 }, 30*time.Second, 10*time.Millisecond,
+		"stdout: %.2000s\nstderr: %s", stdout, stderr)
+	got := map[string][]int{}
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		var msg struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Error   *struct {
+				Code int `json:"code"`
+			} `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &msg), "stdout carries a line that is not JSON-RPC: %q", line)
+		assert.Equal(t, "2.0", msg.JSONRPC)
+		code := 0
+		if msg.Error != nil {
+			code = msg.Error.Code
+		}
+		got[string(msg.ID)] = append(got[string(msg.ID)], code)
+	}
+	assert.Equal(t, []int{-32700, -32600, -32600}, got["null"], "hello world, the array and the string")
+	for id, code := range want {
+		assert.Equal(t, []int{code}, got[id], "id %s", id)
+	}
+	require.NoError(t, stdin.Close())
+	require.NoError(t, cmd.Wait(), stderr.String())
+	assert.Contains(t, stderr.String(), "refused an MCP message")
+}

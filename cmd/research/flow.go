@@ -121,7 +121,7 @@ func (c *cli) runFlow(cmd *cobra.Command, args []string, fo app.FlowOptions) err
 		c.console.line(b)
 	}
 	if app.HasExec(ag.Tools) {
-		c.console.line("Warning: python_execute and bash run model-written code as you; they are not a sandbox")
+		c.execWarning()
 	}
 	c.console.start("planning")
 	view := &flowView{c: c.console, start: began}

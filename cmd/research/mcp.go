@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -203,7 +202,9 @@ func (c *cli) mcpStdio(ctx context.Context, srv *mcp.Server, tools string, r *ap
 	if !ok {
 		in = io.NopCloser(c.stdin)
 	}
-	err := srv.Run(ctx, &mcp.IOTransport{Reader: in, Writer: nopWriteCloser{c.stdout}})
+	// A malformed, overlong or unfinished message is answered with a
+	// JSON-RPC error and the session goes on (mcpserver.Stdio).
+	err := srv.Run(ctx, mcpserver.Stdio(in, c.stdout, mcpserver.StdioOptions{Logger: c.logger()}))
 	switch {
 	case ctx.Err() != nil:
 		c.console.line("Stopped")
@@ -223,7 +224,7 @@ func (c *cli) mcpHTTP(ctx context.Context, srv *mcp.Server, addr, token string, 
 		Guard:  server.GuardOptions{Token: token, CORSOrigins: cfg.Serve.CORSOrigins, Loopback: server.IsLoopback(addr)},
 		Logger: c.logger(),
 	})
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	hs := httpServer(h, cfg, c.logger())
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	c.console.line(fmt.Sprintf("Serving MCP at http://%s%s (%s), researching with %s using %s", ln.Addr(), mcpserver.PathMCP, tools,
@@ -251,12 +252,6 @@ func (c *cli) mcpHTTP(ctx context.Context, srv *mcp.Server, addr, token string, 
 	c.console.line("Stopped")
 	return nil
 }
-
-// nopWriteCloser is stdout for the stdio transport, which closes its
-// writer when the session ends: stdout stays open for the process.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // openBrowsers are the browsers research mcp opened for its sessions and
 // that are still open: the server closes each when its session ends, and

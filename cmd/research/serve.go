@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/deepgraph/deepgraph/config"
 	"github.com/deepgraph/deepgraph/internal/app"
+	"github.com/deepgraph/deepgraph/internal/httpserve"
 	"github.com/deepgraph/deepgraph/internal/server"
 	"github.com/deepgraph/deepgraph/telemetry"
 )
@@ -29,7 +31,11 @@ kept in the store like the command line's runs (research runs lists them).
 Security: it listens on 127.0.0.1 by default. Any other --addr needs a
 token (serve.token or DEEPGRAPH_SERVE_TOKEN), sent as Authorization: Bearer;
 without one the server refuses to start. Pages of other sites may not call
-the API unless listed in serve.cors_origins.
+the API unless listed in serve.cors_origins. Connections are bounded: slow
+headers or bodies and idle connections time out, and beyond
+serve.max_connections (or serve.max_connections_per_client from one
+address) idle or unfinished connections are closed to make room, or the new
+one gets 503.
 
 With --browser (agent.browser), agent runs get the browser tool: one
 headless Chromium per run, at most serve.max_browsers at once.
@@ -98,7 +104,7 @@ func (c *cli) serve(cmd *cobra.Command, _ []string) error {
 		_ = ln.Close()
 		return err
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := httpServer(srv.Handler(), cfg, logger)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	c.console.line(fmt.Sprintf("Serving http://%s (runs kept in %s; at most %d running, %d waiting)", ln.Addr(), st.Where,
@@ -128,4 +134,12 @@ func (c *cli) serve(cmd *cobra.Command, _ []string) error {
 	}
 	c.console.line("Stopped")
 	return nil
+}
+
+// httpServer serves h with the timeouts and connection limits of
+// internal/httpserve, as configured under serve.
+func httpServer(h http.Handler, cfg *config.Config, logger *slog.Logger) *httpserve.Server {
+	return httpserve.New(h, httpserve.Options{
+		MaxConns: cfg.Serve.MaxConnections, MaxConnsPerAddr: cfg.Serve.MaxConnectionsPerClient, Logger: logger,
+	})
 }

@@ -32,11 +32,24 @@
 // went wrong, with secrets masked (Options.Redact); never protocol errors.
 //
 // The server is built from parts — a researcher factory, a searcher, a page
-// reader — so tests give it fakes. Serve it over stdio with
-// srv.Run(ctx, &mcp.StdioTransport{}), or over streamable HTTP with Handler,
-// behind the HTTP API's security (server.Guard: a token beyond loopback,
-// the loopback Host check against DNS rebinding, no cross-site origins but
-// the listed ones):
+// reader — so tests give it fakes. Serve it over stdio with Stdio, or over
+// streamable HTTP with Handler, behind the HTTP API's security
+// (server.Guard: a token beyond loopback, the loopback Host check against
+// DNS rebinding, no cross-site origins but the listed ones).
+//
+// # Stdio
+//
+// The SDK's stdio transport owns its read loop and ends the session — and
+// the calls in flight — on the first line it cannot decode; it cannot be
+// told to answer instead. Stdio therefore puts a guard in front of it (a
+// reader, not a fork): each line is checked as the SDK would check it, and
+// one the SDK would choke on is answered with a JSON-RPC error (-32700
+// Parse error for what is not JSON or a line left unfinished for
+// StdioOptions.LineTimeout; -32600 Invalid Request for JSON that is not one
+// JSON-RPC 2.0 object, a batch, or a line over StdioOptions.MaxMessage),
+// and the session goes on.
+//
+// # Example
 //
 //	srv, err := mcpserver.New(ctx, mcpserver.Options{
 //		Version:  "v1.2.3",
@@ -45,7 +58,7 @@
 //		Reader:   reader,   // a search.Reader
 //	})
 //	if err != nil { … }
-//	err = srv.Run(ctx, &mcp.StdioTransport{})
+//	err = srv.Run(ctx, mcpserver.Stdio(os.Stdin, os.Stdout, mcpserver.StdioOptions{}))
 //
 // New's context bounds the tool calls: when it ends, the calls in flight
 // end too, so a shutdown does not wait for a research run.

@@ -52,4 +52,9 @@
 // wildcard); bodies must be JSON (no form posts) and are bounded, as are
 // questions. The page runs under a strict Content-Security-Policy and
 // builds every piece of model or web text as DOM text, never as HTML.
+// Refused requests are answered with Connection: close. research serve runs
+// the handler with internal/httpserve's timeouts (headers, body, each
+// write of a response, idle connections) and connection limits (in all
+// and per client address), which keep /healthz answering when clients
+// hold connections open.
 package server

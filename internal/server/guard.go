@@ -38,7 +38,8 @@ type GuardOptions struct {
 // Guard applies to every request: security headers, the Host check on a
 // loopback endpoint, the Origin check and CORS, then the token. Refusals
 // are JSON errors, {"error":{"code":…,"message":…}}, that say how to get
-// through.
+// through, sent with Connection: close so that a refused client does not
+// hold a connection (see internal/httpserve for the limits on those).
 func Guard(next http.Handler, o GuardOptions) http.Handler {
 	allowHeaders := strings.Join(o.AllowHeaders, ", ")
 	if allowHeaders == "" {
@@ -55,12 +56,14 @@ func Guard(next http.Handler, o GuardOptions) http.Handler {
 		}
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		if o.Loopback && !loopbackHost(r.Host) {
+			h.Set("Connection", "close")
 			writeError(w, http.StatusMisdirectedRequest, codeForbidden,
 				fmt.Sprintf("host %q is not this server's: it listens on loopback, so use http://127.0.0.1 or http://localhost", r.Host))
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r) {
 			if !slices.Contains(o.CORSOrigins, strings.ToLower(origin)) {
+				h.Set("Connection", "close")
 				writeError(w, http.StatusForbidden, codeForbidden,
 					fmt.Sprintf("origin %s may not call this API; list it under serve.cors_origins to allow it", origin))
 				return
@@ -92,9 +95,12 @@ func Authorized(r *http.Request, token string) bool {
 	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1
 }
 
-// writeUnauthorized refuses a request without the token.
+// writeUnauthorized refuses a request without the token, and closes its
+// connection after the answer: a client without the token has nothing to
+// keep it open for.
 func writeUnauthorized(w http.ResponseWriter) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="deepgraph"`)
+	w.Header().Set("Connection", "close")
 	writeError(w, http.StatusUnauthorized, codeUnauthorized, "this server needs its token: send Authorization: Bearer <serve.token>")
 }
 

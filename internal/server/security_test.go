@@ -1,10 +1,14 @@
 package server
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -164,4 +168,47 @@ func TestLimitsAndBadRequests(t *testing.T) {
 	status, data, _ := ts.do("GET", "/threads/"+th.ID+"/runs/nope/stream", nil, "Last-Event-ID", "abc")
 	assert.Equal(t, 400, status)
 	assert.Contains(t, string(data), "Last-Event-ID")
+}
+
+// A client refused for its token, its origin or its host loses its
+// connection with the answer (Connection: close), instead of keeping it
+// open for nothing.
+func TestRefusalsCloseTheConnection(t *testing.T) {
+	ts := newTestServer(t, world{}, withToken("s3cret-token"))
+	addr := strings.TrimPrefix(ts.http.URL, "http://")
+	for _, req := range []string{
+		"GET /info HTTP/1.1\r\nHost: " + addr + "\r\n\r\n",
+		"GET /info HTTP/1.1\r\nHost: " + addr + "\r\nAuthorization: Bearer wrong\r\n\r\n",
+		"GET /info HTTP/1.1\r\nHost: " + addr + "\r\nOrigin: https://evil.example\r\nAuthorization: Bearer s3cret-token\r\n\r\n",
+		"GET /info HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Bearer s3cret-token\r\n\r\n",
+	} {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		_, err = io.WriteString(c, req)
+		require.NoError(t, err)
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		require.NoError(t, err)
+		_, _ = io.ReadAll(resp.Body)
+		assert.Contains(t, []int{401, 403, 421}, resp.StatusCode)
+		assert.True(t, resp.Close, "Connection: close (%d)", resp.StatusCode)
+		n, err := c.Read(make([]byte, 1))
+		assert.Zero(t, n)
+		assert.ErrorIs(t, err, io.EOF, "the server closed the connection after %d", resp.StatusCode)
+		c.Close()
+	}
+	// With the token the connection is kept for the next request.
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for range 2 {
+		_, err = io.WriteString(c, "GET /info HTTP/1.1\r\nHost: "+addr+"\r\nAuthorization: Bearer s3cret-token\r\n\r\n")
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err)
+		_, _ = io.ReadAll(resp.Body)
+		assert.Equal(t, 200, resp.StatusCode)
+		assert.False(t, resp.Close)
+	}
 }

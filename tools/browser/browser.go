@@ -125,6 +125,9 @@ type running struct {
 	allocStop context.CancelFunc
 	pgid      int
 	tag       string // DEEPGRAPH_BROWSER value of its processes
+	// unspare ends the exec tools' sparing of its processes (see
+	// procgroup.SpareTagged).
+	unspare func()
 
 	tabsMu  sync.Mutex
 	tabs    []*tab

@@ -64,6 +64,10 @@ func (s *Session) launch(ctx context.Context) (_ *running, err error) {
 		return nil, err
 	}
 	r.tag = filepath.Base(r.dir)
+	// Where the exec tools sweep the orphans this process adopts (no PID
+	// namespaces), Chromium — a child this process did not start through
+	// procgroup — must not be taken for one.
+	r.unspare = procgroup.SpareTagged(tagVar + "=" + r.tag)
 	life, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	allocCtx, allocStop := chromedp.NewExecAllocator(life, s.allocatorOptions(r)...)
@@ -237,6 +241,9 @@ func (r *running) stop(logger *slog.Logger) {
 	}
 	if r.tag != "" {
 		killTagged(r.tag)
+	}
+	if r.unspare != nil {
+		r.unspare()
 	}
 	if r.proxy != nil {
 		r.proxy.close()

@@ -107,7 +107,9 @@ func startProcess(s Server, logger *slog.Logger) (*process, io.ReadCloser, error
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	// Started through procgroup, so that the exec tools' sweep of adopted
+	// orphans (where PID namespaces are refused) knows it is no orphan.
+	if err := procgroup.Start(cmd); err != nil {
 		return nil, nil, err
 	}
 	go p.wait()
@@ -126,6 +128,7 @@ func (p *process) wait() {
 		p.mu.Unlock()
 	}
 	err := p.cmd.Wait()
+	procgroup.Release(pid)
 	p.mu.Lock()
 	if !p.reaped {
 		_ = procgroup.SignalGroup(pid, procgroup.Kill) // best effort where the exit could not be awaited first
