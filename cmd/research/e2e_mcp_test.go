@@ -89,7 +89,7 @@ func TestE2EMCPStdio(t *testing.T) {
 	g := newFakeGemini(t)
 	envv := geminiEnv(t, g, nil)
 	c := newMCPClient()
-	cs, cmd, stderr := stdioSession(t, c, versionedBinary, envv)
+	cs, cmd, stderr := stdioSession(t, c, binary, envv)
 	ctx := context.Background()
 
 	init := cs.InitializeResult()

@@ -622,8 +622,6 @@ func TestE2ECommands(t *testing.T) {
 		res := run(t, env(t, nil), "version")
 		require.Equal(t, 0, res.code, res)
 		assert.Regexp(t, `^research \S+ \(.*go1\.\d+`, res.stdout)
-		res = runBin(t, versionedBinary, env(t, nil), "", "version")
-		require.Equal(t, 0, res.code, res)
 		assert.True(t, strings.HasPrefix(res.stdout, "research "+testVersion+" ("), res.stdout)
 	})
 }
