@@ -54,19 +54,23 @@ func (e sqlEnv) open(t *testing.T) Store {
 }
 
 // sqliteDSN is the data source name of a SQLite file as the checkpoint
-// store opens it. The pragmas run in order: the busy timeout comes first,
-// so that a connection setting WAL mode waits for another doing the same.
+// store opens it: WAL mode is not among its pragmas, as it is not in the
+// store's, since setting it takes the file's exclusive lock, which
+// connections opening at once would fail to get (SQLite does not wait for
+// it); it is set once, and the file keeps it.
 func sqliteDSN(path string) string {
-	return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate"
+	return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 }
 
-// openSQLiteDB opens a database/sql handle to the SQLite file, closed in
-// cleanup.
+// openSQLiteDB opens a database/sql handle to the SQLite file, in WAL mode,
+// closed in cleanup.
 func openSQLiteDB(t testing.TB, path string) *sql.DB {
 	t.Helper()
 	db, err := driver.Open(sqliteDSN(path))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
+	_, err = db.Exec(`PRAGMA journal_mode = WAL`)
+	require.NoError(t, err)
 	return db
 }
 
