@@ -86,7 +86,14 @@ func openDB(ctx context.Context, path, root string, cfg config) (*sql.DB, error)
 	}
 	db.SetMaxOpenConns(max(4, 2*runtime.GOMAXPROCS(0)))
 	db.SetMaxIdleConns(max(2, runtime.GOMAXPROCS(0)))
-	if err := initSchema(ctx, db, root, cfg); err != nil {
+	// WAL mode is set here, once, not by each connection: setting it takes
+	// the file's exclusive lock, for which SQLite does not wait, and the
+	// file keeps it.
+	_, err = db.ExecContext(ctx, `PRAGMA journal_mode = WAL`)
+	if err == nil {
+		err = initSchema(ctx, db, root, cfg)
+	}
+	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("local: prepare corpus index %q: %w; delete the directory %q to rebuild it, or choose another cache directory",
 			path, err, filepath.Dir(path))
@@ -102,17 +109,17 @@ func openFTS(name string) (*sql.DB, error) {
 }
 
 // dsn builds the driver's data source name: a file: URI (so any character
-// in the path is safe) with WAL journaling, which lets searches read while
-// a refresh writes, a generous busy timeout for a second process on the
-// same index, and IMMEDIATE write transactions so writers queue on the busy
-// timeout instead of failing on lock upgrade.
+// in the path is safe) with a generous busy timeout for a second process on
+// the same index, and IMMEDIATE write transactions so writers queue on the
+// busy timeout instead of failing on lock upgrade. openDB sets WAL
+// journaling, which lets searches read while a refresh writes.
 func dsn(path string) string {
 	p := filepath.ToSlash(path)
 	if !strings.HasPrefix(p, "/") {
 		p = "/" + p
 	}
 	return "file:" + (&url.URL{Path: p}).EscapedPath() +
-		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		"?_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 }
 
 func initSchema(ctx context.Context, db *sql.DB, root string, cfg config) error {
