@@ -34,10 +34,12 @@ RUN mkdir -p /rootfs/etc /rootfs/tmp /rootfs/home/research \
     && echo 'research:x:10001:' > /rootfs/etc/group
 
 # ------------------------------------------------------------- chromium
-# Debian's Chromium beside the binary, for what drives a browser (the page's
-# browser test today, the browser tool when it lands). Chromium runs as the
-# same unprivileged user; in a container without user namespaces it needs
-# --no-sandbox.
+# Debian's Chromium beside the binary, for the agent's browser tool
+# (research agent --browser), which finds it at /usr/bin/chromium. Chromium
+# runs as the same unprivileged user; Docker's default seccomp profile
+# denies the user namespaces its sandbox needs, so run this image with
+# -e DEEPGRAPH_BROWSER_NO_SANDBOX=true, or give it a profile that allows
+# them and keep the sandbox.
 FROM debian:${DEBIAN}-slim AS chromium
 RUN apt-get update \
     && apt-get install -y --no-install-recommends chromium ca-certificates fonts-liberation tzdata \
@@ -45,7 +47,7 @@ RUN apt-get update \
     && useradd --uid 10001 --user-group --create-home --home-dir /home/research --shell /usr/sbin/nologin research \
     && chmod 0700 /home/research
 COPY --from=build /out/research /usr/local/bin/research
-ENV DEEPGRAPH_CHROMIUM=/usr/bin/chromium HOME=/home/research
+ENV DEEPGRAPH_BROWSER_CHROMIUM=/usr/bin/chromium HOME=/home/research
 USER 10001:10001
 WORKDIR /home/research
 ENTRYPOINT ["research"]

@@ -228,7 +228,7 @@ func TestMigrationKeepsThreads(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
 	stmts := []string{"PRAGMA journal_mode = WAL", schemaV1, fmt.Sprintf("PRAGMA application_id = %d; PRAGMA user_version = 1", applicationID)}
 	sqliteFile(t, path, stmts...)
-	db, err := sql.Open("sqlite", path)
+	db, err := driver.Open(path)
 	require.NoError(t, err)
 	for _, row := range checkpointtest.LegacyThread("old") {
 		_, err := db.Exec(`INSERT INTO deepgraph_checkpoints (thread, id, parent, step, source, created, data) VALUES (?, ?, ?, ?, ?, ?, ?)`,
