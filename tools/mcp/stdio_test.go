@@ -71,12 +71,14 @@ func TestStdioServer(t *testing.T) {
 
 func TestStdioTimeout(t *testing.T) {
 	srv := stdioServer("t")
-	srv.Timeout = 300 * time.Millisecond
+	// The timeout bounds the server's start too: a race-built server on a
+	// busy machine took longer than 300 ms to list its tools.
+	srv.Timeout = 2 * time.Second
 	c, _ := connectStdio(t, srv)
 	pid := pidOf(t, c)
 	// t.sleep waits until it is cancelled: only the timeout ends the call.
 	res := run(t, c, "t.sleep", `{}`)
-	assert.Equal(t, "t.sleep timed out after 300ms", res.Error)
+	assert.Equal(t, "t.sleep timed out after 2s", res.Error)
 	assert.Equal(t, pid, pidOf(t, c), "the server keeps running after a timeout")
 }
 
