@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -315,12 +316,11 @@ func TestNodeErrorCancelsSiblingsAndNamesNodeAndStep(t *testing.T) {
 		case <-ctx.Done():
 			cancelled.Store(true)
 			return graph.Update[tState]{}, ctx.Err()
-		case <-time.After(5 * time.Second):
+		case <-time.After(time.Minute):
 			return graph.Update[tState]{}, nil
 		}
 	})
 	g.AddNode("bad", func(context.Context, tState) (graph.Update[tState], error) {
-		time.Sleep(10 * time.Millisecond)
 		return graph.Update[tState]{}, errBoom
 	})
 	g.AddEdge(graph.Start, "first")
@@ -328,9 +328,9 @@ func TestNodeErrorCancelsSiblingsAndNamesNodeAndStep(t *testing.T) {
 	g.AddEdge("first", "bad")
 	g.AddEdge("slow", graph.End)
 	g.AddEdge("bad", graph.End)
-	start := time.Now()
+	// "slow" ends only when its context is cancelled (or after a minute,
+	// which the cancelled flag below tells apart).
 	out, err := compile(t, g).Invoke(context.Background(), tState{})
-	assert.Less(t, time.Since(start), 2*time.Second)
 	require.ErrorIs(t, err, errBoom)
 	var ne *graph.NodeError
 	require.ErrorAs(t, err, &ne)
@@ -371,7 +371,13 @@ func TestCancellationStopsTheRunPromptly(t *testing.T) {
 	for _, parallel := range []bool{false, true} {
 		t.Run(fmt.Sprint("parallel=", parallel), func(t *testing.T) {
 			g := newT()
+			var waiting sync.WaitGroup // the nodes waiting for their context
+			waiting.Add(1)
+			if parallel {
+				waiting.Add(1)
+			}
 			block := func(ctx context.Context, _ tState) (graph.Update[tState], error) {
+				waiting.Done()
 				<-ctx.Done()
 				return graph.Update[tState]{}, ctx.Err()
 			}
@@ -383,11 +389,14 @@ func TestCancellationStopsTheRunPromptly(t *testing.T) {
 				g.AddEdge(graph.Start, "b")
 				g.AddEdge("b", graph.End)
 			}
+			// The nodes wait for their context alone: Invoke returns only
+			// once the cancellation has reached them all.
 			ctx, cancel := context.WithCancel(context.Background())
-			time.AfterFunc(20*time.Millisecond, cancel)
-			start := time.Now()
+			go func() {
+				waiting.Wait()
+				cancel()
+			}()
 			_, err := compile(t, g).Invoke(ctx, tState{})
-			assert.Less(t, time.Since(start)-20*time.Millisecond, 100*time.Millisecond)
 			require.ErrorIs(t, err, context.Canceled)
 			var ne *graph.NodeError
 			assert.False(t, errors.As(err, &ne), "cancellation is not a node failure: %v", err)
@@ -472,7 +481,7 @@ func TestTimeoutPerAttemptAndGraphDefaults(t *testing.T) {
 		select {
 		case <-ctx.Done():
 			return graph.Update[tState]{}, ctx.Err()
-		case <-time.After(2 * time.Second):
+		case <-time.After(time.Minute):
 			return graph.Writes(tLog.Add("slow")), nil
 		}
 	}
@@ -480,9 +489,9 @@ func TestTimeoutPerAttemptAndGraphDefaults(t *testing.T) {
 		g := newT()
 		g.AddNode("slow", slow, graph.WithTimeout(20*time.Millisecond))
 		g.AddSequence(graph.Start, "slow", graph.End)
-		start := time.Now()
+		// Without the timeout, slow would answer (after a minute) and
+		// Invoke succeed.
 		_, err := compile(t, g).Invoke(context.Background(), tState{})
-		assert.Less(t, time.Since(start), time.Second)
 		require.ErrorIs(t, err, graph.ErrTimeout)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.Contains(t, err.Error(), `node "slow" failed in step 1`)

@@ -38,14 +38,14 @@ func blockingFanOut(t *testing.T, width int, n *counts) *graph.Compiled[tState] 
 func TestBreakingOutOfAStreamCancelsTheRun(t *testing.T) {
 	var n counts
 	c := blockingFanOut(t, 5, &n)
-	start := time.Now()
+	// The tasks wait for their context alone: Stream returns only once
+	// breaking out has cancelled them.
 	for ev, err := range c.Stream(context.Background(), tState{}) {
 		require.NoError(t, err)
 		if ev.Kind == graph.EventCustom {
 			break
 		}
 	}
-	assert.Less(t, time.Since(start), time.Second)
 	assert.Positive(t, n.started.Load())
 	assert.Equal(t, n.started.Load(), n.stopped.Load(), "every task had stopped when Stream returned")
 }

@@ -250,18 +250,18 @@ func TestAgentTextModeFallback(t *testing.T) {
 }
 
 func TestAgentCancellation(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	// The tool cancels the run once it is called, then waits for its
+	// context alone: Run returns only once the cancellation reached it.
 	block := tools.MustFunc("wait", "Waits.", func(ctx context.Context, _ struct{}) (tools.Result, error) {
+		cancel()
 		<-ctx.Done()
 		return tools.Result{}, ctx.Err()
 	})
 	m := fake.New(fake.ToolCalls(fake.ToolCall("wait", struct{}{})))
 	a := newAgent(t, m, nodes.AgentConfig{}, block)
-	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(30*time.Millisecond, cancel)
-	start := time.Now()
 	_, err := a.Run(ctx, "task", nil)
 	require.ErrorIs(t, err, context.Canceled)
-	assert.Less(t, time.Since(start), time.Second)
 }
 
 func TestAgentModelErrorFailsTheRun(t *testing.T) {

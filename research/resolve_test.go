@@ -172,18 +172,16 @@ func TestSourceResolverRefusesPrivateTargets(t *testing.T) {
 // back, the others resolve.
 func TestSourceResolverBoundedTime(t *testing.T) {
 	w := newRedirectWorld(t)
+	// The slow redirects answer only when the client gives up (or at the
+	// cleanup): Resolve returns only because the bounds cut them off.
 	t.Run("per URL", func(t *testing.T) {
 		r := w.resolver(t, research.ResolverConfig{Timeout: 100 * time.Millisecond})
-		start := time.Now()
 		got := r.Resolve(context.Background(), []string{w.redirect("slow-1"), w.redirect("tok-o2")})
-		assert.Less(t, time.Since(start), 5*time.Second, "the slow redirect was not cut off")
 		assert.Equal(t, map[string]research.Resolved{w.redirect("tok-o2"): {URL: w.page("/other/2"), Title: "Other page 2"}}, got)
 	})
 	t.Run("overall", func(t *testing.T) {
 		r := w.resolver(t, research.ResolverConfig{Timeout: time.Minute, Deadline: 150 * time.Millisecond, MaxConcurrency: 1})
-		start := time.Now()
 		got := r.Resolve(context.Background(), []string{w.redirect("slow-1"), w.redirect("slow-2"), w.redirect("slow-3")})
-		assert.Less(t, time.Since(start), 5*time.Second, "the deadline did not stop the resolution")
 		assert.Empty(t, got)
 	})
 	t.Run("caller's context", func(t *testing.T) {

@@ -309,11 +309,9 @@ func TestExecTimeoutEscalatesToSIGKILL(t *testing.T) {
 
 func TestExecRealTimeout(t *testing.T) {
 	tool, _ := newBash(t, ExecOptions{Timeout: 200 * time.Millisecond, KillGrace: 100 * time.Millisecond})
-	start := time.Now()
 	res, err := runCmd(t, context.Background(), tool, "command", `sleep 100`)
 	require.NoError(t, err)
 	assert.Contains(t, res.Error, "timed out after 200ms")
-	assert.Less(t, time.Since(start), 10*time.Second)
 }
 
 func TestExecBackgroundProcessesDieWithTheCommand(t *testing.T) {
@@ -377,14 +375,14 @@ func TestExecEscapedProcessDoesNotHangTheCall(t *testing.T) {
 		t.Run(c.String(), func(t *testing.T) {
 			tool, ws := newBash(t, ExecOptions{KillGrace: 150 * time.Millisecond})
 			contain(t, tool, c)
-			start := time.Now()
 			// The command returns only once the escapee has left the group,
 			// so the group kill cannot catch it first; it clears its
 			// environment, so it escapes the search for the call's tag too.
+			// It would hold the output for ten minutes: a call that waited
+			// for it would not return within go test's timeout.
 			res, err := runCmd(t, context.Background(), tool, "command",
-				`setsid env -i sh -c 'echo $$ > esc.pid; : > escaped; exec sleep 30' & while [ ! -e escaped ]; do sleep 0.01; done; cat esc.pid`)
+				`setsid env -i sh -c 'echo $$ > esc.pid; : > escaped; exec sleep 600' & while [ ! -e escaped ]; do sleep 0.01; done; cat esc.pid`)
 			require.NoError(t, err)
-			assert.Less(t, time.Since(start), 5*time.Second)
 			if runtime.GOOS != "linux" {
 				killLeftovers(t, pidsIn(t, ws, "esc="+res.Output))
 				assert.Contains(t, res.Output, "left the command's process group")
@@ -451,11 +449,9 @@ func TestPythonExecute(t *testing.T) {
 
 	short, err := NewPythonExecute(ExecOptions{AllowExec: true, Workspace: ws, Timeout: 300 * time.Millisecond, KillGrace: 100 * time.Millisecond})
 	require.NoError(t, err)
-	start := time.Now()
-	res, err := runCmd(t, context.Background(), short, "code", "import time\ntime.sleep(30)")
+	res, err := runCmd(t, context.Background(), short, "code", "import time\ntime.sleep(300)")
 	require.NoError(t, err)
 	assert.Contains(t, res.Error, "timed out after 300ms")
-	assert.Less(t, time.Since(start), 10*time.Second)
 }
 
 func TestHeadTail(t *testing.T) {

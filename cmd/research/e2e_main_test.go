@@ -19,13 +19,16 @@ import (
 )
 
 // The end-to-end tests run the built binary, as a user would: TestMain builds
-// it once (with the race detector when the tests run with it), and each test
-// runs it with a scrubbed environment against httptest fakes of the providers'
-// real wire protocols.
+// it once (with the race detector when the tests run with it: the e2e tests
+// are where the whole program runs its goroutines together, the CLI's
+// signal handling, the server, the MCP server and the worker with the
+// engine), and each test runs it with a scrubbed environment against
+// httptest fakes of the providers' real wire protocols.
 
-// binary is the path of the research binary built for the tests;
-// versionedBinary was built with -ldflags -X main.version.
-var binary, versionedBinary string
+// binary is the path of the research binary built for the tests, with
+// -ldflags -X main.version=testVersion, as scripts/release.sh stamps a
+// release (the unstamped version is cli_test's).
+var binary string
 
 const testVersion = "v9.8.7-e2e"
 
@@ -36,15 +39,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "research")
-	versionedBinary = filepath.Join(dir, "research-versioned")
-	if err := build(binary); err == nil {
-		err = build(versionedBinary, "-ldflags", "-X main.version="+testVersion)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "e2e:", err)
-			os.Exit(1)
-		}
-	} else {
+	if err := build(binary, "-ldflags", "-X main.version="+testVersion); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
+		_ = os.RemoveAll(dir)
 		os.Exit(1)
 	}
 	code := m.Run()

@@ -228,7 +228,6 @@ func TestE2ETemporalRun(t *testing.T) {
 		assert.Equal(t, "timed out after 4s", doc.Error, "as a local run's document")
 		assert.NotEmpty(t, doc.Sources, "what it had gathered")
 		assert.Equal(t, "openai:gpt-4.1-mini", doc.Models["answer"])
-		assert.Less(t, res.elapsed, 20*time.Second)
 	})
 	t.Run("a failed run prints its incomplete report and exits 1", func(t *testing.T) {
 		res := run(t, client, "--temporal", addr, "--task-queue", queue, "--format", "json", "FAIL at the answer "+m)
@@ -244,12 +243,12 @@ func TestE2ETemporalRun(t *testing.T) {
 		p := startBin(t, client, "--temporal", addr, "--task-queue", queue, "HANG at the reflection "+m)
 		p.waitStderr(t, "Searched ", 30*time.Second)
 		require.Eventually(t, func() bool { return oa.hanging.Load() > 0 }, 30*time.Second, 10*time.Millisecond, "the run reached its reflection")
-		sent := time.Now()
 		require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
 		res := p.wait(t, 30*time.Second)
 		require.Equal(t, exitInterrupted, res.code, res)
-		assert.Less(t, time.Since(sent), cancelWait, "the report came before the wait's bound")
 		assert.Contains(t, res.stderr, "is cancelled on Temporal")
+		// The report is printed only when it came within cancelWait.
+		assert.NotContains(t, res.stderr, "its report did not come")
 		assert.Contains(t, res.stdout, "**Incomplete report.**", "as a local Ctrl-C")
 		assertCitations(t, res.stdout, sx.returned())
 		assertInOrder(t, res.stderr, "Cancelling run research-", "Stopped (incomplete)", "research: interrupted: run research-")
@@ -637,11 +636,12 @@ func TestE2ETemporalCtrlCWithoutAWorker(t *testing.T) {
 	m := mark(t)
 	p := startBin(t, env(t, nil), "--temporal", addr, "--task-queue", "e2e-no-worker-"+m, "What is Raft? "+m)
 	p.waitStderr(t, "No worker polls task queue", 30*time.Second)
-	sent := time.Now()
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
 	res := p.wait(t, 30*time.Second)
 	require.Equal(t, exitInterrupted, res.code, res)
-	assert.Less(t, time.Since(sent), 5*time.Second)
+	// That message is the path that does not wait for a report (the other
+	// says "waiting up to 15s for its incomplete report").
 	assert.Contains(t, res.stderr, "is cancelled on Temporal (no worker is up to write its incomplete report)")
+	assert.NotContains(t, res.stderr, "waiting up to")
 	assert.Empty(t, res.stdout)
 }

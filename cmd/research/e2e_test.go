@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -542,28 +543,32 @@ func TestE2ESetupErrors(t *testing.T) {
 }
 
 // hangAtReflection makes the fake Gemini hang on the first reflection,
-// after the first round of research has finished.
-func hangAtReflection(g *fakeGemini) {
+// after the first round of research has finished. The channel it returns
+// is closed when the first reflection call has arrived.
+func hangAtReflection(g *fakeGemini) <-chan struct{} {
+	arrived := make(chan struct{})
+	var once sync.Once
 	g.setScript(func(c geminiCall) bool {
 		if c.req.schemaHas("is_sufficient") {
+			once.Do(func() { close(arrived) })
 			hangUntilGone(c.r)
 			return true
 		}
 		return false
 	})
+	return arrived
 }
 
 func TestE2EInterrupt(t *testing.T) {
 	g := newFakeGemini(t)
-	hangAtReflection(g)
-	p := startBin(t, geminiEnv(t, g, nil), "Wer gewann die Euro 2024?")
-	p.waitStderr(t, `Searched "Euro 2024 Torschützenkönig"`, 20*time.Second)
-	p.waitStderr(t, `Searched "Euro 2024 Sieger"`, 20*time.Second)
-	time.Sleep(50 * time.Millisecond) // the reflection call is in flight
-	sent := time.Now()
+	reflecting := hangAtReflection(g)
+	// The reflection call hangs until the client goes (or 30 s), and the
+	// model timeout is an hour: the run can stop within the 20 s bound
+	// below only by Ctrl-C cancelling the call in flight.
+	p := startBin(t, geminiEnv(t, g, map[string]string{"DEEPGRAPH_LLM_TIMEOUT": "1h"}), "Wer gewann die Euro 2024?")
+	<-reflecting
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
-	res := p.wait(t, 5*time.Second)
-	assert.Less(t, time.Since(sent), 2*time.Second, "Ctrl-C must stop the run within 2 s")
+	res := p.wait(t, 20*time.Second)
 	require.Equal(t, 130, res.code, res)
 	assert.Contains(t, res.stdout, "**Incomplete report.**")
 	assertCitations(t, res.stdout, g.uris())
@@ -617,8 +622,6 @@ func TestE2ECommands(t *testing.T) {
 		res := run(t, env(t, nil), "version")
 		require.Equal(t, 0, res.code, res)
 		assert.Regexp(t, `^research \S+ \(.*go1\.\d+`, res.stdout)
-		res = runBin(t, versionedBinary, env(t, nil), "", "version")
-		require.Equal(t, 0, res.code, res)
 		assert.True(t, strings.HasPrefix(res.stdout, "research "+testVersion+" ("), res.stdout)
 	})
 }

@@ -29,7 +29,7 @@ func TestCancellation(t *testing.T) {
 		case <-ctx.Done():
 			observed <- ctx.Err()
 			return graph.Update[graphtest.State]{}, ctx.Err()
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute):
 			observed <- nil
 			return graph.Writes(graphtest.Log.Add("long")), nil
 		}
@@ -58,20 +58,16 @@ func TestCancellation(t *testing.T) {
 		}
 	}
 	env.RegisterDelayedCallback(cancelWhenLongRuns, 20*time.Millisecond)
-	start := time.Now()
 	_, err := execute(t, env, tg, temporalgraph.Input[graphtest.State]{})
 	require.Error(t, err)
 	var canceled *temporal.CanceledError
 	assert.ErrorAs(t, err, &canceled, "the workflow ends cancelled: %v", err)
 
-	select {
-	case err := <-observed:
-		require.Error(t, err, "the node finished instead of seeing its context cancelled")
-		assert.ErrorIs(t, err, context.Canceled)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the node's context was not cancelled")
-	}
-	assert.Less(t, time.Since(start), 5*time.Second)
+	// The node tells whether its context was cancelled or it ran out its
+	// minute.
+	err = <-observed
+	require.Error(t, err, "the node finished instead of seeing its context cancelled")
+	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, []temporalgraph.TaskRef{{Step: 2, Node: "long", Task: 0}}, running.Running)
 	assert.Zero(t, afterRuns.Load(), "nothing runs after the cancellation")
 }

@@ -18,9 +18,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/ncruces/go-sqlite3/driver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	_ "modernc.org/sqlite"
 
 	checkpointsqlite "github.com/deepgraph/deepgraph/graph/checkpoint/sqlite"
 )
@@ -54,18 +54,23 @@ func (e sqlEnv) open(t *testing.T) Store {
 }
 
 // sqliteDSN is the data source name of a SQLite file as the checkpoint
-// store opens it.
+// store opens it: WAL mode is not among its pragmas, as it is not in the
+// store's, since setting it takes the file's exclusive lock, which
+// connections opening at once would fail to get (SQLite does not wait for
+// it); it is set once, and the file keeps it.
 func sqliteDSN(path string) string {
-	return "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_txlock=immediate"
+	return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 }
 
-// openSQLiteDB opens a database/sql handle to the SQLite file, closed in
-// cleanup.
+// openSQLiteDB opens a database/sql handle to the SQLite file, in WAL mode,
+// closed in cleanup.
 func openSQLiteDB(t testing.TB, path string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", sqliteDSN(path))
+	db, err := driver.Open(sqliteDSN(path))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
+	_, err = db.Exec(`PRAGMA journal_mode = WAL`)
+	require.NoError(t, err)
 	return db
 }
 
@@ -694,5 +699,16 @@ func BenchmarkAppendEvents(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(seq), "ns/event")
 		})
+	}
+}
+
+func TestNumberedParams(t *testing.T) {
+	for in, want := range map[string]string{
+		`SELECT 1`: `SELECT 1`,
+		`SELECT a FROM t WHERE b <= $2 AND id = $1`:           `SELECT a FROM t WHERE b <= ?2 AND id = ?1`,
+		`SELECT '$1', "c$2", $10 FROM t WHERE x = 'it''s $3'`: `SELECT '$1', "c$2", ?10 FROM t WHERE x = 'it''s $3'`,
+		`SELECT json_extract(d, '$.a') FROM t WHERE $ = $1`:   `SELECT json_extract(d, '$.a') FROM t WHERE $ = ?1`,
+	} {
+		assert.Equal(t, want, numberedParams(in), in)
 	}
 }

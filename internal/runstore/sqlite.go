@@ -3,11 +3,13 @@ package runstore
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"time"
 )
 
 // OpenSQLite returns the Store in the SQLite database of db, a handle
-// opened with modernc.org/sqlite (driver "sqlite"), creating its tables
+// opened with github.com/ncruces/go-sqlite3 (driver "sqlite3"), as the
+// checkpoint store's DB is, creating its tables
 // research_runs, research_threads, research_run_events and
 // research_runs_meta if they are missing (or upgrading them). The database
 // may hold other tables: it is meant to be the checkpoint store's. db should
@@ -98,7 +100,10 @@ func (d sqliteDB) tx(ctx context.Context, fn func(sqlConn) error) error {
 	return tx.Commit()
 }
 
-// stdConn is a *sql.DB or a *sql.Tx as a sqlConn.
+// stdConn is a *sql.DB or a *sql.Tx on SQLite as a sqlConn. The statements
+// are PostgreSQL's, numbering their parameters $1, $2…; SQLite reads $1 as
+// a parameter named "$1" whose index is the order of first appearance, so
+// stdConn writes them ?1, ?2…, whose index is the number.
 type stdConn struct {
 	r interface {
 		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
@@ -107,7 +112,7 @@ type stdConn struct {
 }
 
 func (c stdConn) exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := c.r.ExecContext(ctx, query, args...)
+	res, err := c.r.ExecContext(ctx, numberedParams(query), args...)
 	if err != nil {
 		return 0, err
 	}
@@ -115,11 +120,34 @@ func (c stdConn) exec(ctx context.Context, query string, args ...any) (int64, er
 }
 
 func (c stdConn) query(ctx context.Context, query string, args ...any) (sqlRows, error) {
-	rows, err := c.r.QueryContext(ctx, query, args...)
+	rows, err := c.r.QueryContext(ctx, numberedParams(query), args...)
 	if err != nil {
 		return nil, err
 	}
 	return stdRows{rows}, nil
+}
+
+// numberedParams rewrites the parameters $N of query as ?N, leaving quoted
+// text and names alone.
+func numberedParams(query string) string {
+	if !strings.Contains(query, "$") {
+		return query
+	}
+	b := []byte(query)
+	var quote byte
+	for i, c := range b {
+		switch {
+		case quote != 0:
+			if c == quote {
+				quote = 0 // a doubled quote closes and reopens: the same
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '$' && i+1 < len(b) && b[i+1] >= '0' && b[i+1] <= '9':
+			b[i] = '?'
+		}
+	}
+	return string(b)
 }
 
 // stdRows is *sql.Rows as sqlRows.

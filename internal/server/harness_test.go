@@ -247,7 +247,7 @@ func (noHuman) Ask(context.Context, string) (string, error) { return "", tools.E
 // testServer is a server over a SQLite store in a temporary directory,
 // serving on httptest.
 type testServer struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *Server
 	http  *httptest.Server
 	store *app.Store
@@ -258,7 +258,7 @@ type testServer struct {
 
 type serverOption func(*Options, *testEngine)
 
-func newTestServer(t *testing.T, w world, opts ...serverOption) *testServer {
+func newTestServer(t testing.TB, w world, opts ...serverOption) *testServer {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "runs.db")
 	return startTestServer(t, path, newEngine(w), opts...)
@@ -269,7 +269,7 @@ func newEngine(w world) *testEngine {
 	return &testEngine{model: m, search: &worldSearch{w: m.w}, agentScript: fake.New()}
 }
 
-func startTestServer(t *testing.T, path string, eng *testEngine, opts ...serverOption) *testServer {
+func startTestServer(t testing.TB, path string, eng *testEngine, opts ...serverOption) *testServer {
 	t.Helper()
 	ctx := context.Background()
 	st, err := app.OpenStore(ctx, &config.Config{Store: config.Store(path)})
@@ -369,7 +369,7 @@ type sseEvent struct {
 }
 
 // readSSE reads a stream's events until it ends or stop returns true.
-func readSSE(t *testing.T, body io.Reader, stop func(sseEvent) bool) []sseEvent {
+func readSSE(t testing.TB, body io.Reader, stop func(sseEvent) bool) []sseEvent {
 	t.Helper()
 	var out []sseEvent
 	var cur sseEvent

@@ -94,7 +94,7 @@ func asList(v any) []any {
 
 // checkedHandler checks each API response against the OpenAPI document's
 // route: a listed status, and a JSON body its schema accepts.
-func checkedHandler(t *testing.T, h http.Handler) http.Handler {
+func checkedHandler(t testing.TB, h http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	byPattern := map[string]route{}
 	for _, rt := range routes() {

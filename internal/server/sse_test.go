@@ -130,28 +130,27 @@ func TestRestartWithoutResume(t *testing.T) {
 
 var stampRe = regexp.MustCompile(`\{(\d+)\}`)
 
-// 200 runs submitted at once against fake models with latency: every one
-// finishes, none is lost, the queue's bound holds (more than it takes get
-// 429 and come back), and no goroutine is left behind. It logs the
-// throughput and the time from a model's token to the SSE client.
-func TestLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the load test is long; it runs without -short")
-	}
-	const runs, maxRunning, queueSize = 200, 16, 100
-	before := runtime.NumGoroutine()
-	ts := newTestServer(t, world{callDelay: 50 * time.Millisecond, searchDelay: 20 * time.Millisecond, tokenDelay: 2 * time.Millisecond, stamp: true},
-		queueOf(maxRunning, queueSize))
+// loadResult is what a load of runs showed.
+type loadResult struct {
+	ends      map[string]string // each run's last stream event
+	refused   int64             // 429s, each retried
+	bound     int64             // the most runs running and waiting at once, sampled
+	elapsed   time.Duration
+	latencies []time.Duration // a model's token to the SSE client, sorted
+}
 
+// load submits runs at once against ts, each client retrying a 429 after
+// a pause, and follows every run's stream to its end.
+func load(tb testing.TB, ts *testServer, runs int) loadResult {
 	var (
-		mu        sync.Mutex
-		latencies []time.Duration
-		ends      = map[string]string{}
-		refused   atomic.Int64
-		bound     atomic.Int64
+		mu  sync.Mutex
+		res = loadResult{ends: map[string]string{}}
 	)
+	var refused, bound atomic.Int64
 	stopSampling := make(chan struct{})
+	sampled := make(chan struct{})
 	go func() { // the bound, sampled
+		defer close(sampled)
 		for {
 			select {
 			case <-stopSampling:
@@ -174,58 +173,107 @@ func TestLoad(t *testing.T) {
 				status, data, _ := ts.do("POST", "/threads/"+th.ID+"/runs", RunRequest{Input: fmt.Sprintf("question %d", i)})
 				if status == http.StatusTooManyRequests {
 					refused.Add(1)
-					time.Sleep(100 * time.Millisecond)
+					time.Sleep(20 * time.Millisecond) // a client's back-off
 					continue
 				}
-				require.Equal(t, 202, status, "%s", data)
-				require.NoError(t, json.Unmarshal(data, &run))
+				require.Equal(tb, 202, status, "%s", data)
+				require.NoError(tb, json.Unmarshal(data, &run))
 				break
 			}
 			resp := ts.stream(context.Background(), run, 0)
 			defer resp.Body.Close()
-			evs := readSSE(t, resp.Body, func(ev sseEvent) bool {
+			evs := readSSE(tb, resp.Body, func(ev sseEvent) bool {
 				if ev.Type == EventToken {
 					if m := stampRe.FindStringSubmatch(ev.Data); m != nil {
 						ns, _ := strconv.ParseInt(m[1], 10, 64)
 						d := time.Since(time.Unix(0, ns))
 						mu.Lock()
-						latencies = append(latencies, d)
+						res.latencies = append(res.latencies, d)
 						mu.Unlock()
 					}
 				}
 				return false
 			})
-			require.NotEmpty(t, evs)
+			require.NotEmpty(tb, evs)
 			mu.Lock()
-			ends[run.ID] = evs[len(evs)-1].Data
+			res.ends[run.ID] = evs[len(evs)-1].Data
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	res.elapsed = time.Since(start)
 	close(stopSampling)
+	<-sampled
+	res.refused, res.bound = refused.Load(), bound.Load()
+	sort.Slice(res.latencies, func(i, j int) bool { return res.latencies[i] < res.latencies[j] })
+	return res
+}
 
-	require.Len(t, ends, runs, "every run was streamed to its end")
-	for id, end := range ends {
+// percentile is the q-quantile of sorted durations.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	return sorted[int(q*float64(len(sorted)-1))]
+}
+
+// 24 runs submitted at once, against fake models with latency, to a server
+// that runs 2 and queues 4: every one finishes, none is lost, the queue's
+// bound holds (more than it takes get 429 and come back), and no goroutine
+// is left behind. Throughput and latency are BenchmarkLoad's.
+func TestLoad(t *testing.T) {
+	const runs, maxRunning, queueSize = 24, 2, 4
+	before := runtime.NumGoroutine()
+	ts := newTestServer(t, world{callDelay: 5 * time.Millisecond, searchDelay: 2 * time.Millisecond, tokenDelay: time.Millisecond, stamp: true},
+		queueOf(maxRunning, queueSize))
+	res := load(t, ts, runs)
+
+	require.Len(t, res.ends, runs, "every run was streamed to its end")
+	for id, end := range res.ends {
 		assert.JSONEq(t, `{"status":"done"}`, end, "run %s", id)
 	}
 	all := call[RunList](ts, "GET", "/runs?limit=100", nil, 200)
+	assert.Len(t, all.Runs, runs)
 	for _, r := range all.Runs {
 		assert.Equal(t, runstore.StatusDone, r.Status)
 	}
 	assert.LessOrEqual(t, ts.srv.Peak(), maxRunning, "never more than max_running at once")
-	assert.LessOrEqual(t, bound.Load(), int64(maxRunning+queueSize), "never more than the queue holds")
-	assert.Positive(t, refused.Load(), "more runs came than the queue takes: some got 429 and came back")
-
-	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
-	require.NotEmpty(t, latencies)
-	p := func(q float64) time.Duration { return latencies[int(q*float64(len(latencies)-1))] }
-	t.Logf("load: %d runs in %s = %.1f runs/s (max %d running, queue %d, %d refusals retried); token → SSE client over %d tokens: p50 %s, p99 %s, max %s",
-		runs, elapsed.Round(time.Millisecond), float64(runs)/elapsed.Seconds(), maxRunning, queueSize, refused.Load(), len(latencies),
-		p(0.5).Round(time.Microsecond), p(0.99).Round(time.Microsecond), latencies[len(latencies)-1].Round(time.Microsecond))
+	assert.LessOrEqual(t, res.bound, int64(maxRunning+queueSize), "never more than the queue holds")
+	assert.Positive(t, res.refused, "more runs came than the queue takes: some got 429 and came back")
+	assert.NotEmpty(t, res.latencies, "tokens reached the clients")
 
 	ts.stop()
 	ts.http = nil
-	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= before+2 }, 10*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= before+2 }, 30*time.Second, 20*time.Millisecond,
 		"goroutines: %d before, %d after", before, runtime.NumGoroutine())
+}
+
+// BenchmarkLoad: 200 runs submitted at once against fake models with
+// latency (50 ms a call, 20 ms a search, 2 ms a token), to a server that
+// runs 16 and queues 100. It reports the throughput and the time from a
+// model's token to the SSE client.
+//
+//	go test -run '^$' -bench Load -benchtime 1x ./internal/server
+func BenchmarkLoad(b *testing.B) {
+	const runs, maxRunning, queueSize = 200, 16, 100
+	var latencies []time.Duration
+	var elapsed time.Duration
+	var refused int64
+	for b.Loop() {
+		ts := newTestServer(b, world{callDelay: 50 * time.Millisecond, searchDelay: 20 * time.Millisecond, tokenDelay: 2 * time.Millisecond, stamp: true},
+			queueOf(maxRunning, queueSize))
+		res := load(b, ts, runs)
+		ts.stop()
+		if len(res.ends) != runs {
+			b.Fatalf("%d of %d runs streamed to their end", len(res.ends), runs)
+		}
+		latencies = append(latencies, res.latencies...)
+		elapsed += res.elapsed
+		refused += res.refused
+	}
+	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
+	if len(latencies) == 0 {
+		b.Fatal("no token reached a client")
+	}
+	b.ReportMetric(float64(runs*b.N)/elapsed.Seconds(), "runs/s")
+	b.ReportMetric(float64(percentile(latencies, 0.5).Microseconds())/1000, "p50-token-ms")
+	b.ReportMetric(float64(percentile(latencies, 0.99).Microseconds())/1000, "p99-token-ms")
+	b.ReportMetric(float64(refused)/float64(b.N), "429s/op")
 }

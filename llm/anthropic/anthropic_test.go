@@ -492,10 +492,10 @@ func TestGenerateTimeout(t *testing.T) {
 		<-r.Context().Done()
 	})
 	m := newTestModel(t, f, func(c *Config) { c.Client.Timeout = 50 * time.Millisecond })
-	start := time.Now()
+	// The server hangs until the client goes: only the timeout ends the
+	// call.
 	_, err := m.Generate(context.Background(), []schemas.Message{schemas.UserMessage("hi")})
 	assert.ErrorIs(t, err, llm.ErrTimeout)
-	assert.Less(t, time.Since(start), 5*time.Second)
 }
 
 func TestGenerateCancelAbortsTheRequest(t *testing.T) {
@@ -516,11 +516,7 @@ func TestGenerateCancelAbortsTheRequest(t *testing.T) {
 	}()
 	_, err := m.Generate(ctx, []schemas.Message{schemas.UserMessage("hi")}, llm.OnDelta(func(llm.Delta) {}))
 	assert.ErrorIs(t, err, context.Canceled)
-	select {
-	case <-aborted:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the server never saw the request aborted")
-	}
+	<-aborted // the server saw the request aborted
 	wiretest.NoGoroutineRunning(t, "anthropic-sdk-go")
 }
 

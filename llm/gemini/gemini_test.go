@@ -651,12 +651,12 @@ func TestGenerateTimeout(t *testing.T) {
 			f := newFake(t, tt.handler)
 			cc := fastClient()
 			cc.Timeout = 100 * time.Millisecond
-			start := time.Now()
+			// The server hangs until the client goes: only the timeout
+			// ends the call.
 			_, err := f.model(t, Config{Client: cc}).Generate(context.Background(), []schemas.Message{schemas.UserMessage("q")}, tt.opts...)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, llm.ErrTimeout)
 			assert.NotErrorIs(t, err, llm.ErrUnavailable)
-			assert.Less(t, time.Since(start), 5*time.Second)
 			assert.Len(t, f.requests(), 1, "a timeout is not retried")
 		})
 	}
@@ -680,11 +680,11 @@ func TestGenerateCancel(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			timer := time.AfterFunc(50*time.Millisecond, cancel)
 			defer timer.Stop()
-			start := time.Now()
+			// The server hangs until the client goes: only the
+			// cancellation ends the call.
 			_, err := f.model(t, Config{}).Generate(ctx, []schemas.Message{schemas.UserMessage("q")}, tt.opts...)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, context.Canceled)
-			assert.Less(t, time.Since(start), 5*time.Second)
 		})
 	}
 }

@@ -92,7 +92,8 @@
 //
 // # Why SQLite FTS5 rather than bleve
 //
-// The index is SQLite's FTS5 full-text engine through modernc.org/sqlite,
+// The index is SQLite's FTS5 full-text engine through
+// github.com/ncruces/go-sqlite3 (SQLite translated from WebAssembly to Go),
 // the pure-Go SQLite the project also uses for durable checkpoints, so
 // corpus search adds no dependency and keeps CGO_ENABLED=0 builds. FTS5
 // gives BM25 ranking with per-column weights (a title match counts three

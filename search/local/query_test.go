@@ -2,13 +2,11 @@ package local
 
 import (
 	"context"
-	"database/sql"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	_ "modernc.org/sqlite"
 )
 
 func TestBuildMatch(t *testing.T) {
@@ -69,7 +67,7 @@ func FuzzBuildMatch(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	db, err := sql.Open("sqlite", "file::memory:")
+	db, err := openFTS("file::memory:")
 	require.NoError(f, err)
 	f.Cleanup(func() { _ = db.Close() })
 	db.SetMaxOpenConns(1) // one in-memory database

@@ -13,7 +13,9 @@ import (
 	"strconv"
 	"strings"
 
-	"modernc.org/sqlite"
+	sqlite3 "github.com/ncruces/go-sqlite3"
+	"github.com/ncruces/go-sqlite3/driver"
+	"github.com/ncruces/go-sqlite3/ext/fts5"
 )
 
 // schemaVersion changes when the tables change; an index with another
@@ -27,12 +29,6 @@ const parserVersion = "1"
 
 // indexFile is the SQLite database's name inside the index directory.
 const indexFile = "index.db"
-
-// SQLite primary result codes for a file that is not a usable database.
-const (
-	sqliteCorrupt = 11 // SQLITE_CORRUPT
-	sqliteNotADB  = 26 // SQLITE_NOTADB
-)
 
 // The schema. files has one row per indexed file (path relative to the
 // corpus, slash-separated); passages one row per passage, whose id is the
@@ -71,8 +67,7 @@ func openStore(ctx context.Context, dir, root string, cfg config, log *slog.Logg
 	if err == nil {
 		return db, nil
 	}
-	var se *sqlite.Error
-	if !errors.As(err, &se) || (se.Code()&0xff != sqliteNotADB && se.Code()&0xff != sqliteCorrupt) {
+	if !errors.Is(err, sqlite3.NOTADB) && !errors.Is(err, sqlite3.CORRUPT) {
 		return nil, err
 	}
 	log.Warn("local: corpus index is damaged; rebuilding it", "index", path, "error", err)
@@ -85,13 +80,20 @@ func openStore(ctx context.Context, dir, root string, cfg config, log *slog.Logg
 }
 
 func openDB(ctx context.Context, path, root string, cfg config) (*sql.DB, error) {
-	db, err := sql.Open("sqlite", dsn(path))
+	db, err := openFTS(dsn(path))
 	if err != nil {
 		return nil, fmt.Errorf("local: open corpus index %q: %w", path, err)
 	}
 	db.SetMaxOpenConns(max(4, 2*runtime.GOMAXPROCS(0)))
 	db.SetMaxIdleConns(max(2, runtime.GOMAXPROCS(0)))
-	if err := initSchema(ctx, db, root, cfg); err != nil {
+	// WAL mode is set here, once, not by each connection: setting it takes
+	// the file's exclusive lock, for which SQLite does not wait, and the
+	// file keeps it.
+	_, err = db.ExecContext(ctx, `PRAGMA journal_mode = WAL`)
+	if err == nil {
+		err = initSchema(ctx, db, root, cfg)
+	}
+	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("local: prepare corpus index %q: %w; delete the directory %q to rebuild it, or choose another cache directory",
 			path, err, filepath.Dir(path))
@@ -99,18 +101,25 @@ func openDB(ctx context.Context, path, root string, cfg config) (*sql.DB, error)
 	return db, nil
 }
 
-// dsn builds the modernc.org/sqlite data source name: a file: URI (so any
-// character in the path is safe) with WAL journaling, which lets searches
-// read while a refresh writes, a generous busy timeout for a second process
-// on the same index, and IMMEDIATE write transactions so writers queue on
-// the busy timeout instead of failing on lock upgrade.
+// openFTS opens the database named by the data source name with FTS5 on
+// each connection (github.com/ncruces/go-sqlite3 keeps its extensions in
+// packages of their own).
+func openFTS(name string) (*sql.DB, error) {
+	return driver.Open(name, fts5.Register)
+}
+
+// dsn builds the driver's data source name: a file: URI (so any character
+// in the path is safe) with a generous busy timeout for a second process on
+// the same index, and IMMEDIATE write transactions so writers queue on the
+// busy timeout instead of failing on lock upgrade. openDB sets WAL
+// journaling, which lets searches read while a refresh writes.
 func dsn(path string) string {
 	p := filepath.ToSlash(path)
 	if !strings.HasPrefix(p, "/") {
 		p = "/" + p
 	}
 	return "file:" + (&url.URL{Path: p}).EscapedPath() +
-		"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		"?_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 }
 
 func initSchema(ctx context.Context, db *sql.DB, root string, cfg config) error {

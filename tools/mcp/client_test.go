@@ -220,11 +220,10 @@ func TestCollectionExecute(t *testing.T) {
 
 func TestTimeout(t *testing.T) {
 	c, m, logs := connectMem(t, Server{Name: "t", Timeout: 200 * time.Millisecond})
-	start := time.Now()
+	// t.sleep waits until it is cancelled: only the timeout ends the call.
 	res := run(t, c, "t.sleep", `{}`)
 	assert.Equal(t, "t.sleep timed out after 200ms", res.Error)
 	assert.Equal(t, "sleep", recv(t, m.ts.cancelled, "the server to see the cancellation"), "the server was told")
-	assert.Less(t, time.Since(start), 10*time.Second)
 	assert.Contains(t, logs.String(), "call timed out")
 	// The server is still there.
 	assert.Equal(t, "echo: still here", run(t, c, "t.echo", `{"text":"still here"}`).Output)

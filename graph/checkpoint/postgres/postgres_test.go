@@ -352,7 +352,8 @@ func TestContextIsHonoured(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.ErrorIs(t, s.DeleteThread(canceled, "t"), context.Canceled)
 
-	// A Put waiting for the thread's lock gives up at its deadline.
+	// A Put waiting for the thread's lock gives up at its deadline: the
+	// lock is held until the Rollback below, so only the deadline ends it.
 	tx, err := s.Pool().Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
@@ -360,9 +361,7 @@ func TestContextIsHonoured(t *testing.T) {
 	require.NoError(t, err)
 	short, stop := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer stop()
-	began := time.Now()
 	assert.ErrorIs(t, s.Put(short, checkpoint("t", "c2", "c1", 1)), context.DeadlineExceeded)
-	assert.Less(t, time.Since(began), 5*time.Second)
 	require.NoError(t, tx.Rollback(ctx))
 
 	cp, err := s.Get(ctx, graph.Thread("t"))

@@ -11,7 +11,9 @@
 //	…
 //	out, err := run.Invoke(ctx, in, graph.Thread("report-1"))
 //
-// It uses modernc.org/sqlite, a translation of SQLite to pure Go: no cgo.
+// It uses github.com/ncruces/go-sqlite3, SQLite compiled to WebAssembly and
+// translated to Go (wasm2go): no cgo, and a small download. Its database/sql
+// driver is "sqlite3"; DB returns a handle on it.
 //
 // # The model
 //

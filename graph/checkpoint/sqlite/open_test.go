@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncruces/go-sqlite3/driver"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -22,7 +23,7 @@ import (
 // sqliteFile creates an SQLite database at path with the statements.
 func sqliteFile(t *testing.T, path string, stmts ...string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", path)
+	db, err := driver.Open(path)
 	require.NoError(t, err)
 	defer db.Close()
 	for _, stmt := range stmts {
@@ -150,7 +151,7 @@ func TestNewStoreFiles(t *testing.T) {
 	s := openAt(t, path)
 	assert.Equal(t, path, s.Path())
 	require.NoError(t, s.Put(t.Context(), checkpoint("t", "c1", "", 0)))
-	for name, mode := range map[string]os.FileMode{dir: 0o700 | os.ModeDir, path: 0o600, path + "-wal": 0o600} {
+	for name, mode := range map[string]os.FileMode{dir: 0o700 | os.ModeDir, path: 0o600, path + "-wal": 0o600, path + "-shm": 0o600} {
 		info, err := os.Stat(name)
 		require.NoError(t, err)
 		assert.Equal(t, mode, info.Mode(), name)
@@ -227,7 +228,7 @@ func TestMigrationKeepsThreads(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
 	stmts := []string{"PRAGMA journal_mode = WAL", schemaV1, fmt.Sprintf("PRAGMA application_id = %d; PRAGMA user_version = 1", applicationID)}
 	sqliteFile(t, path, stmts...)
-	db, err := sql.Open("sqlite", path)
+	db, err := driver.Open(path)
 	require.NoError(t, err)
 	for _, row := range checkpointtest.LegacyThread("old") {
 		_, err := db.Exec(`INSERT INTO deepgraph_checkpoints (thread, id, parent, step, source, created, data) VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -284,7 +285,7 @@ func TestOpenWaitsToSetWAL(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "store.db")
-			reader, err := sql.Open("sqlite", path)
+			reader, err := driver.Open(path)
 			require.NoError(t, err)
 			defer reader.Close()
 			tx, err := reader.BeginTx(t.Context(), nil)

@@ -3,11 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	sqlite3 "modernc.org/sqlite/lib"
+	sqlite3 "github.com/ncruces/go-sqlite3"
 )
 
 // applicationID marks a file as a deepgraph store ("dgph"), in SQLite's
@@ -159,7 +160,7 @@ func (s *Saver) setWAL(ctx context.Context) error {
 	deadline := time.Now().Add(s.busyTimeout)
 	var mode string
 	err := s.writer.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode)
-	for code(err)&0xff == sqlite3.SQLITE_BUSY && time.Now().Before(deadline) {
+	for errors.Is(err, sqlite3.BUSY) && time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

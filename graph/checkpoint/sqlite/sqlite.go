@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	driver "modernc.org/sqlite" // registers the "sqlite" database/sql driver
-	sqlite3 "modernc.org/sqlite/lib"
+	sqlite3 "github.com/ncruces/go-sqlite3"
+	"github.com/ncruces/go-sqlite3/driver"
 
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/graph/checkpoint/internal/storecodec"
@@ -110,9 +110,16 @@ func Open(ctx context.Context, path string, opts ...Option) (*Saver, error) {
 	}
 	name := dsn(abs, set)
 	s := &Saver{path: abs, maxBytes: set.maxBytes, busyTimeout: set.busyTimeout}
-	// sql.Open only checks that the driver is registered, which it is.
-	s.db, _ = sql.Open("sqlite", name)
-	s.writer, _ = sql.Open("sqlite", name)
+	// driver.Open only parses the name, which dsn built.
+	if s.db, err = driver.Open(name); err == nil {
+		s.writer, err = driver.Open(name)
+	}
+	if err != nil {
+		if s.db != nil {
+			_ = s.db.Close()
+		}
+		return nil, fmt.Errorf("sqlite: opening %s: %w", path, err)
+	}
 	s.writer.SetMaxOpenConns(1)
 	if err = s.setUp(ctx); err == nil {
 		err = s.prepare(ctx)
@@ -163,18 +170,25 @@ func (s *Saver) prepare(ctx context.Context) error {
 	return nil
 }
 
-// createFile creates path with mode 0600, and its directory with mode 0700,
-// when they are missing, so that SQLite, which would create them readable by
-// all, finds them.
+// createFile creates path and its WAL index (path-shm) with mode 0600, and
+// its directory with mode 0700, when they are missing, so that SQLite,
+// which would create them readable by all, finds them. (The WAL file, which
+// SQLite removes and makes again, takes the store's mode from the name's
+// modeof parameter.)
 func createFile(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
+	for _, name := range []string{path, path + "-shm"} {
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
 	}
-	return f.Close()
+	return nil
 }
 
 // dsn is the driver's name for the file at path, an absolute path: a file:
@@ -187,11 +201,15 @@ func dsn(path string, set settings) string {
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", set.busyTimeout.Milliseconds()))
 	q.Add("_pragma", fmt.Sprintf("synchronous(%s)", set.synchronous))
 	q.Set("_txlock", "immediate")
+	// The WAL file (and a rollback journal) take the store's mode, 0600.
+	q.Set("modeof", path)
 	p := filepath.ToSlash(path)
 	if !strings.HasPrefix(p, "/") {
 		p = "/" + p // a Windows path: file:///C:/...
 	}
-	u := url.URL{Scheme: "file", Path: p, RawQuery: q.Encode()}
+	// SQLite decodes %XX in a URI's parameters but not '+': a space is %20
+	// (Encode escapes a literal '+' as %2B).
+	u := url.URL{Scheme: "file", Path: p, RawQuery: strings.ReplaceAll(q.Encode(), "+", "%20")}
 	return u.String()
 }
 
@@ -221,7 +239,7 @@ func (s *Saver) errorf(err error, format string, args ...any) error {
 	switch {
 	case damaged(err):
 		what += ": the file is damaged or is not a deepgraph store; move it aside and restore a copy, or use another path"
-	case code(err)&0xff == sqlite3.SQLITE_BUSY:
+	case errors.Is(err, sqlite3.BUSY):
 		what += fmt.Sprintf(": another connection or process held the file's lock for longer than the busy timeout (%s; sqlite.WithBusyTimeout)", s.busyTimeout)
 	}
 	return fmt.Errorf("sqlite: %s: %s: %w", s.path, what, err)
@@ -230,15 +248,5 @@ func (s *Saver) errorf(err error, format string, args ...any) error {
 // damaged reports whether err is SQLite finding that the file is not a
 // database or is corrupt.
 func damaged(err error) bool {
-	primary := code(err) & 0xff
-	return primary == sqlite3.SQLITE_NOTADB || primary == sqlite3.SQLITE_CORRUPT
-}
-
-// code is the extended result code of an SQLite error, 0 for another error.
-func code(err error) int {
-	var e *driver.Error
-	if errors.As(err, &e) {
-		return e.Code()
-	}
-	return 0
+	return errors.Is(err, sqlite3.NOTADB) || errors.Is(err, sqlite3.CORRUPT)
 }

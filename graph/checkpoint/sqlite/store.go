@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	sqlite3 "modernc.org/sqlite/lib"
+	sqlite3 "github.com/ncruces/go-sqlite3"
 
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/graph/checkpoint/internal/storecodec"
@@ -116,7 +116,7 @@ func (s *Saver) put(ctx context.Context, tx *sql.Tx, cp *graph.Checkpoint, data 
 	}
 	_, err := tx.StmtContext(ctx, s.insertCheckpoint).ExecContext(ctx, cp.Thread, cp.Namespace, cp.ID, cp.Parent, cp.Step, string(cp.Source),
 		cp.Created.UTC().Format(time.RFC3339Nano), cp.Run, versions, data)
-	if code(err) == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
+	if errors.Is(err, sqlite3.CONSTRAINT_UNIQUE) {
 		return fmt.Errorf("the thread already has a checkpoint %s; an id is stored once per thread", cp.ID)
 	}
 	if err != nil {
