@@ -105,6 +105,10 @@ type Session struct {
 	runMu  sync.Mutex // guards run and closed
 	closed bool
 	run    *running // the started browser; nil before the first action
+	// busy counts a launch in progress and a stop in progress: every Close
+	// waits for them, so that no caller of Close (a server's session end
+	// and its command's exit, at once) returns while a browser still runs.
+	busy sync.WaitGroup
 	// last is the last action's result, for the state.
 	last string
 
@@ -192,10 +196,15 @@ func (s *Session) Close() {
 	s.closed = true
 	r := s.run
 	s.run = nil
+	if r != nil {
+		s.busy.Add(1)
+	}
 	s.runMu.Unlock()
 	if r != nil {
 		r.stop(s.opts.Logger)
+		s.busy.Done()
 	}
+	s.busy.Wait()
 }
 
 // running returns the started browser, starting it when none is; it is
@@ -203,6 +212,9 @@ func (s *Session) Close() {
 func (s *Session) running(ctx context.Context) (*running, error) {
 	s.runMu.Lock()
 	r, closed := s.run, s.closed
+	if !closed && r == nil {
+		s.busy.Add(1) // a Close from now on waits for this launch
+	}
 	s.runMu.Unlock()
 	switch {
 	case closed:
@@ -210,6 +222,7 @@ func (s *Session) running(ctx context.Context) (*running, error) {
 	case r != nil:
 		return r, nil
 	}
+	defer s.busy.Done()
 	r, err := s.launch(ctx)
 	if err != nil {
 		return nil, err

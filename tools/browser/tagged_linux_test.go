@@ -82,3 +82,35 @@ func TestCloseDuringAction(t *testing.T) {
 	assert.Zero(t, tagged(tag))
 	assert.Contains(t, do(t, s, map[string]any{"action": "screenshot"}).Error, "the browser is closed")
 }
+
+// TestConcurrentCloseWaits: when two Closes meet (an MCP session's end
+// and its command's exit), the one that finds the browser already being
+// stopped returns only once it is stopped: a process that exits after
+// either Close leaves nothing behind.
+func TestConcurrentCloseWaits(t *testing.T) {
+	web := newSite(t)
+	web.page("/", `<!doctype html><title>Hi</title><p>Hello.</p>`)
+	s := newSession(t, Options{})
+	mustDo(t, s, map[string]any{"action": "go_to_url", "url": web.url("shop.test", "/")})
+	dir, tag := s.run.dir, s.run.tag
+	first := make(chan struct{})
+	go func() {
+		defer close(first)
+		s.Close()
+	}()
+	// Wait until the first Close has taken the browser, then close again.
+	for {
+		s.runMu.Lock()
+		taken := s.run == nil
+		s.runMu.Unlock()
+		if taken {
+			break
+		}
+		runtime.Gosched()
+	}
+	s.Close()
+	assert.Zero(t, tagged(tag), "the second Close returned while the browser's processes ran")
+	_, err := os.Stat(dir)
+	assert.True(t, os.IsNotExist(err), "the second Close returned before the profile was removed: %v", err)
+	<-first
+}
