@@ -541,12 +541,12 @@ func TestClosest(t *testing.T) {
 	assert.True(t, errors.Is(&UnknownKeyError{}, ErrInvalid))
 }
 
-// TestREADMEListsEveryKey keeps the README's key table in step with the key
-// table here, the one place defaults are written down.
-func TestREADMEListsEveryKey(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+// TestDocsListEveryKey keeps the key table of docs/configuration.md in
+// step with the key table here, the one place defaults are written down.
+func TestDocsListEveryKey(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", "configuration.md"))
 	require.NoError(t, err)
-	readme := string(b)
+	doc := string(b)
 	esc := strings.NewReplacer("<", "&lt;", ">", "&gt;", "|", `\|`)
 	for _, k := range Keys() {
 		envs := make([]string, len(k.Env))
@@ -554,7 +554,7 @@ func TestREADMEListsEveryKey(t *testing.T) {
 			envs[i] = "`" + e + "`"
 		}
 		row := fmt.Sprintf("| `%s` | %s | %s | ", k.Name, esc.Replace(k.Default), strings.Join(envs, ", "))
-		assert.Contains(t, readme, row, "README.md must list key %s with its default and variables", k.Name)
+		assert.Contains(t, doc, row, "docs/configuration.md must list key %s with its default and variables", k.Name)
 	}
 }
 

@@ -37,7 +37,7 @@ type Key struct {
 
 // Keys returns the documentation of every key, in a stable order. It is
 // the one place the defaults are written down: the CLI's `research config
-// keys` prints it and the README mirrors it.
+// keys` prints it and docs/configuration.md mirrors it.
 func Keys() []Key {
 	out := make([]Key, len(table))
 	for i, e := range table {

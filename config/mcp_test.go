@@ -278,7 +278,7 @@ func TestMCPExpand(t *testing.T) {
 	assert.Contains(t, err.Error(), "headers.Authorization refers to ${A}")
 }
 
-// The README's key table has the MCP rows (TestREADMEListsEveryKey checks
+// The key table of docs/configuration.md has the MCP rows (TestDocsListEveryKey checks
 // them with every other key); here: the flag is a repeatable list.
 func TestMCPFlag(t *testing.T) {
 	fs := flags(t, "--mcp", "a", "--mcp", "b=x --y,z")

@@ -18,8 +18,8 @@ import (
 const ReportSchema = "deepgraph.research.report/v2"
 
 // ReportDoc is the JSON document of a research run: what research
-// --format json prints, research show reads back and the server sends. The
-// README documents it field by field.
+// --format json prints, research show reads back and the server sends. Its fields
+// are documented one by one in docs/report.md.
 type ReportDoc struct {
 	Schema string `json:"schema"`
 	RunRef
