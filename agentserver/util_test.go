@@ -1,0 +1,8 @@
+package agentserver_test
+
+import (
+	"io"
+	"strings"
+)
+
+func stringsReader(s string) io.Reader { return strings.NewReader(s) }
