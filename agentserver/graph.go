@@ -100,7 +100,7 @@ type Emitter interface {
 // Compiled serves a compiled graph. The graph must have a checkpointer
 // (graph.WithCheckpointer): threads live in it.
 func Compiled[S any](c *graph.Compiled[S], opts ...Option[S]) Graph {
-	g := &served[S]{c: c}
+	g := &served[S]{c: c, keys: jsonKeys(reflect.TypeFor[S]())}
 	for _, o := range opts {
 		o(g)
 	}
@@ -117,6 +117,53 @@ type served[S any] struct {
 	showInterrupt func(graph.PendingInterrupt) any
 	answer        func(graph.PendingInterrupt, json.RawMessage) (any, error)
 	observe       func(graph.Event[S], Emitter)
+	keys          map[string]bool // the state's JSON keys
+}
+
+// jsonKeys are the top-level JSON keys of a struct type.
+func jsonKeys(t reflect.Type) map[string]bool {
+	keys := map[string]bool{}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return keys
+	}
+	for f := range t.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+			continue
+		case name == "" && f.Anonymous:
+			for k := range jsonKeys(f.Type) {
+				keys[k] = true
+			}
+			continue
+		case name == "":
+			name = f.Name
+		}
+		keys[name] = true
+	}
+	return keys
+}
+
+// stateInput keeps the keys of an input object that are the state's: as
+// LangGraph, a run ignores input keys its state does not have (Agent Chat
+// UI sends context among them).
+func (g *served[S]) stateInput(input json.RawMessage) (json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(input, &obj); err != nil {
+		return nil, fmt.Errorf("input is not a JSON object: %w", err)
+	}
+	for k := range obj {
+		if !g.keys[k] {
+			delete(obj, k)
+		}
+	}
+	return json.Marshal(obj)
 }
 
 // graphInfo is what the assistants endpoints say of a graph.
@@ -272,7 +319,10 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 			if g.input != nil {
 				in, ws, err = g.input(req.input)
 			} else {
-				ws, err = c.DecodeWrites(req.input)
+				var in json.RawMessage
+				if in, err = g.stateInput(req.input); err == nil {
+					ws, err = c.DecodeWrites(in)
+				}
 			}
 			if err != nil {
 				return runEnd{err: fmt.Errorf("input: %w", err), bad: true}

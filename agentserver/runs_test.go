@@ -375,12 +375,12 @@ func TestFailedRunEndsWithError(t *testing.T) {
 	_, ts := newServer(t, agentserver.Options{}, nil)
 	c := client{t: t, base: ts.URL}
 	tid := newThread(c)
-	_, evs := stream(t, c, "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "chat", "input": map[string]any{"nope": 1}})
+	_, evs := stream(t, c, "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "chat", "input": map[string]any{"messages": "not a list"}})
 	errs := ofType(evs, "error")
 	require.Len(t, errs, 1)
 	var e struct{ Error, Message string }
 	require.NoError(t, json.Unmarshal(errs[0].Data, &e))
-	assert.Contains(t, e.Message, "nope")
+	assert.Contains(t, e.Message, "messages")
 	var th threadDoc
 	c.json("GET", "/threads/"+tid, nil, 200, &th)
 	assert.Equal(t, "error", th.Status)
