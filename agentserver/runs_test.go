@@ -133,7 +133,7 @@ func TestInterruptResumeAndFork(t *testing.T) {
 	tid := newThread(c)
 	path := "/threads/" + tid
 	_, evs := stream(t, c, path+"/runs/stream", map[string]any{"assistant_id": "chat",
-		"input": map[string]any{"messages": []map[string]any{{"type": "human", "content": "hello", "id": "q1"}}, "review": true},
+		"input":       map[string]any{"messages": []map[string]any{{"type": "human", "content": "hello", "id": "q1"}}, "review": true},
 		"stream_mode": []string{"values", "updates"}})
 	values := ofType(evs, "values")
 	last := values[len(values)-1]
