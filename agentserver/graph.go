@@ -35,9 +35,15 @@ type Graph interface {
 type RunConfig struct {
 	// Configurable holds config.configurable and context, by key, as JSON.
 	Configurable map[string]json.RawMessage
-	// GraphID and AssistantID name what the run runs.
-	GraphID, AssistantID string
+	// GraphID and AssistantID name what the run runs; ThreadID and RunID
+	// the run.
+	GraphID, AssistantID, ThreadID, RunID string
 }
+
+// ErrBadConfig marks a Build error that is the request's fault (a
+// configuration the server does not offer): the run fails with it as a
+// ValueError.
+var ErrBadConfig = errors.New("agentserver: bad run configuration")
 
 // Option configures a served graph.
 type Option[S any] func(*served[S])
@@ -58,17 +64,31 @@ func Values[S any](fn func(S) any) Option[S] {
 // state the run starts from and writes applied to it (see graph.InputWrites).
 // The default decodes it with Compiled.DecodeWrites: its keys are the
 // state's fields by their JSON names.
-func Input[S any](fn func(input json.RawMessage) (S, []graph.Write[S], error)) Option[S] {
+func Input[S any](fn func(cfg RunConfig, input json.RawMessage) (S, []graph.Write[S], error)) Option[S] {
 	return func(g *served[S]) { g.input = fn }
 }
 
-// Build makes the graph of each run from its configuration (the body's
-// config.configurable and context): to choose models or limits per run. The
-// graph served is still the one given to Compiled, for reading and editing
-// threads; the built graph must have the same state type and checkpointer.
-// done, when not nil, is called when the run ends.
-func Build[S any](fn func(ctx context.Context, cfg RunConfig) (c *graph.Compiled[S], done func(), err error)) Option[S] {
+// Build sets up each run from its configuration (the body's
+// config.configurable and context): a graph built for it, to choose models
+// or limits per run, and an observer of its events. The graph served is
+// still the one given to Compiled, for reading and editing threads.
+func Build[S any](fn func(ctx context.Context, cfg RunConfig) (RunSetup[S], error)) Option[S] {
 	return func(g *served[S]) { g.build = fn }
+}
+
+// RunSetup is what Build sets up for one run.
+type RunSetup[S any] struct {
+	// Graph runs the run (nil: the served graph). It must have the served
+	// graph's checkpointer.
+	Graph *graph.Compiled[S]
+	// Observe, when set, sees each engine event of the run and may add
+	// stream events: out.Custom a custom event (deepgraph's activity
+	// timeline), out.Message a message chunk (a model's tokens). Emitted
+	// values then reach the custom mode only through it, but MessageChunk
+	// values, which go to the messages mode as they are.
+	Observe func(ev graph.Event[S], out Emitter)
+	// Close, when set, is called when the run ends.
+	Close func()
 }
 
 // Interrupts sets how the graph's interrupts are shown to clients and how
@@ -81,15 +101,7 @@ func Interrupts[S any](show func(graph.PendingInterrupt) any, answer func(pi gra
 	return func(g *served[S]) { g.showInterrupt, g.answer = show, answer }
 }
 
-// Observe adds stream events derived from the run's engine events: out's
-// Custom sends a custom event (deepgraph's activity timeline), its Message
-// a message chunk (a model's tokens). Emitted values other than
-// MessageChunk go to the custom mode as they are.
-func Observe[S any](fn func(ev graph.Event[S], out Emitter)) Option[S] {
-	return func(g *served[S]) { g.observe = fn }
-}
-
-// Emitter sends stream events from an Observe function.
+// Emitter sends stream events from a RunSetup's Observe.
 type Emitter interface {
 	// Custom sends v as a custom event.
 	Custom(v any)
@@ -112,11 +124,10 @@ type served[S any] struct {
 	c             *graph.Compiled[S]
 	description   string
 	valuesOf      func(S) any
-	input         func(json.RawMessage) (S, []graph.Write[S], error)
-	build         func(context.Context, RunConfig) (*graph.Compiled[S], func(), error)
+	input         func(RunConfig, json.RawMessage) (S, []graph.Write[S], error)
+	build         func(context.Context, RunConfig) (RunSetup[S], error)
 	showInterrupt func(graph.PendingInterrupt) any
 	answer        func(graph.PendingInterrupt, json.RawMessage) (any, error)
-	observe       func(graph.Event[S], Emitter)
 	keys          map[string]bool // the state's JSON keys
 }
 
@@ -280,15 +291,19 @@ func messageTuple(node string, step int, c MessageChunk) any {
 
 func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)) runEnd {
 	c := g.c
+	var observe func(graph.Event[S], Emitter)
 	if g.build != nil {
-		built, done, err := g.build(ctx, req.config)
+		setup, err := g.build(ctx, req.config)
 		if err != nil {
-			return runEnd{err: fmt.Errorf("building the graph for the run: %w", err)}
+			return runEnd{err: fmt.Errorf("setting up the run: %w", err), bad: errors.Is(err, ErrBadConfig)}
 		}
-		if done != nil {
-			defer done()
+		if setup.Close != nil {
+			defer setup.Close()
 		}
-		c = built
+		if setup.Graph != nil {
+			c = setup.Graph
+		}
+		observe = setup.Observe
 	}
 	at := graph.Thread(req.thread)
 	if req.checkpointID != "" {
@@ -317,7 +332,7 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 			var ws []graph.Write[S]
 			var err error
 			if g.input != nil {
-				in, ws, err = g.input(req.input)
+				in, ws, err = g.input(req.config, req.input)
 			} else {
 				var in json.RawMessage
 				if in, err = g.stateInput(req.input); err == nil {
@@ -359,7 +374,7 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 		case graph.EventCustom:
 			if mc, ok := ev.Value.(MessageChunk); ok {
 				out.Message(ev.Node, mc)
-			} else if g.observe == nil {
+			} else if observe == nil {
 				out.Custom(ev.Value)
 			}
 		case graph.EventInterrupt:
@@ -370,8 +385,8 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 		case graph.EventEnd:
 			last = ev.State
 		}
-		if g.observe != nil {
-			g.observe(ev, out)
+		if observe != nil {
+			observe(ev, out)
 		}
 	}
 	end.values = g.valuesJSON(last)

@@ -220,6 +220,7 @@ func (s *Server) newRun(r *http.Request, threadID string) (*run, error) {
 	ru := &run{id: graphUUID(), thread: t, asst: asst, created: now, updated: now, metadata: cloneMetadata(md), strategy: strategy,
 		kwargs: kwargs, spec: spec, modes: modes, log: newEventLog(), done: make(chan struct{}), status: runPending, completed: req.OnCompletion}
 	ru.spec.thread, ru.spec.runID = t.id, ru.id
+	ru.spec.config.ThreadID, ru.spec.config.RunID = t.id, ru.id
 	ru.ctx, ru.cancel = context.WithCancelCause(s.ctx)
 
 	s.mu.Lock()
