@@ -99,6 +99,11 @@ func newServer(t testing.TB, opts agentserver.Options, hold gate) (*agentserver.
 	srv, err := agentserver.New(opts)
 	require.NoError(t, err)
 	require.NoError(t, srv.Serve("chat", agentserver.Compiled(chatGraph(t, cp, hold), agentserver.Description[chatState]("echoes, with an optional review"))))
+	return srv, newHTTPServer(t, srv)
+}
+
+// newHTTPServer serves srv until the test ends, then shuts it down.
+func newHTTPServer(t testing.TB, srv *agentserver.Server) *httptest.Server {
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
 		ts.Close()
@@ -106,7 +111,7 @@ func newServer(t testing.TB, opts agentserver.Options, hold gate) (*agentserver.
 		defer cancel()
 		require.NoError(t, srv.Shutdown(ctx))
 	})
-	return srv, ts
+	return ts
 }
 
 // client calls the test server.
