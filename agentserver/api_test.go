@@ -1,15 +1,18 @@
 package agentserver_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/deepgraph/deepgraph/agentserver"
+	"github.com/deepgraph/deepgraph/graph"
 )
 
 func TestAssistantIDIsLangGraphs(t *testing.T) {
@@ -287,4 +290,38 @@ func TestLoopbackRefusesOtherHosts(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusMisdirectedRequest, resp.StatusCode)
+}
+
+func TestThreadsAreBounded(t *testing.T) {
+	_, ts := newServer(t, agentserver.Options{MaxThreads: 2}, nil)
+	c := client{t: t, base: ts.URL}
+	a := newThread(c)
+	newThread(c)
+	resp := c.json("POST", "/threads", nil, 429, nil)
+	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+	c.json("POST", "/runs/wait", map[string]any{"assistant_id": "chat", "input": human("x")}, 429, nil) // a stateless run needs a thread too
+	c.json("DELETE", "/threads/"+a, nil, 204, nil)
+	newThread(c)
+}
+
+func TestQuietStreamsHaveHeartbeats(t *testing.T) {
+	cp := graph.NewMemorySaver()
+	srv, err := agentserver.New(agentserver.Options{Checkpointer: cp, Heartbeat: time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, srv.Serve("slow", agentserver.Compiled(slowGraph(t, cp))))
+	ts := newHTTPServer(t, srv)
+	c := client{t: t, base: ts.URL}
+	tid := newThread(c)
+	resp := c.do("POST", "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "slow", "input": map[string]any{}})
+	defer resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	// The run never ends by itself: what comes after its first events is
+	// heartbeat comments, which the SDKs' decoders skip.
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if sc.Text() == ": heartbeat" {
+			return
+		}
+	}
+	t.Fatalf("the stream ended without a heartbeat: %v", sc.Err())
 }

@@ -80,7 +80,8 @@
 // Origin is listed in Options.CORSOrigins (no wildcard); CORS exposes
 // Content-Location and Location; a loopback server answers only requests
 // naming a loopback host; bodies are JSON (application/json, or text/plain
-// as Studio sends it — never a form) and bounded by Options.MaxBody.
+// as Studio sends it — never a form) and bounded by Options.MaxBody; the
+// threads kept are bounded by Options.MaxThreads (429 beyond).
 //
 // # Not served (yet)
 //

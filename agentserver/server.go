@@ -39,15 +39,20 @@ type Options struct {
 	// Heartbeat is how often a quiet stream sends a comment line (default
 	// DefaultHeartbeat), so that proxies and the SDKs' idle detection keep it.
 	Heartbeat time.Duration
+	// MaxThreads bounds the threads the server keeps (default
+	// DefaultMaxThreads): beyond it, creating one is refused with 429 until
+	// some are deleted, so that clients cannot fill its memory.
+	MaxThreads int
 	// Logger logs refused requests and failed runs (default: none).
 	Logger *slog.Logger
 }
 
 // Defaults of Options.
 const (
-	DefaultMaxBody   = 1 << 20
-	DefaultHeartbeat = 5 * time.Second
-	defaultVersion   = "0.4.0"
+	DefaultMaxBody    = 1 << 20
+	DefaultHeartbeat  = 5 * time.Second
+	DefaultMaxThreads = 10000
+	defaultVersion    = "0.4.0"
 )
 
 // Server serves graphs over the LangGraph Agent Server API.
@@ -89,6 +94,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = DefaultHeartbeat
+	}
+	if opts.MaxThreads <= 0 {
+		opts.MaxThreads = DefaultMaxThreads
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -176,6 +184,7 @@ var (
 	errNotFound   = errors.New("not found")
 	errConflict   = errors.New("conflict")
 	errShutdown   = errors.New("the server is shutting down")
+	errTooMany    = errors.New("too many threads")
 )
 
 func badRequest(format string, args ...any) error {
@@ -210,6 +219,9 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, errConflict), errors.As(err, &busy):
 		writeError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, errTooMany):
+		w.Header().Set("Retry-After", "60")
+		writeError(w, http.StatusTooManyRequests, err.Error())
 	case errors.Is(err, errShutdown):
 		w.Header().Set("Retry-After", "10")
 		writeError(w, http.StatusServiceUnavailable, err.Error())

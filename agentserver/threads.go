@@ -70,6 +70,9 @@ func (s *Server) newThread(id string, md Metadata, ifExists string) (*thread, er
 		}
 		return nil, fmt.Errorf("%w: thread %s exists already (if_exists: do_nothing returns it)", errConflict, id)
 	}
+	if len(s.threads) >= s.opts.MaxThreads {
+		return nil, fmt.Errorf("%w: this server keeps at most %d; delete threads you no longer need", errTooMany, s.opts.MaxThreads)
+	}
 	now := time.Now().UTC()
 	if md == nil {
 		md = Metadata{}
