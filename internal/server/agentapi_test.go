@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deepgraph/deepgraph/agentserver"
+	"github.com/deepgraph/deepgraph/llm/fake"
 )
 
 // lgEvent is one Server-Sent Event of the Agent Server API.
@@ -215,4 +216,70 @@ func TestAgentAPICORS(t *testing.T) {
 	assert.Contains(t, resp.Header.Get("Access-Control-Expose-Headers"), "Location")
 	status, _, _ := ts.do("GET", AgentAPIPrefix+"/info", nil, "Origin", "http://evil.example")
 	assert.Equal(t, 403, status)
+}
+
+// The agent over the Agent Server API: its question is an interrupt
+// answered with command.resume, its tool calls and results are messages,
+// its answer the last ai message, and its thread takes one task.
+func TestAgentAPIAgentQuestion(t *testing.T) {
+	eng := newEngine(world{})
+	eng.agentScript = fake.New(
+		fake.ToolCalls(fake.ToolCall("ask_human", map[string]string{"question": "Which year?"})),
+		fake.ToolCalls(fake.ToolCall("terminate", map[string]string{"status": "success", "answer": "Done for **2024**."})).When(fake.AnyContains("2024")),
+	)
+	ts := startTestServer(t, t.TempDir()+"/runs.db", eng)
+	status, data, _ := ts.do("POST", AgentAPIPrefix+"/threads", map[string]any{})
+	require.Equal(t, 200, status)
+	var th struct {
+		ThreadID string `json:"thread_id"`
+	}
+	require.NoError(t, json.Unmarshal(data, &th))
+	path := "/threads/" + th.ThreadID + "/runs/stream"
+	evs := ts.lgStream(path, map[string]any{"assistant_id": "agent",
+		"input": map[string]any{"messages": []map[string]any{{"type": "human", "content": "Summarise the year"}}}, "stream_mode": []string{"values", "custom"}})
+	require.Empty(t, lgOf(evs, "error"), "%v", lgOf(evs, "error"))
+	values := lgOf(evs, "values")
+	var paused struct {
+		Interrupt []struct {
+			Value struct{ Question string } `json:"value"`
+		} `json:"__interrupt__"`
+	}
+	require.NoError(t, json.Unmarshal(values[len(values)-1].Data, &paused))
+	require.Len(t, paused.Interrupt, 1, "%s", values[len(values)-1].Data)
+	assert.Equal(t, "Which year?", paused.Interrupt[0].Value.Question)
+
+	evs = ts.lgStream(path, map[string]any{"assistant_id": "agent", "command": map[string]any{"resume": "2024"}, "stream_mode": []string{"values", "custom"}})
+	require.Empty(t, lgOf(evs, "error"), "%v", lgOf(evs, "error"))
+	values = lgOf(evs, "values")
+	var done agentValues
+	require.NoError(t, json.Unmarshal(values[len(values)-1].Data, &done))
+	assert.Equal(t, "Done for **2024**.", done.Answer)
+	require.NotEmpty(t, done.Messages)
+	assert.Equal(t, agentserver.MessageHuman, done.Messages[0].Type)
+	assert.Equal(t, "Summarise the year", done.Messages[0].Content)
+	last := done.Messages[len(done.Messages)-1]
+	assert.Equal(t, agentserver.MessageAI, last.Type)
+	assert.Equal(t, "Done for **2024**.", last.Content)
+	var calls, results int
+	for _, m := range done.Messages {
+		calls += len(m.ToolCalls)
+		if m.Type == agentserver.MessageTool {
+			results++
+		}
+	}
+	assert.Positive(t, calls, "tool calls are messages")
+	assert.Positive(t, results, "tool results are messages")
+	var kinds []string
+	for _, c := range lgOf(evs, "custom") {
+		var ce customEvent
+		require.NoError(t, json.Unmarshal(c.Data, &ce))
+		if ce.Type == "activity" {
+			kinds = append(kinds, ce.Activity.Kind)
+		}
+	}
+	assert.Contains(t, kinds, "agent_done")
+
+	evs = ts.lgStream(path, map[string]any{"assistant_id": "agent", "input": map[string]any{"messages": []map[string]any{{"type": "human", "content": "more"}}}})
+	require.Len(t, lgOf(evs, "error"), 1)
+	assert.Contains(t, string(lgOf(evs, "error")[0].Data), "one task")
 }

@@ -16,8 +16,8 @@
 //
 // Under AgentAPIPrefix (/lg) the server speaks the LangGraph Agent Server
 // API (package agentserver), so that Agent Chat UI, the LangGraph SDKs and
-// RemoteGraph drive the deep-search graph, as the assistant "research"
-// (agentapi.go says how deepgraph's runs appear in its terms: the answer as
+// RemoteGraph drive the deep-search graph, as the assistant "research", and
+// the agent, as "agent" (agentapi.go and agentapi_agent.go say how deepgraph's runs appear in its terms: the answer as
 // the last ai message, the timeline and the cost as custom events, a
 // review as a HITLRequest interrupt). Its threads and checkpoints are in
 // the same checkpointer as the API below; its runs are not in the run

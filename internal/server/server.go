@@ -178,6 +178,16 @@ func (s *Server) mountAgentAPI() {
 		ra := &researchAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact}
 		s.closeAgents, err = ra.serveGraphs(context.Background(), api)
 	}
+	if err == nil && slices.Contains(s.eng.Choices().Kinds, runstore.KindAgent) {
+		aa := &agentAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact}
+		closeResearch := s.closeAgents
+		closeAgent, aerr := aa.serve(context.Background(), api)
+		if aerr != nil {
+			s.log.Warn("the agent is not served over the LangGraph Agent Server API", "err", s.opts.Redact(aerr.Error()))
+		} else {
+			s.closeAgents = func() { closeAgent(); closeResearch() }
+		}
+	}
 	if err != nil {
 		s.log.Warn("the LangGraph Agent Server API is not served", "err", s.opts.Redact(err.Error()))
 		return
