@@ -12,6 +12,18 @@
 // /openapi.json is an OpenAPI 3.1 document generated from the route table
 // and the Go types of the bodies, so it says what the handlers do.
 //
+// # The LangGraph Agent Server API
+//
+// Under AgentAPIPrefix (/lg) the server speaks the LangGraph Agent Server
+// API (package agentserver), so that Agent Chat UI, the LangGraph SDKs and
+// RemoteGraph drive the deep-search graph, as the assistant "research", and
+// the agent, as "agent" (agentapi.go and agentapi_agent.go say how deepgraph's runs appear in its terms: the answer as
+// the last ai message, the timeline and the cost as custom events, a
+// review as a HITLRequest interrupt). Its threads and checkpoints are in
+// the same checkpointer as the API below; its runs are not in the run
+// store yet, and the page still uses the API below: moving the page onto
+// it, for one API, is what remains of issue 27.
+//
 // # Events
 //
 // Every run keeps an event log (runstore): status, activity (the timeline

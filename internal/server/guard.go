@@ -74,7 +74,7 @@ func Guard(next http.Handler, o GuardOptions) http.Handler {
 				h.Set("Access-Control-Expose-Headers", exposeHeaders)
 			}
 			if r.Method == http.MethodOptions {
-				h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE")
+				h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE")
 				h.Set("Access-Control-Allow-Headers", allowHeaders)
 				h.Set("Access-Control-Max-Age", "600")
 				w.WriteHeader(http.StatusNoContent)

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deepgraph/deepgraph/agentserver"
 	"github.com/deepgraph/deepgraph/internal/app"
 	"github.com/deepgraph/deepgraph/internal/runstore"
 	"github.com/deepgraph/deepgraph/telemetry"
@@ -64,7 +66,16 @@ type Server struct {
 	runs  *queue
 	mux   *http.ServeMux
 	log   *slog.Logger
+	// agents is the LangGraph Agent Server API, under AgentAPIPrefix;
+	// closeAgents releases its graphs.
+	agents      *agentserver.Server
+	closeAgents func()
 }
+
+// AgentAPIPrefix is where the LangGraph Agent Server API is served: point
+// LangGraph's clients at http://host:port/lg (Agent Chat UI's deployment
+// URL, the SDKs' apiUrl), with the assistant "research".
+const AgentAPIPrefix = "/lg"
 
 //go:embed web/*.html web/*.js web/*.css
 var webFiles embed.FS
@@ -93,6 +104,7 @@ func New(st *app.Store, eng Engine, opts Options) *Server {
 	for _, rt := range routes() {
 		s.mux.Handle(rt.Method+" "+rt.Path, s.traced(rt, s.wrap(rt)))
 	}
+	s.mountAgentAPI()
 	web, _ := fs.Sub(webFiles, "web")
 	s.mux.Handle("GET /assets/", s.page(http.StripPrefix("/assets/", http.FileServerFS(web))))
 	s.mux.Handle("GET /{$}", s.page(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -104,7 +116,9 @@ func New(st *app.Store, eng Engine, opts Options) *Server {
 // Handler serves the API and the page.
 func (s *Server) Handler() http.Handler {
 	return Guard(s.mux, GuardOptions{CORSOrigins: s.opts.CORSOrigins, Loopback: s.opts.Loopback,
-		ContentSecurityPolicy: contentSecurityPolicy, AllowHeaders: []string{"Authorization", "Content-Type", "Last-Event-ID"}})
+		ContentSecurityPolicy: contentSecurityPolicy,
+		AllowHeaders:          []string{"Authorization", "Content-Type", "Last-Event-ID", "X-Api-Key", "X-Auth-Scheme"},
+		ExposeHeaders:         []string{"Content-Location", "Location", "X-Pagination-Next", "X-Pagination-Total"}})
 }
 
 // Start queues again the runs a previous server left queued, and — with
@@ -144,7 +158,43 @@ func (s *Server) Start(ctx context.Context) error {
 
 // Shutdown stops taking runs, cancels the running ones — each stores what
 // it finished and is recorded as interrupted — and waits for them (or ctx).
-func (s *Server) Shutdown(ctx context.Context) error { return s.runs.drain(ctx) }
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.runs.drain(ctx)
+	if s.agents != nil {
+		err = errors.Join(err, s.agents.Shutdown(ctx))
+		s.closeAgents()
+	}
+	return err
+}
+
+// mountAgentAPI serves the LangGraph Agent Server API under AgentAPIPrefix,
+// with the server's token (also as x-api-key), origins and limits. A
+// server whose research graph cannot be set up serves the rest and logs
+// why.
+func (s *Server) mountAgentAPI() {
+	api, err := agentserver.New(agentserver.Options{Checkpointer: s.store.Checkpointer, Token: s.opts.Token,
+		CORSOrigins: slices.Clone(s.opts.CORSOrigins), Loopback: s.opts.Loopback, MaxBody: s.opts.MaxBody, Logger: s.log})
+	if err == nil {
+		ra := &researchAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact}
+		s.closeAgents, err = ra.serveGraphs(context.Background(), api)
+	}
+	if err == nil && slices.Contains(s.eng.Choices().Kinds, runstore.KindAgent) {
+		aa := &agentAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact}
+		closeResearch := s.closeAgents
+		closeAgent, aerr := aa.serve(context.Background(), api)
+		if aerr != nil {
+			s.log.Warn("the agent is not served over the LangGraph Agent Server API", "err", s.opts.Redact(aerr.Error()))
+		} else {
+			s.closeAgents = func() { closeAgent(); closeResearch() }
+		}
+	}
+	if err != nil {
+		s.log.Warn("the LangGraph Agent Server API is not served", "err", s.opts.Redact(err.Error()))
+		return
+	}
+	s.agents = api
+	s.mux.Handle(AgentAPIPrefix+"/", http.StripPrefix(AgentAPIPrefix, api.Handler()))
+}
 
 // Peak is the most runs that ran at once.
 func (s *Server) Peak() int {

@@ -1,0 +1,620 @@
+package agentserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/deepgraph/deepgraph/graph"
+)
+
+// Graph is a graph the server serves: make one with Compiled.
+type Graph interface {
+	// describe is what the assistants endpoints show.
+	describe() graphInfo
+	// run executes one run, calling emit for each stream event, and says
+	// how it ended.
+	run(ctx context.Context, req runSpec, emit func(streamEvent)) runEnd
+	state(ctx context.Context, at graph.Ref) (threadState, error)
+	history(ctx context.Context, at graph.Ref, limit int) ([]threadState, error)
+	update(ctx context.Context, at graph.Ref, values json.RawMessage, asNode string) (string, error)
+	// values reads the newest state's values of a thread, nil when it has
+	// none, with the interrupts it waits on.
+	values(ctx context.Context, thread string) (json.RawMessage, []interruptOut, error)
+}
+
+// RunConfig is what a run's body asks of the graph: config.configurable
+// merged with context, and the run's metadata. Build reads it.
+type RunConfig struct {
+	// Configurable holds config.configurable and context, by key, as JSON.
+	Configurable map[string]json.RawMessage
+	// GraphID and AssistantID name what the run runs; ThreadID and RunID
+	// the run.
+	GraphID, AssistantID, ThreadID, RunID string
+}
+
+// ErrBadConfig marks a Build error that is the request's fault (a
+// configuration the server does not offer): the run fails with it as a
+// ValueError.
+var ErrBadConfig = errors.New("agentserver: bad run configuration")
+
+// Option configures a served graph.
+type Option[S any] func(*served[S])
+
+// Description is the assistant's description.
+func Description[S any](text string) Option[S] {
+	return func(g *served[S]) { g.description = text }
+}
+
+// Values sets how a state is shown to clients (the values of /state,
+// /history and the values stream mode): the default is the state encoded
+// as JSON, which must be an object.
+func Values[S any](fn func(S) any) Option[S] {
+	return func(g *served[S]) { g.valuesOf = fn }
+}
+
+// Input sets how a run's input object becomes the input of the graph: the
+// state the run starts from and writes applied to it (see graph.InputWrites).
+// The default decodes it with Compiled.DecodeWrites: its keys are the
+// state's fields by their JSON names.
+func Input[S any](fn func(cfg RunConfig, input json.RawMessage) (S, []graph.Write[S], error)) Option[S] {
+	return func(g *served[S]) { g.input = fn }
+}
+
+// Build sets up each run from its configuration (the body's
+// config.configurable and context): a graph built for it, to choose models
+// or limits per run, and an observer of its events. The graph served is
+// still the one given to Compiled, for reading and editing threads.
+func Build[S any](fn func(ctx context.Context, cfg RunConfig) (RunSetup[S], error)) Option[S] {
+	return func(g *served[S]) { g.build = fn }
+}
+
+// RunSetup is what Build sets up for one run.
+type RunSetup[S any] struct {
+	// Graph runs the run (nil: the served graph). It must have the served
+	// graph's checkpointer.
+	Graph *graph.Compiled[S]
+	// Observe, when set, sees each engine event of the run and may add
+	// stream events: out.Custom a custom event (deepgraph's activity
+	// timeline), out.Message a message chunk (a model's tokens). Emitted
+	// values then reach the custom mode only through it, but MessageChunk
+	// values, which go to the messages mode as they are.
+	Observe func(ev graph.Event[S], out Emitter)
+	// Close, when set, is called when the run ends.
+	Close func()
+}
+
+// Interrupts sets how the graph's interrupts are shown to clients and how
+// their answers (command.resume) are read: show turns an interrupt into the
+// value clients see (default: its payload), answer turns a client's resume
+// value into the answer the node receives (default: the value as it is).
+// deepgraph shows its reviews as LangChain's HITLRequest so that Agent
+// Chat UI renders them.
+func Interrupts[S any](show func(graph.PendingInterrupt) any, answer func(pi graph.PendingInterrupt, resume json.RawMessage) (any, error)) Option[S] {
+	return func(g *served[S]) { g.showInterrupt, g.answer = show, answer }
+}
+
+// Emitter sends stream events from a RunSetup's Observe.
+type Emitter interface {
+	// Custom sends v as a custom event.
+	Custom(v any)
+	// Message sends a chunk of a message being written by node.
+	Message(node string, c MessageChunk)
+}
+
+// Compiled serves a compiled graph. The graph must have a checkpointer
+// (graph.WithCheckpointer): threads live in it.
+func Compiled[S any](c *graph.Compiled[S], opts ...Option[S]) Graph {
+	g := &served[S]{c: c, keys: jsonKeys(reflect.TypeFor[S]())}
+	for _, o := range opts {
+		o(g)
+	}
+	return g
+}
+
+// served is a Graph over a *graph.Compiled[S].
+type served[S any] struct {
+	c             *graph.Compiled[S]
+	description   string
+	valuesOf      func(S) any
+	input         func(RunConfig, json.RawMessage) (S, []graph.Write[S], error)
+	build         func(context.Context, RunConfig) (RunSetup[S], error)
+	showInterrupt func(graph.PendingInterrupt) any
+	answer        func(graph.PendingInterrupt, json.RawMessage) (any, error)
+	keys          map[string]bool // the state's JSON keys
+}
+
+// jsonKeys are the top-level JSON keys of a struct type.
+func jsonKeys(t reflect.Type) map[string]bool {
+	keys := map[string]bool{}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return keys
+	}
+	for f := range t.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+			continue
+		case name == "" && f.Anonymous:
+			for k := range jsonKeys(f.Type) {
+				keys[k] = true
+			}
+			continue
+		case name == "":
+			name = f.Name
+		}
+		keys[name] = true
+	}
+	return keys
+}
+
+// stateInput keeps the keys of an input object that are the state's: as
+// LangGraph, a run ignores input keys its state does not have (Agent Chat
+// UI sends context among them).
+func (g *served[S]) stateInput(input json.RawMessage) (json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(input, &obj); err != nil {
+		return nil, fmt.Errorf("input is not a JSON object: %w", err)
+	}
+	for k := range obj {
+		if !g.keys[k] {
+			delete(obj, k)
+		}
+	}
+	return json.Marshal(obj)
+}
+
+// graphInfo is what the assistants endpoints say of a graph.
+type graphInfo struct {
+	description string
+	nodes       []graphNode
+	edges       []graphEdge
+	stateSchema json.RawMessage
+}
+
+type graphNode struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Data string `json:"data"`
+}
+
+type graphEdge struct {
+	Source      string `json:"source"`
+	Target      string `json:"target"`
+	Conditional bool   `json:"conditional,omitempty"`
+}
+
+func (g *served[S]) describe() graphInfo {
+	info := graphInfo{description: g.description}
+	info.nodes, info.edges = edgesOf(g.c.Mermaid())
+	schema, err := jsonschema.ForType(reflect.TypeFor[S](), &jsonschema.ForOptions{IgnoreInvalidTypes: true})
+	if err == nil {
+		info.stateSchema, _ = json.Marshal(schema)
+	}
+	if len(info.stateSchema) == 0 {
+		info.stateSchema = json.RawMessage(`{"type":"object"}`)
+	}
+	return info
+}
+
+var (
+	mermaidNode = regexp.MustCompile(`^\s*([A-Za-z0-9_]+)(\(\[<p>(.*)</p>\]\)|\[\[(.*)\]\]|\((.*)\))(:::\w+)?$`)
+	mermaidEdge = regexp.MustCompile(`^\s*([A-Za-z0-9_]+) (-->|-\.->) ([A-Za-z0-9_]+);$`)
+)
+
+// edgesOf reads the nodes and edges of a graph from its Mermaid drawing,
+// the one description of its edges the engine gives.
+func edgesOf(mermaid string) ([]graphNode, []graphEdge) {
+	names := map[string]string{}
+	nodes := []graphNode{}
+	edges := []graphEdge{}
+	for line := range strings.SplitSeq(mermaid, "\n") {
+		if m := mermaidNode.FindStringSubmatch(line); m != nil {
+			name := m[3] + m[4] + m[5]
+			name = strings.NewReplacer("<p>", "", "</p>", "", "&lt;", "<", "&gt;", ">", "&quot;", `"`, "&amp;", "&").Replace(name)
+			names[m[1]] = name
+			nodes = append(nodes, graphNode{ID: name, Name: name, Data: name})
+			continue
+		}
+		if m := mermaidEdge.FindStringSubmatch(line); m != nil {
+			edges = append(edges, graphEdge{Source: names[m[1]], Target: names[m[3]], Conditional: m[2] == "-.->"})
+		}
+	}
+	return nodes, edges
+}
+
+// valuesJSON is a state as clients see it.
+func (g *served[S]) valuesJSON(s S) json.RawMessage {
+	var v any = s
+	if g.valuesOf != nil {
+		v = g.valuesOf(s)
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		data, _ = json.Marshal(map[string]string{"__error__": "the state could not be encoded: " + err.Error()})
+	}
+	return data
+}
+
+func (g *served[S]) interruptsOut(pis []graph.PendingInterrupt) []interruptOut {
+	out := make([]interruptOut, 0, len(pis))
+	for _, pi := range pis {
+		var v any = pi.Payload
+		if len(pi.Payload) == 0 {
+			v = map[string]string{"kind": string(pi.Kind), "node": pi.Node}
+		}
+		if g.showInterrupt != nil {
+			v = g.showInterrupt(pi)
+		}
+		data, err := json.Marshal(v)
+		if err != nil {
+			data = json.RawMessage("null")
+		}
+		out = append(out, interruptOut{ID: pi.ID, Value: data})
+	}
+	return out
+}
+
+// emitter collects an Observe function's events.
+type emitter struct {
+	emit func(streamEvent)
+	step int
+}
+
+func (e emitter) Custom(v any) { e.emit(streamEvent{mode: modeCustom, data: v}) }
+
+func (e emitter) Message(node string, c MessageChunk) {
+	e.emit(streamEvent{mode: modeMessages, data: messageTuple(node, e.step, c)})
+}
+
+// messageTuple is a messages-tuple event's data: [chunk, metadata].
+func messageTuple(node string, step int, c MessageChunk) any {
+	chunk := map[string]any{"type": "AIMessageChunk", "content": c.Content, "id": c.ID, "tool_call_chunks": []any{}}
+	if c.Restart {
+		chunk = map[string]any{"type": "ai", "content": "", "id": c.ID}
+	}
+	return []any{chunk, map[string]any{"langgraph_node": node, "langgraph_step": step, "tags": []string{}, "checkpoint_ns": ""}}
+}
+
+func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)) runEnd {
+	c := g.c
+	var observe func(graph.Event[S], Emitter)
+	if g.build != nil {
+		setup, err := g.build(ctx, req.config)
+		if err != nil {
+			return runEnd{err: fmt.Errorf("setting up the run: %w", err), bad: errors.Is(err, ErrBadConfig)}
+		}
+		if setup.Close != nil {
+			defer setup.Close()
+		}
+		if setup.Graph != nil {
+			c = setup.Graph
+		}
+		observe = setup.Observe
+	}
+	at := graph.Thread(req.thread)
+	if req.checkpointID != "" {
+		at = at.At(req.checkpointID)
+	}
+	opts := []graph.RunOption{at, graph.RunID(req.runID)}
+	if req.interruptBefore != nil {
+		opts = append(opts, graph.PauseBefore(req.interruptBefore...))
+	}
+	if req.interruptAfter != nil {
+		opts = append(opts, graph.PauseAfter(req.interruptAfter...))
+	}
+	if req.recursionLimit > 0 {
+		opts = append(opts, graph.RecursionLimit(req.recursionLimit))
+	}
+	var events func(func(graph.Event[S], error) bool)
+	if req.command != nil {
+		ropts, err := g.commandOptions(ctx, c, at, req.command)
+		if err != nil {
+			return runEnd{err: err, bad: true}
+		}
+		events = c.ResumeStream(ctx, append(opts, ropts...)...)
+	} else {
+		var in S
+		if len(req.input) > 0 && string(req.input) != "null" {
+			var ws []graph.Write[S]
+			var err error
+			if g.input != nil {
+				in, ws, err = g.input(req.config, req.input)
+			} else {
+				var in json.RawMessage
+				if in, err = g.stateInput(req.input); err == nil {
+					ws, err = c.DecodeWrites(in)
+				}
+			}
+			if err != nil {
+				return runEnd{err: fmt.Errorf("input: %w", err), bad: true}
+			}
+			opts = append(opts, graph.InputWrites(ws...))
+		}
+		events = c.Stream(ctx, in, opts...)
+	}
+	out := emitter{emit: emit}
+	var last S
+	var end runEnd
+	for ev, err := range events {
+		if err != nil {
+			end.err = err
+			break
+		}
+		out.step = ev.Step
+		switch ev.Kind {
+		case graph.EventStep:
+			last = ev.State
+			emit(streamEvent{mode: modeValues, data: g.valuesJSON(ev.State)})
+			emit(streamEvent{mode: modeCheckpoints, step: ev.Step})
+		case graph.EventTaskStart:
+			emit(streamEvent{mode: modeTasks, data: taskStart{ID: taskID(ev.Step, ev.Task), Name: ev.Node, Input: argOf(ev.Arg), Triggers: []string{}}})
+		case graph.EventTaskEnd:
+			var errText *string
+			if ev.Err != nil {
+				s := ev.Err.Error()
+				errText = &s
+			} else {
+				emit(streamEvent{mode: modeUpdates, data: map[string]json.RawMessage{ev.Node: updateValues(ev.Update)}})
+			}
+			emit(streamEvent{mode: modeTasks, data: taskEnd{ID: taskID(ev.Step, ev.Task), Name: ev.Node, Result: resultOf(ev.Update, ev.Err), Error: errText, Interrupts: []interruptOut{}}})
+		case graph.EventCustom:
+			if mc, ok := ev.Value.(MessageChunk); ok {
+				out.Message(ev.Node, mc)
+			} else if observe == nil {
+				out.Custom(ev.Value)
+			}
+		case graph.EventInterrupt:
+			last = ev.State
+			end.interrupts = g.interruptsOut(ev.Interrupts)
+			emit(streamEvent{mode: modeUpdates, data: map[string]any{"__interrupt__": end.interrupts}})
+			emit(streamEvent{mode: modeValues, data: withInterrupts(g.valuesJSON(ev.State), end.interrupts)})
+		case graph.EventEnd:
+			last = ev.State
+		}
+		if observe != nil {
+			observe(ev, out)
+		}
+	}
+	end.values = g.valuesJSON(last)
+	if len(end.interrupts) > 0 {
+		end.values = withInterrupts(end.values, end.interrupts)
+	}
+	return end
+}
+
+// commandOptions are the options of a resume with a command: answers to
+// the pending interrupts (resume: one value, or a map of interrupt ids to
+// values), an update and gotos.
+func (g *served[S]) commandOptions(ctx context.Context, c *graph.Compiled[S], at graph.Ref, cmd *command) ([]graph.RunOption, error) {
+	var opts []graph.RunOption
+	if len(cmd.Resume) > 0 && string(cmd.Resume) != "null" {
+		snap, err := c.State(ctx, at)
+		if err != nil {
+			return nil, fmt.Errorf("command.resume: reading the thread's interrupts: %w", err)
+		}
+		pending := snap.Interrupts
+		if len(pending) == 0 {
+			return nil, errors.New("command.resume: the thread waits on no interrupt; send input to start a run instead")
+		}
+		answers := map[string]json.RawMessage{}
+		var byID map[string]json.RawMessage
+		if json.Unmarshal(cmd.Resume, &byID) == nil && len(byID) > 0 && allIDs(byID, pending) {
+			answers = byID
+		} else {
+			waiting := 0
+			for _, pi := range pending {
+				if pi.Kind == graph.InterruptNode {
+					waiting++
+					answers[pi.ID] = cmd.Resume
+				}
+			}
+			if waiting > 1 {
+				return nil, fmt.Errorf("command.resume: %d interrupts wait; send resume as an object of interrupt id to answer", waiting)
+			}
+		}
+		for _, pi := range pending {
+			raw, ok := answers[pi.ID]
+			if !ok {
+				continue
+			}
+			var ans any = raw
+			if g.answer != nil {
+				a, err := g.answer(pi, raw)
+				if err != nil {
+					return nil, fmt.Errorf("command.resume: %w", err)
+				}
+				ans = a
+			}
+			opts = append(opts, graph.AnswerFor(pi.ID, ans))
+		}
+	}
+	var u graph.Update[S]
+	if len(cmd.Update) > 0 && string(cmd.Update) != "null" {
+		ws, err := c.DecodeWrites(cmd.Update)
+		if err != nil {
+			return nil, fmt.Errorf("command.update: %w", err)
+		}
+		u = graph.Writes(ws...)
+	}
+	if gotos := cmd.gotos(); len(gotos) > 0 {
+		u = u.Goto(gotos...)
+	}
+	if !u.Empty() {
+		opts = append(opts, graph.WithUpdate(u))
+	}
+	return opts, nil
+}
+
+func allIDs(m map[string]json.RawMessage, pending []graph.PendingInterrupt) bool {
+	for id := range m {
+		found := false
+		for _, pi := range pending {
+			found = found || pi.ID == id
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// withInterrupts adds __interrupt__ to a values object.
+func withInterrupts(values json.RawMessage, intr []interruptOut) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(values, &obj) != nil || obj == nil {
+		obj = map[string]json.RawMessage{}
+	}
+	obj["__interrupt__"], _ = json.Marshal(intr)
+	out, _ := json.Marshal(obj)
+	return out
+}
+
+// updateValues is a node's update as {field: value}: a field's writes in
+// the update, the last one when it wrote it several times.
+func updateValues[S any](u graph.Update[S]) json.RawMessage {
+	data, err := json.Marshal(u)
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	var enc struct {
+		Writes []struct {
+			Field string          `json:"field"`
+			Value json.RawMessage `json:"value"`
+		} `json:"writes"`
+	}
+	if json.Unmarshal(data, &enc) != nil {
+		return json.RawMessage("{}")
+	}
+	obj := map[string]json.RawMessage{}
+	for _, w := range enc.Writes {
+		obj[w.Field] = w.Value
+	}
+	out, _ := json.Marshal(obj)
+	return out
+}
+
+func resultOf[S any](u graph.Update[S], err error) json.RawMessage {
+	if err != nil {
+		return nil
+	}
+	return updateValues(u)
+}
+
+func argOf(arg any) json.RawMessage {
+	if arg == nil {
+		return json.RawMessage("{}")
+	}
+	data, err := json.Marshal(arg)
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	return data
+}
+
+func taskID(step, task int) string { return fmt.Sprintf("%d:%d", step, task) }
+
+type taskStart struct {
+	ID       string          `json:"id"`
+	Name     string          `json:"name"`
+	Input    json.RawMessage `json:"input"`
+	Triggers []string        `json:"triggers"`
+}
+
+type taskEnd struct {
+	ID         string          `json:"id"`
+	Name       string          `json:"name"`
+	Result     json.RawMessage `json:"result"`
+	Error      *string         `json:"error"`
+	Interrupts []interruptOut  `json:"interrupts"`
+}
+
+func (g *served[S]) state(ctx context.Context, at graph.Ref) (threadState, error) {
+	snap, err := g.c.State(ctx, at)
+	if err != nil {
+		return threadState{}, err
+	}
+	return g.stateOf(at.Thread, snap), nil
+}
+
+func (g *served[S]) history(ctx context.Context, at graph.Ref, limit int) ([]threadState, error) {
+	snaps, err := g.c.History(ctx, at, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]threadState, 0, len(snaps))
+	for _, s := range snaps {
+		out = append(out, g.stateOf(at.Thread, s))
+	}
+	return out, nil
+}
+
+func (g *served[S]) values(ctx context.Context, thread string) (json.RawMessage, []interruptOut, error) {
+	snap, err := g.c.State(ctx, graph.Thread(thread))
+	if errors.Is(err, graph.ErrCheckpointNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return g.valuesJSON(snap.State), g.interruptsOut(snap.Interrupts), nil
+}
+
+func (g *served[S]) update(ctx context.Context, at graph.Ref, values json.RawMessage, asNode string) (string, error) {
+	var u graph.Update[S]
+	if len(values) > 0 && string(values) != "null" {
+		ws, err := g.c.DecodeWrites(values)
+		if err != nil {
+			return "", fmt.Errorf("%w: values: %v", errBadRequest, err)
+		}
+		u = graph.Writes(ws...)
+	}
+	var opts []graph.UpdateOption
+	if asNode != "" {
+		opts = append(opts, graph.AsNode(asNode))
+	}
+	snap, err := g.c.UpdateState(ctx, at, u, opts...)
+	if err != nil {
+		return "", err
+	}
+	return snap.CheckpointID, nil
+}
+
+// stateOf is a snapshot as a ThreadState.
+func (g *served[S]) stateOf(thread string, s graph.Snapshot[S]) threadState {
+	ts := threadState{Values: g.valuesJSON(s.State), Next: s.Next, Tasks: []stateTask{},
+		Checkpoint: checkpointRef{ThreadID: thread, CheckpointNS: s.Namespace, CheckpointID: s.CheckpointID},
+		Metadata:   checkpointMeta{Source: string(s.Source), Step: s.Step - 1, RunID: s.Run, Parents: map[string]string{}},
+		CreatedAt:  s.Created.UTC().Format(time.RFC3339Nano), Interrupts: g.interruptsOut(s.Interrupts)}
+	if ts.Next == nil {
+		ts.Next = []string{}
+	}
+	if s.Parent != "" {
+		ts.ParentCheckpoint = &checkpointRef{ThreadID: thread, CheckpointNS: s.Namespace, CheckpointID: s.Parent}
+	}
+	for _, t := range s.Tasks {
+		st := stateTask{ID: t.ID, Name: t.Node, Interrupts: g.interruptsOut(t.Waiting())}
+		if t.Err != "" {
+			e := t.Err
+			st.Error = &e
+		}
+		if t.Done {
+			st.Result = updateValues(t.Update)
+		}
+		ts.Tasks = append(ts.Tasks, st)
+	}
+	return ts
+}

@@ -1,0 +1,217 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/deepgraph/deepgraph/agentserver"
+	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/internal/app"
+	"github.com/deepgraph/deepgraph/internal/runstore"
+	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/nodes"
+	"github.com/deepgraph/deepgraph/research/citation"
+	"github.com/deepgraph/deepgraph/schemas"
+)
+
+// The agent as the assistant "agent" (when serve.allow_agent): its input
+// is the task as a human message, and a thread takes one task; its values
+// are the task, then the conversation — ai messages with their tool_calls,
+// tool messages with the tools' results — and the answer as the last ai
+// message, with its cited sources; its steps are custom activity events
+// and its cost a custom cost event; its ask_human is an interrupt whose
+// value is {question, step} and whose resume is the answer text (or Agent
+// Chat UI's {decisions: [{type: "reject", message}]}, whose message is the
+// answer).
+
+const graphAgent = "agent"
+
+// agentValues are an agent thread's values as clients see them.
+type agentValues struct {
+	Messages []agentserver.Message `json:"messages"`
+	Task     string                `json:"task"`
+	Steps    int                   `json:"steps"`
+	Status   nodes.AgentStatus     `json:"status,omitempty"`
+	Answer   string                `json:"answer,omitempty"`
+	Sources  []citation.Source     `json:"sources"`
+	Dropped  int                   `json:"dropped_citations"`
+	Usage    llm.UsageByRole       `json:"usage,omitempty"`
+}
+
+func agentValuesOf(s nodes.AgentState) any {
+	msgs := append([]schemas.Message{schemas.UserMessage(s.Task)}, s.Messages...)
+	if s.Answer != "" && (len(s.Messages) == 0 || s.Messages[len(s.Messages)-1].Content != s.Answer) {
+		msgs = append(msgs, schemas.AssistantMessage(s.Answer))
+	}
+	v := agentValues{Messages: langchainMessages(msgs), Task: s.Task, Steps: s.Steps, Status: s.Status, Answer: s.Answer,
+		Sources: s.Cited, Dropped: s.Dropped, Usage: s.Usage}
+	if v.Sources == nil {
+		v.Sources = []citation.Source{}
+	}
+	return v
+}
+
+// agentAPI serves the agent.
+type agentAPI struct {
+	eng         Engine
+	cp          graph.Checkpointer
+	shape       *graph.Compiled[nodes.AgentState]
+	maxQuestion int
+	redact      func(string) string
+}
+
+func (a *agentAPI) settings() (app.Settings, error) {
+	return a.eng.Settings(RunRequest{Kind: runstore.KindAgent})
+}
+
+func (a *agentAPI) input(cfg agentserver.RunConfig, raw json.RawMessage) (nodes.AgentState, []graph.Write[nodes.AgentState], error) {
+	var in struct {
+		Messages []agentserver.Message `json:"messages"`
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nodes.AgentState{}, nil, fmt.Errorf("the input is {messages: [{type: \"human\", content: task}]}: %w", err)
+	}
+	task := ""
+	for _, m := range in.Messages {
+		if m.Type == agentserver.MessageHuman {
+			task = strings.TrimSpace(m.Content)
+		}
+	}
+	switch n := utf8.RuneCountInString(task); {
+	case task == "":
+		return nodes.AgentState{}, nil, errors.New("the input has no task: send {messages: [{type: \"human\", content: task}]}")
+	case !utf8.ValidString(task):
+		return nodes.AgentState{}, nil, errors.New("the task is not valid UTF-8")
+	case n > a.maxQuestion:
+		return nodes.AgentState{}, nil, fmt.Errorf("the task has %d characters; this server takes at most %d", n, a.maxQuestion)
+	}
+	_, err := a.shape.State(context.Background(), graph.Thread(cfg.ThreadID))
+	switch {
+	case err == nil:
+		return nodes.AgentState{}, nil, errors.New("an agent thread takes one task: create a new thread for this one")
+	case !errors.Is(err, graph.ErrCheckpointNotFound):
+		return nodes.AgentState{}, nil, err
+	}
+	return nodes.AgentState{Task: task}, nil, nil
+}
+
+func (a *agentAPI) build(ctx context.Context, _ agentserver.RunConfig) (agentserver.RunSetup[nodes.AgentState], error) {
+	set, err := a.settings()
+	if err != nil {
+		return agentserver.RunSetup[nodes.AgentState]{}, err
+	}
+	ar, err := a.eng.Agent(ctx, set, a.cp)
+	if err != nil {
+		return agentserver.RunSetup[nodes.AgentState]{}, fmt.Errorf("setting up the agent: %s", a.redact(err.Error()))
+	}
+	tl := &agentTimeline{start: time.Now(), meter: ar.Meter, models: map[string]string{llm.RoleAgent: ar.Model}, prices: ar.Prices}
+	return agentserver.RunSetup[nodes.AgentState]{Graph: ar.Agent.Graph(), Observe: tl.observe, Close: ar.Close}, nil
+}
+
+// agentTimeline turns an agent's steps into its timeline.
+type agentTimeline struct {
+	start  time.Time
+	meter  *llm.Meter
+	models map[string]string
+	prices llm.Prices
+	mu     sync.Mutex
+}
+
+func (t *agentTimeline) observe(ev graph.Event[nodes.AgentState], out agentserver.Emitter) {
+	if ev.Kind != graph.EventCustom {
+		return
+	}
+	ae, ok := ev.Value.(nodes.AgentEvent)
+	if !ok {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	act := agentActivity(ae)
+	act.ElapsedMS = time.Since(t.start).Milliseconds()
+	if t.meter != nil {
+		usage := t.meter.Snapshot()
+		tot := usage.Total()
+		act.Tokens = app.Tokens(tot.Usage)
+		out.Custom(customEvent{Type: "activity", Activity: &act})
+		out.Custom(customEvent{Type: "cost", Tokens: act.Tokens, Calls: tot.Calls, CostUSD: app.CostUSD(usage, t.models, t.prices)})
+		return
+	}
+	out.Custom(customEvent{Type: "activity", Activity: &act})
+}
+
+func showQuestion(pi graph.PendingInterrupt) any {
+	q, err := graph.PayloadOf[nodes.HumanQuestion](pi)
+	if err != nil {
+		return pi.Payload
+	}
+	q.Question = app.CleanText(q.Question)
+	return q
+}
+
+// answerQuestion reads the answer to an agent's question: text, {answer},
+// or Agent Chat UI's decisions (a reject's message, an edit's args.answer).
+func answerQuestion(_ graph.PendingInterrupt, raw json.RawMessage) (any, error) {
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		return text, nil
+	}
+	var obj struct {
+		Answer    *string `json:"answer"`
+		Decisions []struct {
+			Type         string `json:"type"`
+			Message      string `json:"message"`
+			EditedAction *struct {
+				Args struct {
+					Answer string `json:"answer"`
+				} `json:"args"`
+			} `json:"edited_action"`
+		} `json:"decisions"`
+	}
+	if json.Unmarshal(raw, &obj) == nil {
+		switch {
+		case obj.Answer != nil:
+			return *obj.Answer, nil
+		case len(obj.Decisions) > 0 && obj.Decisions[0].Message != "":
+			return obj.Decisions[0].Message, nil
+		case len(obj.Decisions) > 0 && obj.Decisions[0].EditedAction != nil:
+			return obj.Decisions[0].EditedAction.Args.Answer, nil
+		}
+	}
+	return nil, errors.New("the answer to an agent's question is text (or {answer: text})")
+}
+
+// serveAgent adds the agent to api when the server allows agent runs.
+func (a *agentAPI) serve(ctx context.Context, api *agentserver.Server) (func(), error) {
+	set, err := a.settings()
+	if err != nil {
+		return nil, err
+	}
+	shape, err := a.eng.Agent(ctx, set, a.cp)
+	if err != nil {
+		return nil, fmt.Errorf("setting up the agent graph: %s", a.redact(err.Error()))
+	}
+	closeShape := func() {
+		if shape.Close != nil {
+			shape.Close()
+		}
+	}
+	a.shape = shape.Agent.Graph()
+	err = api.Serve(graphAgent, agentserver.Compiled(a.shape,
+		agentserver.Description[nodes.AgentState]("A ReAct agent with the server's tools: one task per thread"),
+		agentserver.Values(agentValuesOf),
+		agentserver.Input(a.input),
+		agentserver.Interrupts[nodes.AgentState](showQuestion, answerQuestion),
+		agentserver.Build(a.build)))
+	if err != nil {
+		closeShape()
+		return nil, err
+	}
+	return closeShape, nil
+}

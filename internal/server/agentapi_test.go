@@ -1,0 +1,285 @@
+package server
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/deepgraph/deepgraph/agentserver"
+	"github.com/deepgraph/deepgraph/llm/fake"
+)
+
+// lgEvent is one Server-Sent Event of the Agent Server API.
+type lgEvent struct {
+	Event string
+	Data  json.RawMessage
+}
+
+// lgStream posts a run to the Agent Server API and reads its whole stream.
+func (ts *testServer) lgStream(path string, body any) []lgEvent {
+	ts.t.Helper()
+	data, err := json.Marshal(body)
+	require.NoError(ts.t, err)
+	req, err := http.NewRequest("POST", ts.http.URL+AgentAPIPrefix+path, strings.NewReader(string(data)))
+	require.NoError(ts.t, err)
+	req.Header.Set("Content-Type", "application/json")
+	if ts.token != "" {
+		req.Header.Set("X-Api-Key", ts.token)
+	}
+	resp, err := ts.http.Client().Do(req)
+	require.NoError(ts.t, err)
+	defer resp.Body.Close()
+	require.Equal(ts.t, 200, resp.StatusCode)
+	require.Equal(ts.t, "text/event-stream", resp.Header.Get("Content-Type"))
+	require.NotEmpty(ts.t, resp.Header.Get("Content-Location"))
+	var out []lgEvent
+	var cur lgEvent
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 4<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "" && cur.Event != "":
+			out = append(out, cur)
+			cur = lgEvent{}
+		case strings.HasPrefix(line, "event: "):
+			cur.Event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			cur.Data = json.RawMessage(strings.TrimPrefix(line, "data: "))
+		}
+	}
+	require.NoError(ts.t, sc.Err())
+	return out
+}
+
+func lgOf(evs []lgEvent, name string) []lgEvent {
+	var out []lgEvent
+	for _, e := range evs {
+		if e.Event == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// values of a research thread, as the API shows them.
+type lgResearchValues struct {
+	Messages []agentserver.Message `json:"messages"`
+	Queries  []string              `json:"queries"`
+	Answer   string                `json:"answer"`
+	Sources  []struct {
+		URL   string `json:"url"`
+		Label string `json:"label"`
+	} `json:"sources"`
+	Interrupt []struct {
+		ID    string      `json:"id"`
+		Value hitlRequest `json:"value"`
+	} `json:"__interrupt__"`
+}
+
+func TestAgentAPIResearchRun(t *testing.T) {
+	ts := newTestServer(t, world{}, func(o *Options, _ *testEngine) { o.Token = "tok" })
+	var th struct {
+		ThreadID string `json:"thread_id"`
+	}
+	status, data, _ := ts.do("POST", AgentAPIPrefix+"/threads", map[string]any{})
+	require.Equal(t, 200, status, "%s", data)
+	require.NoError(t, json.Unmarshal(data, &th))
+
+	evs := ts.lgStream("/threads/"+th.ThreadID+"/runs/stream", map[string]any{
+		"assistant_id": agentserver.AssistantID("research"),
+		"input":        map[string]any{"messages": []map[string]any{{"type": "human", "content": "What is deep research?"}}},
+		"stream_mode":  []string{"values", "messages-tuple", "custom"},
+	})
+	require.Empty(t, lgOf(evs, "error"), "%v", lgOf(evs, "error"))
+	values := lgOf(evs, "values")
+	require.NotEmpty(t, values)
+	var final lgResearchValues
+	require.NoError(t, json.Unmarshal(values[len(values)-1].Data, &final))
+
+	// The answer is the last ai message, with its checked citations, and
+	// the cited sources are in the values.
+	require.Len(t, final.Messages, 2)
+	assert.Equal(t, agentserver.MessageHuman, final.Messages[0].Type)
+	answer := final.Messages[1]
+	assert.Equal(t, agentserver.MessageAI, answer.Type)
+	assert.Equal(t, final.Answer, answer.Content)
+	assert.Contains(t, answer.Content, "## Findings")
+	require.NotEmpty(t, final.Sources)
+	for _, s := range final.Sources {
+		assert.NotEmpty(t, s.URL)
+	}
+
+	// The streamed answer's chunks carry the id of the message they become.
+	chunks := lgOf(evs, "messages")
+	require.NotEmpty(t, chunks)
+	for _, c := range chunks {
+		var tuple []struct {
+			ID   string `json:"id"`
+			Type string `json:"type"`
+		}
+		require.NoError(t, json.Unmarshal(c.Data, &tuple))
+		assert.Equal(t, answer.ID, tuple[0].ID)
+	}
+
+	// The timeline and the cost are custom events.
+	kinds := map[string]bool{}
+	costs := 0
+	for _, c := range lgOf(evs, "custom") {
+		var ce customEvent
+		require.NoError(t, json.Unmarshal(c.Data, &ce))
+		switch ce.Type {
+		case "activity":
+			kinds[ce.Activity.Kind] = true
+			assert.NotEmpty(t, ce.Activity.Kind)
+		case "cost":
+			costs++
+			assert.Positive(t, ce.Tokens)
+		default:
+			t.Errorf("unknown custom event %s", c.Data)
+		}
+	}
+	for _, k := range []string{"generating_queries", "queries", "searching", "searched", "reflected", "answered"} {
+		assert.True(t, kinds[k], "the timeline has %s: %v", k, kinds)
+	}
+	assert.Positive(t, costs)
+
+	// The thread is listed for Agent Chat UI's sidebar by its graph.
+	var found []struct {
+		ThreadID string `json:"thread_id"`
+	}
+	status, data, _ = ts.do("POST", AgentAPIPrefix+"/threads/search", map[string]any{"metadata": map[string]string{"graph_id": "research"}}, "X-Api-Key", "tok")
+	require.Equal(t, 200, status, "%s", data)
+	require.NoError(t, json.Unmarshal(data, &found))
+	require.Len(t, found, 1)
+	assert.Equal(t, th.ThreadID, found[0].ThreadID)
+
+	// The token is needed, as x-api-key or bearer.
+	ts.token = ""
+	status, _, _ = ts.do("POST", AgentAPIPrefix+"/threads/search", map[string]any{})
+	assert.Equal(t, 401, status)
+}
+
+func TestAgentAPIReviewIsHITLRequest(t *testing.T) {
+	ts := newTestServer(t, world{})
+	status, data, _ := ts.do("POST", AgentAPIPrefix+"/threads", map[string]any{})
+	require.Equal(t, 200, status)
+	var th struct {
+		ThreadID string `json:"thread_id"`
+	}
+	require.NoError(t, json.Unmarshal(data, &th))
+	path := "/threads/" + th.ThreadID + "/runs/stream"
+	evs := ts.lgStream(path, map[string]any{"assistant_id": "research",
+		"input":  map[string]any{"messages": []map[string]any{{"type": "human", "content": "Review my queries"}}},
+		"config": map[string]any{"configurable": map[string]any{"review": true}}})
+	values := lgOf(evs, "values")
+	var paused lgResearchValues
+	require.NoError(t, json.Unmarshal(values[len(values)-1].Data, &paused))
+	require.Len(t, paused.Interrupt, 1, "%s", values[len(values)-1].Data)
+	hitl := paused.Interrupt[0].Value
+	require.Len(t, hitl.ActionRequests, 1)
+	assert.Equal(t, "search_queries", hitl.ActionRequests[0].Name)
+	assert.Contains(t, string(hitl.ActionRequests[0].Args), "query 1")
+	assert.Equal(t, []reviewConfig{{ActionName: "search_queries", AllowedDecisions: []string{"approve", "edit", "reject"}}}, hitl.ReviewConfigs)
+
+	// Agent Chat UI's answer: an edit of the action, with an empty input.
+	evs = ts.lgStream(path, map[string]any{"assistant_id": "research", "input": map[string]any{},
+		"command": map[string]any{"resume": map[string]any{"decisions": []map[string]any{{"type": "edit",
+			"edited_action": map[string]any{"name": "search_queries", "args": map[string]any{"queries": []string{"my own query"}}}}}}}})
+	require.Empty(t, lgOf(evs, "error"), "%v", lgOf(evs, "error"))
+	values = lgOf(evs, "values")
+	var done lgResearchValues
+	require.NoError(t, json.Unmarshal(values[len(values)-1].Data, &done))
+	assert.Equal(t, []string{"my own query"}, done.Queries)
+	assert.Empty(t, done.Interrupt)
+	assert.NotEmpty(t, done.Answer)
+}
+
+func TestAgentAPICORS(t *testing.T) {
+	ts := newTestServer(t, world{}, func(o *Options, _ *testEngine) { o.CORSOrigins = []string{"http://ui.example"} })
+	req, err := http.NewRequest("OPTIONS", ts.http.URL+AgentAPIPrefix+"/threads/x/runs/stream", nil)
+	require.NoError(t, err)
+	req.Header.Set("Origin", "http://ui.example")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	req.Header.Set("Access-Control-Request-Headers", "x-api-key, content-type")
+	resp, err := ts.http.Client().Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, 204, resp.StatusCode)
+	assert.Contains(t, resp.Header.Get("Access-Control-Allow-Headers"), "X-Api-Key")
+	assert.Contains(t, resp.Header.Get("Access-Control-Expose-Headers"), "Content-Location")
+	assert.Contains(t, resp.Header.Get("Access-Control-Expose-Headers"), "Location")
+	status, _, _ := ts.do("GET", AgentAPIPrefix+"/info", nil, "Origin", "http://evil.example")
+	assert.Equal(t, 403, status)
+}
+
+// The agent over the Agent Server API: its question is an interrupt
+// answered with command.resume, its tool calls and results are messages,
+// its answer the last ai message, and its thread takes one task.
+func TestAgentAPIAgentQuestion(t *testing.T) {
+	eng := newEngine(world{})
+	eng.agentScript = fake.New(
+		fake.ToolCalls(fake.ToolCall("ask_human", map[string]string{"question": "Which year?"})),
+		fake.ToolCalls(fake.ToolCall("terminate", map[string]string{"status": "success", "answer": "Done for **2024**."})).When(fake.AnyContains("2024")),
+	)
+	ts := startTestServer(t, t.TempDir()+"/runs.db", eng)
+	status, data, _ := ts.do("POST", AgentAPIPrefix+"/threads", map[string]any{})
+	require.Equal(t, 200, status)
+	var th struct {
+		ThreadID string `json:"thread_id"`
+	}
+	require.NoError(t, json.Unmarshal(data, &th))
+	path := "/threads/" + th.ThreadID + "/runs/stream"
+	evs := ts.lgStream(path, map[string]any{"assistant_id": "agent",
+		"input": map[string]any{"messages": []map[string]any{{"type": "human", "content": "Summarise the year"}}}, "stream_mode": []string{"values", "custom"}})
+	require.Empty(t, lgOf(evs, "error"), "%v", lgOf(evs, "error"))
+	values := lgOf(evs, "values")
+	var paused struct {
+		Interrupt []struct {
+			Value struct{ Question string } `json:"value"`
+		} `json:"__interrupt__"`
+	}
+	require.NoError(t, json.Unmarshal(values[len(values)-1].Data, &paused))
+	require.Len(t, paused.Interrupt, 1, "%s", values[len(values)-1].Data)
+	assert.Equal(t, "Which year?", paused.Interrupt[0].Value.Question)
+
+	evs = ts.lgStream(path, map[string]any{"assistant_id": "agent", "command": map[string]any{"resume": "2024"}, "stream_mode": []string{"values", "custom"}})
+	require.Empty(t, lgOf(evs, "error"), "%v", lgOf(evs, "error"))
+	values = lgOf(evs, "values")
+	var done agentValues
+	require.NoError(t, json.Unmarshal(values[len(values)-1].Data, &done))
+	assert.Equal(t, "Done for **2024**.", done.Answer)
+	require.NotEmpty(t, done.Messages)
+	assert.Equal(t, agentserver.MessageHuman, done.Messages[0].Type)
+	assert.Equal(t, "Summarise the year", done.Messages[0].Content)
+	last := done.Messages[len(done.Messages)-1]
+	assert.Equal(t, agentserver.MessageAI, last.Type)
+	assert.Equal(t, "Done for **2024**.", last.Content)
+	var calls, results int
+	for _, m := range done.Messages {
+		calls += len(m.ToolCalls)
+		if m.Type == agentserver.MessageTool {
+			results++
+		}
+	}
+	assert.Positive(t, calls, "tool calls are messages")
+	assert.Positive(t, results, "tool results are messages")
+	var kinds []string
+	for _, c := range lgOf(evs, "custom") {
+		var ce customEvent
+		require.NoError(t, json.Unmarshal(c.Data, &ce))
+		if ce.Type == "activity" {
+			kinds = append(kinds, ce.Activity.Kind)
+		}
+	}
+	assert.Contains(t, kinds, "agent_done")
+
+	evs = ts.lgStream(path, map[string]any{"assistant_id": "agent", "input": map[string]any{"messages": []map[string]any{{"type": "human", "content": "more"}}}})
+	require.Len(t, lgOf(evs, "error"), 1)
+	assert.Contains(t, string(lgOf(evs, "error")[0].Data), "one task")
+}
