@@ -289,7 +289,16 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 		if parent.sink != nil {
 			r.out, r.prefix = parent.sink, parent.path+"/"
 		}
-		if r.cp == nil && parent.hi != nil {
+		if rs.thread == "" && parent.nest != nil {
+			// A subgraph of a checkpointed task: it checkpoints in its
+			// parent's thread, under its own namespace (nest.go).
+			if rs.from != "" || len(rs.answers) > 0 || rs.update != nil || rs.breaks {
+				return nil, fmt.Errorf("graph: a subgraph run inside task %q continues with its parent's thread; Ref.At, answers, WithUpdate and breakpoints are for top-level runs (give Resume the answers)", parent.path)
+			}
+			n := parent.nest
+			r.cp, r.thread, r.runID, r.ns, r.nested = n.cp, n.thread, n.runID, n.next(), true
+		}
+		if (r.cp == nil || r.nested) && parent.hi != nil {
 			hi := parent.hi
 			hi.root.mu.Lock()
 			hi.subruns++
@@ -472,7 +481,7 @@ func (r *run[S]) resume() (done bool, err error) {
 	}
 	for _, i := range changed {
 		t := &r.tasks[i]
-		records = append(records, TaskWrite{Task: i, Node: t.node.name, Interrupts: t.hold.pause, Answers: t.hold.answers})
+		records = append(records, TaskWrite{Task: i, Node: t.node.name, Interrupts: t.hold.pause, Answers: t.hold.answers, Subgraphs: t.subgraphs})
 	}
 	for _, i := range r.gated() {
 		r.tasks[i].held().rec = true
@@ -650,7 +659,7 @@ func (r *run[S]) applyAnswers() ([]int, error) {
 // InterruptBefore node, or every task after a step in which an
 // InterruptAfter node ran — unless already released.
 func (r *run[S]) gated() []int {
-	if r.cp == nil || !r.bp.any {
+	if r.cp == nil || r.nested || !r.bp.any {
 		return nil
 	}
 	after := r.afterNode()
@@ -807,7 +816,7 @@ func (r *run[S]) interrupted() error {
 	if !paused {
 		return nil
 	}
-	if r.cp == nil {
+	if r.cp == nil || r.nested {
 		// A subgraph run: its interrupts are recorded by the parent's task,
 		// which this error pauses.
 		return &InterruptError{}
@@ -992,6 +1001,8 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 	n := t.node
 	var h *hitl
 	switch {
+	case r.hitl != nil:
+		t.info.hi = &taskHITL{root: r.hitl, key: r.hitlKey + "/" + t.info.path + "@" + strconv.Itoa(r.step) + "." + strconv.Itoa(t.info.index)}
 	case r.cp != nil:
 		base := t.id
 		if base == "" { // a task of a checkpoint written before tasks had IDs
@@ -1002,10 +1013,11 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 			h.answers = t.hold.answers
 		}
 		t.info.hi = &taskHITL{root: h}
-	case r.hitl != nil:
-		t.info.hi = &taskHITL{root: r.hitl, key: r.hitlKey + "/" + t.info.path + "@" + strconv.Itoa(r.step) + "." + strconv.Itoa(t.info.index)}
 	}
-	if t.info.sink != nil || t.info.hi != nil {
+	if r.cp != nil {
+		t.info.nest = r.newNest(t)
+	}
+	if t.info.sink != nil || t.info.hi != nil || t.info.nest != nil {
 		ctx = &taskCtx{Context: ctx, info: t.info}
 	}
 	attempts := 1
@@ -1017,6 +1029,9 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 		if hi := t.info.hi; hi != nil {
 			hi.calls, hi.subruns, hi.stopped = 0, 0, false
 		}
+		if n := t.info.nest; n != nil {
+			n.runs = 0
+		}
 		var upd Update[S]
 		var err error
 		if r.tr == nil {
@@ -1024,6 +1039,9 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 		} else {
 			upd, err = r.tracedAttempt(ctx, t, a, prev)
 			prev = err
+		}
+		if n := t.info.nest; n != nil {
+			t.subgraphs = n.namespaces()
 		}
 		if h != nil && len(h.rejected) > 0 {
 			// An answer of the wrong type: set it aside, keep the interrupt
@@ -1104,7 +1122,7 @@ func addInterrupts(have, raised []PendingInterrupt) []PendingInterrupt {
 // interrupts the task raised and their answers — and fails the task when
 // it cannot be stored.
 func (r *run[S]) record(t *task[S], w TaskWrite) {
-	w.Task, w.Node, w.Time = t.info.index, t.node.name, time.Now()
+	w.Task, w.Node, w.Time, w.Subgraphs = t.info.index, t.node.name, time.Now(), t.subgraphs
 	if t.hold != nil {
 		w.Interrupts, w.Answers = t.hold.pause, t.hold.answers
 	}

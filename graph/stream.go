@@ -94,7 +94,7 @@ func (c *Compiled[S]) Invoke(ctx context.Context, in S, opts ...RunOption) (S, e
 	}
 	r.traceRun(RunInfo{})
 	if err = r.take(); err == nil {
-		if err = r.begin(in); err == nil {
+		if err = r.start(in); err == nil {
 			err = r.loop()
 		}
 		r.release()
@@ -136,7 +136,7 @@ func (c *Compiled[S]) Resume(ctx context.Context, opts ...RunOption) (S, error) 
 // last event is EventEnd, or the error that stopped the run. Breaking out of
 // the loop cancels the run; Stream returns after every task has stopped.
 func (c *Compiled[S]) Stream(ctx context.Context, in S, opts ...RunOption) iter.Seq2[Event[S], error] {
-	return c.stream(ctx, opts, false, func(r *run[S]) (bool, error) { return false, r.begin(in) })
+	return c.stream(ctx, opts, false, func(r *run[S]) (bool, error) { return false, r.start(in) })
 }
 
 // ResumeStream is Resume, streamed.
