@@ -125,6 +125,14 @@
 // (Thread(id).At(checkpoint)). MemorySaver is the in-memory store; the
 // interface is what durable stores implement.
 //
+// When the writes happen is the run's durability (WithDurability,
+// Durability; LangGraph's durability): DurabilitySync, the default, stores
+// each step before the next starts; DurabilityAsync stores it while the
+// next step runs, everything being stored before the run returns;
+// DurabilityExit stores only when the run returns — finished, paused or
+// failed — its last checkpoint with its pending step's records, so Resume
+// works the same, while a crash loses the run.
+//
 // A subgraph run by a task of a checkpointed run — AddSubgraph,
 // AddMappedSubgraph, or a node calling Invoke on another compiled graph
 // without a Thread of its own — checkpoints in the parent's thread under a

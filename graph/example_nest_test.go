@@ -69,3 +69,40 @@ func Example_subgraphInterrupt() {
 	// inside: [searched] next: [approve]
 	// [searched approved: true] searches: 1
 }
+
+// DurabilityExit writes a run's progress only when it returns: here one
+// checkpoint for a three-step run, where the default (DurabilitySync)
+// writes one per step and the input's.
+func ExampleDurability() {
+	type State struct{ N int }
+	n := graph.Value(func(s *State) *int { return &s.N })
+	g := graph.New[State](n)
+	for _, name := range []string{"a", "b", "c"} {
+		g.AddNode(name, func(_ context.Context, s State) (graph.Update[State], error) {
+			return graph.Writes(n.Set(s.N + 1)), nil
+		})
+	}
+	g.AddSequence(graph.Start, "a", "b", "c", graph.End)
+	store := graph.NewMemorySaver()
+	run, err := g.Compile(graph.WithCheckpointer(store))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	for _, mode := range []graph.DurabilityMode{graph.DurabilitySync, graph.DurabilityAsync, graph.DurabilityExit} {
+		thread := graph.Thread(mode.String())
+		out, err := run.Invoke(ctx, State{}, thread, graph.Durability(mode))
+		if err != nil {
+			panic(err)
+		}
+		hist, err := run.History(ctx, thread, 0)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(mode, out.N, len(hist))
+	}
+	// Output:
+	// sync 3 4
+	// async 3 4
+	// exit 3 1
+}

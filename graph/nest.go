@@ -26,6 +26,8 @@ type nestInfo struct {
 	thread string
 	runID  string
 	ns     string // the task's namespace: [parent's ns "|"] node ":" task ID
+	// durability is the parent run's mode, which its subgraphs keep.
+	durability DurabilityMode
 
 	mu     sync.Mutex
 	runs   int      // subgraph runs started by the task's current attempt
@@ -38,7 +40,11 @@ func (r *run[S]) newNest(t *task[S]) *nestInfo {
 	if r.ns != "" {
 		ns = r.ns + "|" + ns
 	}
-	return &nestInfo{cp: r.cp, thread: r.thread, runID: r.runID, ns: ns, spaces: t.subgraphs}
+	n := &nestInfo{cp: r.cp, thread: r.thread, runID: r.runID, ns: ns, spaces: t.subgraphs}
+	if r.save != nil {
+		n.durability = r.save.mode
+	}
+	return n
 }
 
 // next returns the namespace of the task's next subgraph run.

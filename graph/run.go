@@ -40,6 +40,8 @@ type runSettings struct {
 	breaks        bool
 	update        any // WithUpdate: a *pendingUpdate[S]
 	onBusy        BusyStrategy
+	durability    DurabilityMode
+	setDurability bool
 }
 
 // PauseBefore sets the run's breakpoints before nodes, in place of the
@@ -145,6 +147,9 @@ type run[S any] struct {
 	bp *breaks   // the run's breakpoints: the graph's, or its own
 
 	runner TaskRunner // WithTaskRunner: tasks run elsewhere
+	// save holds the writes of a run whose durability is not sync; nil
+	// for sync runs and for readers.
+	save *saver
 }
 
 // runTrace is a traced run's tracer, and the end of its run's trace. It is
@@ -297,6 +302,7 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 			}
 			n := parent.nest
 			r.cp, r.thread, r.runID, r.ns, r.nested = n.cp, n.thread, n.runID, n.next(), true
+			rs.durability, rs.setDurability = n.durability, true
 		}
 		if (r.cp == nil || r.nested) && parent.hi != nil {
 			hi := parent.hi
@@ -307,6 +313,19 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 			if r.prefix == "" {
 				r.prefix = parent.path + "/"
 			}
+		}
+	}
+	if r.cp != nil {
+		mode := c.set.durability
+		if rs.setDurability {
+			mode = rs.durability
+		}
+		switch mode {
+		case DurabilitySync:
+		case DurabilityAsync, DurabilityExit:
+			r.save = newSaver(ctx, mode, r.cp, r.runID)
+		default:
+			return nil, fmt.Errorf("graph: durability mode %d: use DurabilitySync, DurabilityAsync or DurabilityExit", mode)
 		}
 	}
 	r.planned = make([]int, len(c.nodes))
@@ -1126,7 +1145,7 @@ func (r *run[S]) record(t *task[S], w TaskWrite) {
 	if t.hold != nil {
 		w.Interrupts, w.Answers = t.hold.pause, t.hold.answers
 	}
-	if err := r.cp.PutWrites(r.ctx, r.ref(r.cpID), r.runID, w); err != nil {
+	if err := r.putWrites(r.ref(r.cpID), w); err != nil {
 		if t.hold != nil {
 			t.hold.paused, t.hold.intr = false, nil
 		}
@@ -1393,7 +1412,7 @@ func (r *run[S]) checkpoint(parent string) error {
 			return err
 		}
 	}
-	if err := r.cp.Put(r.ctx, cp); err != nil {
+	if err := r.put(cp); err != nil {
 		return fmt.Errorf("graph: saving checkpoint of thread %q after step %d: %w", r.thread, r.step, err)
 	}
 	r.cpID, r.source, r.carry = cp.ID, SourceLoop, false

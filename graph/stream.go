@@ -97,6 +97,7 @@ func (c *Compiled[S]) Invoke(ctx context.Context, in S, opts ...RunOption) (S, e
 		if err = r.start(in); err == nil {
 			err = r.loop()
 		}
+		err = r.flush(err)
 		r.release()
 	}
 	r.endTrace(err)
@@ -126,6 +127,7 @@ func (c *Compiled[S]) Resume(ctx context.Context, opts ...RunOption) (S, error) 
 		if done, err = r.resume(); err == nil && !done {
 			err = r.loop()
 		}
+		err = r.flush(err)
 		r.release()
 	}
 	r.endTrace(err)
@@ -163,6 +165,9 @@ func (c *Compiled[S]) stream(ctx context.Context, opts []RunOption, resume bool,
 			return
 		}
 		defer r.release()
+		// The writes of a run the consumer left are made all the same
+		// (nobody is left to hear of a failure to make them).
+		defer func() { _ = r.flush(nil) }()
 		done, err := start(r)
 		if err == nil && r.wants(EventStep) && !yield(Event[S]{Kind: EventStep, Step: r.step, State: r.state}, nil) {
 			r.endTrace(nil)
@@ -171,6 +176,7 @@ func (c *Compiled[S]) stream(ctx context.Context, opts []RunOption, resume bool,
 		if err == nil && !done {
 			err = r.loop()
 		}
+		err = r.flush(err)
 		r.endTrace(err)
 		switch {
 		case r.stop:

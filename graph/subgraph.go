@@ -55,10 +55,16 @@ func (c *Compiled[S]) runCollect(ctx context.Context, in S) ([]Write[S], error) 
 	}
 	var writes []Write[S]
 	r.collect, r.raw = &writes, true
+	if r.save != nil {
+		// Its steps' writes are what its parent merges: a Resume replays
+		// them from the line of checkpoints, which exit stores whole.
+		r.save.line = true
+	}
 	r.traceRun(RunInfo{Subgraph: true})
 	if err = r.start(in); err == nil {
 		err = r.loop()
 	}
+	err = r.flush(err)
 	r.endTrace(err)
 	if err != nil {
 		return nil, err
