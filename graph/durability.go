@@ -128,6 +128,13 @@ func (r *run[S]) put(cp *Checkpoint) error {
 			if s.held[0].Source == SourceFork {
 				cp.Source = SourceFork
 			}
+			// Channel versions it introduced and cp still names are
+			// stored with cp.
+			for _, cv := range s.held[0].Values {
+				if cp.Versions[cv.Channel] == cv.Version {
+					cp.Values = append(cp.Values, cv)
+				}
+			}
 		}
 		s.held, s.heldWrites = append(s.held[:0], cp), nil
 		return nil

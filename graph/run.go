@@ -150,6 +150,8 @@ type run[S any] struct {
 	// save holds the writes of a run whose durability is not sync; nil
 	// for sync runs and for readers.
 	save *saver
+	// ch tracks the channels of a checkpointing run (channels.go).
+	ch *chans
 }
 
 // runTrace is a traced run's tracer, and the end of its run's trace. It is
@@ -377,6 +379,7 @@ func (r *run[S]) begin(in S) error {
 			}
 			r.c.mergeInput(&st, &in)
 			r.state, parent = st, prev.ID
+			r.allChanged(prev)
 			if r.from != "" {
 				if fork, err := r.isFork(prev.ID); err != nil {
 					return err
@@ -536,6 +539,7 @@ func (r *run[S]) forkFrom(cp *Checkpoint) (*Checkpoint, error) {
 	if err := r.cp.Put(r.ctx, fork); err != nil {
 		return nil, fmt.Errorf("graph: starting a branch of thread %q from checkpoint %s: %w", r.thread, cp.ID, err)
 	}
+	fork.Values = cp.Values // stored already: the fork names the same versions
 	return fork, nil
 }
 
@@ -545,6 +549,7 @@ func (r *run[S]) load(cp *Checkpoint) error {
 	if err := r.c.decodeState(cp, &r.state); err != nil {
 		return err
 	}
+	r.resetChannels(cp)
 	r.step, r.base, r.cpID, r.ran = cp.Step, cp.Step, cp.ID, cp.Ran
 	for _, jp := range cp.Joins {
 		for ji, j := range r.c.joins {
@@ -1219,6 +1224,9 @@ func (r *run[S]) merge() error {
 				continue
 			}
 			w.apply(&r.state)
+			if r.ch != nil {
+				r.touched(f)
+			}
 			if r.collect != nil {
 				*r.collect = append(*r.collect, w)
 			}
@@ -1371,15 +1379,15 @@ func (r *run[S]) checkpoint(parent string) error {
 	if r.cp == nil {
 		return nil
 	}
-	state, err := json.Marshal(r.state)
-	if err != nil {
-		return fmt.Errorf("graph: the state cannot be checkpointed as JSON: %w", err)
-	}
-	if len(state) > r.c.set.maxBytes {
-		return r.c.tooLarge(fmt.Sprintf("the state after step %d", r.step), len(state))
-	}
-	cp := &Checkpoint{Format: 1, Thread: r.thread, Namespace: r.ns, ID: newID(), Parent: parent, Step: r.step, State: state,
+	cp := &Checkpoint{Thread: r.thread, Namespace: r.ns, ID: newID(), Parent: parent, Step: r.step,
 		Created: time.Now(), Source: r.source, Ran: r.ran, Run: r.runID}
+	size, err := r.encodeChannels(cp)
+	if err != nil {
+		return err
+	}
+	if size > r.c.set.maxBytes {
+		return r.c.tooLarge(fmt.Sprintf("the state after step %d", r.step), size)
+	}
 	for i := range r.tasks {
 		t := &r.tasks[i]
 		if t.id == "" {
