@@ -143,7 +143,22 @@ func TestCheckpointsStoreTypedJSON(t *testing.T) {
 	assert.Equal(t, 1, cps[0].Step)
 	assert.True(t, cps[0].Done())
 	assert.Equal(t, cps[1].ID, cps[0].Parent)
-	assert.JSONEq(t, `{"Log":null,"N":0,"Items":["x"],"Flag":false}`, string(cps[0].State))
+	// Format 2: one channel per field; the step stored only the fields it
+	// wrote, and names the input's version of the others.
+	assert.Equal(t, graph.CheckpointFormat, cps[0].Format)
+	assert.Empty(t, cps[0].State)
+	values := map[string]string{}
+	for _, cv := range cps[0].Values {
+		values[cv.Channel] = string(cv.Value)
+	}
+	assert.Equal(t, map[string]string{"Log": "null", "N": "0", "Items": `["x"]`, "Flag": "false",
+		graph.RestChannel: `{"Log":null,"N":0,"Items":null,"Flag":false}`}, values)
+	for _, ch := range []string{"Log", "N", graph.RestChannel} {
+		assert.Equal(t, cps[1].Versions[ch], cps[0].Versions[ch], "%s did not change", ch)
+	}
+	for _, ch := range []string{"Items", "Flag"} {
+		assert.Equal(t, cps[0].ID, cps[0].Versions[ch], "%s was written in step 1", ch)
+	}
 	require.Len(t, cps[1].Next, 1)
 	assert.Equal(t, "a", cps[1].Next[0].Node)
 	assert.Len(t, cps[1].Next[0].ID, 36, "a task's ID is a UUID")

@@ -21,6 +21,7 @@ type settings struct {
 	after        []string
 	maxBytes     int
 	lease        time.Duration
+	durability   DurabilityMode
 }
 
 // DefaultRecursionLimit is the number of steps a run may take unless

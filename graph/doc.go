@@ -125,6 +125,26 @@
 // (Thread(id).At(checkpoint)). MemorySaver is the in-memory store; the
 // interface is what durable stores implement.
 //
+// When the writes happen is the run's durability (WithDurability,
+// Durability; LangGraph's durability): DurabilitySync, the default, stores
+// each step before the next starts; DurabilityAsync stores it while the
+// next step runs, everything being stored before the run returns;
+// DurabilityExit stores only when the run returns — finished, paused or
+// failed — its last checkpoint with its pending step's records, so Resume
+// works the same, while a crash loses the run.
+//
+// A subgraph run by a task of a checkpointed run — AddSubgraph,
+// AddMappedSubgraph, or a node calling Invoke on another compiled graph
+// without a Thread of its own — checkpoints in the parent's thread under a
+// namespace of its own, "node:task-id" (nested: "outer:id|inner:id"),
+// LangGraph's checkpoint_ns. When the task runs again — a Resume after an
+// interrupt inside the subgraph, a Resume or a retry after a failure in it
+// — the subgraph continues its namespace's newest checkpoint, so its inner
+// nodes that finished are not run again. TaskState.Subgraphs names a task's
+// namespaces; State and History read one with Thread(id).In(ns), on the
+// subgraph compiled with the same store. A task run by a TaskRunner runs
+// its subgraphs whole, as before.
+//
 // # One run per thread
 //
 // A run owns its thread while it runs: before it reads or writes anything

@@ -39,6 +39,9 @@ type taskInfo struct {
 	// hi is the task's interrupt state; nil when the run cannot be
 	// interrupted.
 	hi *taskHITL
+	// nest is what the task gives the subgraph runs it starts when its run
+	// checkpoints; nil otherwise.
+	nest *nestInfo
 }
 
 // taskHITL is one task's interrupt state: the top-level task's shared state

@@ -40,6 +40,8 @@ type runSettings struct {
 	breaks        bool
 	update        any // WithUpdate: a *pendingUpdate[S]
 	onBusy        BusyStrategy
+	durability    DurabilityMode
+	setDurability bool
 }
 
 // PauseBefore sets the run's breakpoints before nodes, in place of the
@@ -145,6 +147,11 @@ type run[S any] struct {
 	bp *breaks   // the run's breakpoints: the graph's, or its own
 
 	runner TaskRunner // WithTaskRunner: tasks run elsewhere
+	// save holds the writes of a run whose durability is not sync; nil
+	// for sync runs and for readers.
+	save *saver
+	// ch tracks the channels of a checkpointing run (channels.go).
+	ch *chans
 }
 
 // runTrace is a traced run's tracer, and the end of its run's trace. It is
@@ -289,7 +296,17 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 		if parent.sink != nil {
 			r.out, r.prefix = parent.sink, parent.path+"/"
 		}
-		if r.cp == nil && parent.hi != nil {
+		if rs.thread == "" && parent.nest != nil {
+			// A subgraph of a checkpointed task: it checkpoints in its
+			// parent's thread, under its own namespace (nest.go).
+			if rs.from != "" || len(rs.answers) > 0 || rs.update != nil || rs.breaks {
+				return nil, fmt.Errorf("graph: a subgraph run inside task %q continues with its parent's thread; Ref.At, answers, WithUpdate and breakpoints are for top-level runs (give Resume the answers)", parent.path)
+			}
+			n := parent.nest
+			r.cp, r.thread, r.runID, r.ns, r.nested = n.cp, n.thread, n.runID, n.next(), true
+			rs.durability, rs.setDurability = n.durability, true
+		}
+		if (r.cp == nil || r.nested) && parent.hi != nil {
 			hi := parent.hi
 			hi.root.mu.Lock()
 			hi.subruns++
@@ -298,6 +315,19 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 			if r.prefix == "" {
 				r.prefix = parent.path + "/"
 			}
+		}
+	}
+	if r.cp != nil {
+		mode := c.set.durability
+		if rs.setDurability {
+			mode = rs.durability
+		}
+		switch mode {
+		case DurabilitySync:
+		case DurabilityAsync, DurabilityExit:
+			r.save = newSaver(ctx, mode, r.cp, r.runID)
+		default:
+			return nil, fmt.Errorf("graph: durability mode %d: use DurabilitySync, DurabilityAsync or DurabilityExit", mode)
 		}
 	}
 	r.planned = make([]int, len(c.nodes))
@@ -349,6 +379,7 @@ func (r *run[S]) begin(in S) error {
 			}
 			r.c.mergeInput(&st, &in)
 			r.state, parent = st, prev.ID
+			r.allChanged(prev)
 			if r.from != "" {
 				if fork, err := r.isFork(prev.ID); err != nil {
 					return err
@@ -472,7 +503,7 @@ func (r *run[S]) resume() (done bool, err error) {
 	}
 	for _, i := range changed {
 		t := &r.tasks[i]
-		records = append(records, TaskWrite{Task: i, Node: t.node.name, Interrupts: t.hold.pause, Answers: t.hold.answers})
+		records = append(records, TaskWrite{Task: i, Node: t.node.name, Interrupts: t.hold.pause, Answers: t.hold.answers, Subgraphs: t.subgraphs})
 	}
 	for _, i := range r.gated() {
 		r.tasks[i].held().rec = true
@@ -508,6 +539,7 @@ func (r *run[S]) forkFrom(cp *Checkpoint) (*Checkpoint, error) {
 	if err := r.cp.Put(r.ctx, fork); err != nil {
 		return nil, fmt.Errorf("graph: starting a branch of thread %q from checkpoint %s: %w", r.thread, cp.ID, err)
 	}
+	fork.Values = cp.Values // stored already: the fork names the same versions
 	return fork, nil
 }
 
@@ -517,6 +549,7 @@ func (r *run[S]) load(cp *Checkpoint) error {
 	if err := r.c.decodeState(cp, &r.state); err != nil {
 		return err
 	}
+	r.resetChannels(cp)
 	r.step, r.base, r.cpID, r.ran = cp.Step, cp.Step, cp.ID, cp.Ran
 	for _, jp := range cp.Joins {
 		for ji, j := range r.c.joins {
@@ -650,7 +683,7 @@ func (r *run[S]) applyAnswers() ([]int, error) {
 // InterruptBefore node, or every task after a step in which an
 // InterruptAfter node ran — unless already released.
 func (r *run[S]) gated() []int {
-	if r.cp == nil || !r.bp.any {
+	if r.cp == nil || r.nested || !r.bp.any {
 		return nil
 	}
 	after := r.afterNode()
@@ -807,7 +840,7 @@ func (r *run[S]) interrupted() error {
 	if !paused {
 		return nil
 	}
-	if r.cp == nil {
+	if r.cp == nil || r.nested {
 		// A subgraph run: its interrupts are recorded by the parent's task,
 		// which this error pauses.
 		return &InterruptError{}
@@ -992,6 +1025,8 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 	n := t.node
 	var h *hitl
 	switch {
+	case r.hitl != nil:
+		t.info.hi = &taskHITL{root: r.hitl, key: r.hitlKey + "/" + t.info.path + "@" + strconv.Itoa(r.step) + "." + strconv.Itoa(t.info.index)}
 	case r.cp != nil:
 		base := t.id
 		if base == "" { // a task of a checkpoint written before tasks had IDs
@@ -1002,10 +1037,11 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 			h.answers = t.hold.answers
 		}
 		t.info.hi = &taskHITL{root: h}
-	case r.hitl != nil:
-		t.info.hi = &taskHITL{root: r.hitl, key: r.hitlKey + "/" + t.info.path + "@" + strconv.Itoa(r.step) + "." + strconv.Itoa(t.info.index)}
 	}
-	if t.info.sink != nil || t.info.hi != nil {
+	if r.cp != nil {
+		t.info.nest = r.newNest(t)
+	}
+	if t.info.sink != nil || t.info.hi != nil || t.info.nest != nil {
 		ctx = &taskCtx{Context: ctx, info: t.info}
 	}
 	attempts := 1
@@ -1017,6 +1053,9 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 		if hi := t.info.hi; hi != nil {
 			hi.calls, hi.subruns, hi.stopped = 0, 0, false
 		}
+		if n := t.info.nest; n != nil {
+			n.runs = 0
+		}
 		var upd Update[S]
 		var err error
 		if r.tr == nil {
@@ -1024,6 +1063,9 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 		} else {
 			upd, err = r.tracedAttempt(ctx, t, a, prev)
 			prev = err
+		}
+		if n := t.info.nest; n != nil {
+			t.subgraphs = n.namespaces()
 		}
 		if h != nil && len(h.rejected) > 0 {
 			// An answer of the wrong type: set it aside, keep the interrupt
@@ -1104,11 +1146,11 @@ func addInterrupts(have, raised []PendingInterrupt) []PendingInterrupt {
 // interrupts the task raised and their answers — and fails the task when
 // it cannot be stored.
 func (r *run[S]) record(t *task[S], w TaskWrite) {
-	w.Task, w.Node, w.Time = t.info.index, t.node.name, time.Now()
+	w.Task, w.Node, w.Time, w.Subgraphs = t.info.index, t.node.name, time.Now(), t.subgraphs
 	if t.hold != nil {
 		w.Interrupts, w.Answers = t.hold.pause, t.hold.answers
 	}
-	if err := r.cp.PutWrites(r.ctx, r.ref(r.cpID), r.runID, w); err != nil {
+	if err := r.putWrites(r.ref(r.cpID), w); err != nil {
 		if t.hold != nil {
 			t.hold.paused, t.hold.intr = false, nil
 		}
@@ -1182,6 +1224,9 @@ func (r *run[S]) merge() error {
 				continue
 			}
 			w.apply(&r.state)
+			if r.ch != nil {
+				r.touched(f)
+			}
 			if r.collect != nil {
 				*r.collect = append(*r.collect, w)
 			}
@@ -1334,15 +1379,15 @@ func (r *run[S]) checkpoint(parent string) error {
 	if r.cp == nil {
 		return nil
 	}
-	state, err := json.Marshal(r.state)
-	if err != nil {
-		return fmt.Errorf("graph: the state cannot be checkpointed as JSON: %w", err)
-	}
-	if len(state) > r.c.set.maxBytes {
-		return r.c.tooLarge(fmt.Sprintf("the state after step %d", r.step), len(state))
-	}
-	cp := &Checkpoint{Format: 1, Thread: r.thread, Namespace: r.ns, ID: newID(), Parent: parent, Step: r.step, State: state,
+	cp := &Checkpoint{Thread: r.thread, Namespace: r.ns, ID: newID(), Parent: parent, Step: r.step,
 		Created: time.Now(), Source: r.source, Ran: r.ran, Run: r.runID}
+	size, err := r.encodeChannels(cp)
+	if err != nil {
+		return err
+	}
+	if size > r.c.set.maxBytes {
+		return r.c.tooLarge(fmt.Sprintf("the state after step %d", r.step), size)
+	}
 	for i := range r.tasks {
 		t := &r.tasks[i]
 		if t.id == "" {
@@ -1375,7 +1420,7 @@ func (r *run[S]) checkpoint(parent string) error {
 			return err
 		}
 	}
-	if err := r.cp.Put(r.ctx, cp); err != nil {
+	if err := r.put(cp); err != nil {
 		return fmt.Errorf("graph: saving checkpoint of thread %q after step %d: %w", r.thread, r.step, err)
 	}
 	r.cpID, r.source, r.carry = cp.ID, SourceLoop, false

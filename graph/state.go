@@ -158,7 +158,7 @@ func (c *Compiled[S]) reader(ctx context.Context, at Ref) (*run[S], error) {
 	if err != nil {
 		return nil, err
 	}
-	r.ns = at.Namespace
+	r.ns, r.save = at.Namespace, nil // a reader's writes (UpdateState) are made at once
 	return r, nil
 }
 

@@ -94,9 +94,10 @@ func (c *Compiled[S]) Invoke(ctx context.Context, in S, opts ...RunOption) (S, e
 	}
 	r.traceRun(RunInfo{})
 	if err = r.take(); err == nil {
-		if err = r.begin(in); err == nil {
+		if err = r.start(in); err == nil {
 			err = r.loop()
 		}
+		err = r.flush(err)
 		r.release()
 	}
 	r.endTrace(err)
@@ -126,6 +127,7 @@ func (c *Compiled[S]) Resume(ctx context.Context, opts ...RunOption) (S, error) 
 		if done, err = r.resume(); err == nil && !done {
 			err = r.loop()
 		}
+		err = r.flush(err)
 		r.release()
 	}
 	r.endTrace(err)
@@ -136,7 +138,7 @@ func (c *Compiled[S]) Resume(ctx context.Context, opts ...RunOption) (S, error) 
 // last event is EventEnd, or the error that stopped the run. Breaking out of
 // the loop cancels the run; Stream returns after every task has stopped.
 func (c *Compiled[S]) Stream(ctx context.Context, in S, opts ...RunOption) iter.Seq2[Event[S], error] {
-	return c.stream(ctx, opts, false, func(r *run[S]) (bool, error) { return false, r.begin(in) })
+	return c.stream(ctx, opts, false, func(r *run[S]) (bool, error) { return false, r.start(in) })
 }
 
 // ResumeStream is Resume, streamed.
@@ -163,6 +165,9 @@ func (c *Compiled[S]) stream(ctx context.Context, opts []RunOption, resume bool,
 			return
 		}
 		defer r.release()
+		// The writes of a run the consumer left are made all the same
+		// (nobody is left to hear of a failure to make them).
+		defer func() { _ = r.flush(nil) }()
 		done, err := start(r)
 		if err == nil && r.wants(EventStep) && !yield(Event[S]{Kind: EventStep, Step: r.step, State: r.state}, nil) {
 			r.endTrace(nil)
@@ -171,6 +176,7 @@ func (c *Compiled[S]) stream(ctx context.Context, opts []RunOption, resume bool,
 		if err == nil && !done {
 			err = r.loop()
 		}
+		err = r.flush(err)
 		r.endTrace(err)
 		switch {
 		case r.stop:

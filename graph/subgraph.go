@@ -6,8 +6,10 @@ import "context"
 // node. It runs on the parent's state and everything its nodes write is
 // written to the parent's state, through the parent's reducers, when the
 // subgraph finishes. Nodes inside it that call Emit reach the parent's
-// stream as "name/inner" events. To the parent's checkpointer the subgraph
-// is a single task.
+// stream as "name/inner" events. In a checkpointed run the subgraph
+// checkpoints under a namespace of its own (see Checkpoint.Namespace), so
+// that a Resume after an interrupt inside it runs again only the inner
+// tasks that had not finished.
 func (g *Graph[S]) AddSubgraph(name string, sub *Compiled[S], opts ...NodeOption) *Graph[S] {
 	if sub == nil {
 		g.problems = append(g.problems, errorf("subgraph %q is nil", name))
@@ -53,10 +55,16 @@ func (c *Compiled[S]) runCollect(ctx context.Context, in S) ([]Write[S], error) 
 	}
 	var writes []Write[S]
 	r.collect, r.raw = &writes, true
+	if r.save != nil {
+		// Its steps' writes are what its parent merges: a Resume replays
+		// them from the line of checkpoints, which exit stores whole.
+		r.save.line = true
+	}
 	r.traceRun(RunInfo{Subgraph: true})
-	if err = r.begin(in); err == nil {
+	if err = r.start(in); err == nil {
 		err = r.loop()
 	}
+	err = r.flush(err)
 	r.endTrace(err)
 	if err != nil {
 		return nil, err

@@ -113,6 +113,7 @@ func (r *run[S]) edit(cp *Checkpoint, u Update[S], asNode string) error {
 			return fmt.Errorf("graph: the update writes field %s, which is not declared: pass its handle to graph.New", w.field().goName())
 		}
 		w.apply(&r.state)
+		r.touched(w.field())
 	}
 	for _, w := range u.writes {
 		w.field().afterMerge(&r.state)

@@ -34,6 +34,17 @@
 // (KindAnswerRejected), and the interrupt waits again. Static breakpoints
 // (graph.WithInterruptBefore/After) are refused: use graph.Interrupt.
 //
+// Three features of the engine's checkpointed runs do not apply here, as
+// Temporal's history is the run's record: durability modes
+// (graph.Durability, graph.WithDurability) have no effect — every task's
+// result is in the history as it finishes; a subgraph node is one activity
+// with no checkpoint namespace of its own, so when a node inside it asks
+// (graph.Interrupt) and is answered, the activity runs the subgraph again
+// from its start and its inner nodes that had finished run again — make
+// such inner nodes nodes of the parent graph, or keep them cheap; and the
+// engine's compact checkpoints are not used (Codec keeps large states
+// small in the history).
+//
 // Progress — the step, the tasks in flight, the timeline and the pending
 // interrupts — is a query (QueryProgress, Run.Progress); Run.Follow streams
 // the timeline to a terminal. Options.Progress decides what the timeline

@@ -20,6 +20,8 @@ import (
 //     the store, a new thread per run, reporting ns/step (a run's time per
 //     checkpoint it stores, the input's included) and ns/task-write (per
 //     task record);
+//   - Loop100/durability=sync|async|exit: Loop100 in each DurabilityMode,
+//     ns/step being the cost per node;
 //   - PutWrites/serial and PutWrites/parallel: one task record per call, as
 //     a finished task stores it, from one goroutine and from 16 per CPU (the
 //     tasks of a fan-out finishing together), reporting writes/s;
@@ -46,6 +48,16 @@ func Benchmark(b *testing.B, open func(b *testing.B) graph.Checkpointer) {
 		}
 		benchShape(b, open(b), loop, benchshapes.LoopState{}, func(s benchshapes.LoopState) bool { return s.N == 100 }, 101, 100)
 	})
+	for _, mode := range []graph.DurabilityMode{graph.DurabilitySync, graph.DurabilityAsync, graph.DurabilityExit} {
+		// The cost per node of each durability mode: ns/step is per node
+		// here, whatever the mode stores.
+		b.Run("Loop100/durability="+mode.String(), func(b *testing.B) {
+			loop := func(opts ...graph.Option) (*graph.Compiled[benchshapes.LoopState], error) {
+				return benchshapes.Loop(100, opts...)
+			}
+			benchShape(b, open(b), loop, benchshapes.LoopState{}, func(s benchshapes.LoopState) bool { return s.N == 100 }, 100, 100, graph.Durability(mode))
+		})
+	}
 	b.Run("PutWrites/serial", func(b *testing.B) {
 		write := writer(b, open(b))
 		for b.Loop() {
@@ -85,7 +97,7 @@ func Benchmark(b *testing.B, open func(b *testing.B) graph.Checkpointer) {
 
 // benchShape runs the compiled shape once per iteration on a new thread,
 // checking its result.
-func benchShape[S any](b *testing.B, s graph.Checkpointer, compile func(...graph.Option) (*graph.Compiled[S], error), in S, ok func(S) bool, checkpoints, writes int) {
+func benchShape[S any](b *testing.B, s graph.Checkpointer, compile func(...graph.Option) (*graph.Compiled[S], error), in S, ok func(S) bool, checkpoints, writes int, opts ...graph.RunOption) {
 	c, err := compile(graph.WithCheckpointer(s))
 	if err != nil {
 		b.Fatal(err)
@@ -93,7 +105,7 @@ func benchShape[S any](b *testing.B, s graph.Checkpointer, compile func(...graph
 	ctx := context.Background()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		if out, err := c.Invoke(ctx, in, graph.Thread(fmt.Sprintf("bench-%d", i))); err != nil || !ok(out) {
+		if out, err := c.Invoke(ctx, in, append([]graph.RunOption{graph.Thread(fmt.Sprintf("bench-%d", i))}, opts...)...); err != nil || !ok(out) {
 			b.Fatal(out, err)
 		}
 	}

@@ -79,6 +79,8 @@ func Run(t *testing.T, open func(t *testing.T) graph.Checkpointer) {
 		{"GraphTimeTravel", testGraphTimeTravel},
 		{"GraphHistory", testGraphHistory},
 		{"GraphEditPausedThread", testGraphEditPausedThread},
+		{"GraphSubgraphResume", testGraphSubgraphResume},
+		{"GraphDurability", testGraphDurability},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
