@@ -192,6 +192,9 @@ func (l latencies) criticalPath(loops int) time.Duration {
 type fakeServices struct {
 	model, search, pages *httptest.Server
 	seq                  atomic.Int64
+	// pageText, when set, follows each page's first line: a page as long
+	// as real ones.
+	pageText string
 }
 
 func newFakeServices(b *testing.B, lat latencies) *fakeServices {
@@ -242,7 +245,7 @@ func newFakeServices(b *testing.B, lat latencies) *fakeServices {
 	f.pages = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(lat.page)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = fmt.Fprintf(w, "The page at %s says something worth citing.\n", r.URL.Path)
+		_, _ = fmt.Fprintf(w, "The page at %s says something worth citing.\n%s", r.URL.Path, f.pageText)
 	}))
 	f.search = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(lat.search)

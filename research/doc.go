@@ -86,7 +86,7 @@
 //
 // A Researcher is built from a Config with models per role and a back end;
 // Run returns a Report (Observe receives the activities, the answer's
-// tokens coalesced), Stream the graph's events (Describe turns them into
+// tokens as they come), Stream the graph's events (Describe turns them into
 // timeline activities, ReportFrom the last event's state into the Report),
 // Graph the compiled graph (Mermaid). Package config
 // builds a Config from files, environment and flags, and cmd/research is the

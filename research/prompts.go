@@ -58,28 +58,34 @@ Instructions:
 Sources:
 %s`
 
+// reflectionPrompt puts what stays the same over a run's reflections first
+// — the question, the date, the summaries, which only grow at their end
+// while they fit the budget — and what changes from one reflection to the
+// next last, so that each reflection's prompt begins with the previous
+// one's summaries: a prefix the providers that cache prompts by prefix
+// (OpenAI, Gemini, DeepSeek, …) serve from their cache.
 const reflectionPrompt = `You are an expert research assistant reviewing summaries gathered to answer: "%s".
 
+Today is %s. %s
+
+Summaries:
+%s
+
 Instructions:
-- Decide whether the summaries are enough to answer the question well.
+- Decide whether the summaries above are enough to answer the question well.
 - If they are not, describe the knowledge gap and write follow-up search queries that would fill it. Each query must work on its own as a web search; do not repeat queries already searched.
 - If they are enough, set is_sufficient to true, leave knowledge_gap empty and give no follow-up queries.
 - Look especially for missing technical details, specifics and recent developments.
-- Today is %s.
-- %s
-
-Queries already searched:
-%s
-
-Knowledge gap found by the previous review:
-%s
 
 Reply with a JSON object with exactly these keys:
 - "is_sufficient": true or false
 - "knowledge_gap": what is missing or needs clarification ("" when sufficient)
 - "follow_up_queries": a list of search queries ([] when sufficient)
 
-Summaries:
+Queries already searched:
+%s
+
+Knowledge gap found by the previous review:
 %s`
 
 const answerPrompt = `Write a well-researched answer to the user's question from the summaries below.

@@ -270,7 +270,7 @@ func (r *Researcher) reflectionPrompt(s State) []schemas.Message {
 	}
 	_, budget := r.budgetChars()
 	return []schemas.Message{schemas.UserMessage(fmt.Sprintf(reflectionPrompt,
-		Topic(s.Messages), r.today(), untrustedNote, bulletList(s.Queries), untrusted.Wrap("", gap), fencedFindings(s, budget, "\n\n---\n\n")))}
+		Topic(s.Messages), r.today(), untrustedNote, fencedFindings(s, budget, "\n\n---\n\n"), bulletList(s.Queries), untrusted.Wrap("", gap)))}
 }
 
 // reflect records the reflection and decides the next round: follow-up
@@ -401,10 +401,11 @@ func Answer(a ReviewAnswer) RunOption { return func(o *runOptions) { o.answer = 
 
 // Observe receives the run's activity as it happens: queries, searches,
 // reflections, warnings, answer tokens. It is called from the goroutine
-// running Run. The answer's streamed tokens come coalesced: one
-// ActivityToken carries up to 512 bytes, or what came in 100 ms, and a
-// piece always ends before any other activity, so an observer gets a
-// bounded number of them with the text intact.
+// running Run. The answer's streamed tokens come as the model writes them,
+// one ActivityToken per piece of its stream, without delay: an observer
+// that passes them on in batches (the server's event log) gathers them
+// itself, only while its consumer is busy, so that no token waits for a
+// clock.
 func Observe(f func(Activity)) RunOption { return func(o *runOptions) { o.observe = f } }
 
 // StepState is the run's state after a step: its number, the nodes that
@@ -459,7 +460,7 @@ func (r *Researcher) input(question string, o runOptions) (State, error) {
 
 // Stream runs the graph for question and yields its events (see package
 // graph); Describe turns them into timeline activities (one per event: a
-// token each, not coalesced as for Observe), and ReportFrom turns the
+// token each, as for Observe), and ReportFrom turns the
 // State of the last event (graph.EventEnd) into the Report. Failed attempts
 // write nothing to the state: what they spent comes as EventCustom events
 // carrying a nodes.FailedUsage, to be added to the Report's Usage as Run
@@ -534,13 +535,11 @@ func (r *Researcher) report(question string, last State, o runOptions, events it
 	started := false // past the stream's first EventStep: the state the run starts from, not a step
 	var runErr error
 	var review *ReviewRequest
-	// The observer gets the answer's tokens coalesced, and the back end's
-	// warnings (a corpus's skipped files) first.
+	// The observer gets the back end's warnings (a corpus's skipped files)
+	// first.
 	observe := func(Activity) {}
-	var tokens *coalescer
 	if o.observe != nil {
-		tokens = &coalescer{out: o.observe, now: time.Now}
-		observe = tokens.add
+		observe = o.observe
 		if w, ok := r.cfg.Backend.(Warner); ok {
 			for _, w := range w.Warnings() {
 				observe(Activity{Kind: ActivityWarning, Warning: &w})
@@ -564,7 +563,6 @@ func (r *Researcher) report(question string, last State, o runOptions, events it
 		case graph.EventStep, graph.EventEnd:
 			last, unmerged = ev.State, nil
 			if ev.Kind == graph.EventStep && o.steps != nil && started {
-				tokens.flush()
 				o.steps(StepState{Step: ev.Step, Nodes: ran, State: ev.State})
 			}
 			started, ran = true, nil
@@ -600,7 +598,6 @@ func (r *Researcher) report(question string, last State, o runOptions, events it
 		w := rep.Warnings[len(rep.Warnings)-1]
 		observe(Activity{Kind: ActivityWarning, Warning: &w})
 	}
-	tokens.flush()
 	return rep, runErr
 }
 

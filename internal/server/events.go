@@ -31,8 +31,12 @@ const (
 const (
 	// tokenFlush is how long token events may wait to be stored: they come
 	// many a second, and are stored in batches. Other events are stored as
-	// they happen.
+	// they happen. Streams do not wait for it: they take events from memory.
 	tokenFlush = 100 * time.Millisecond
+	// maxTokenEvent bounds the text of one token event: tokens join the
+	// last token event while no stream has taken it (see token), up to this
+	// size.
+	maxTokenEvent = 4096
 	// maxUnflushed bounds the events waiting to be stored.
 	maxUnflushed = 256
 	// seqGap is how far ids jump after a process died with events it had
@@ -57,6 +61,9 @@ type runLog struct {
 	first   int64
 	next    int64
 	stored  int           // mem[:stored] are in the store
+	taken   int           // mem[:taken] are stored or being stored: fixed
+	read    int64         // the newest seq a stream has taken
+	tail    string        // the text of the last event, when it is a token event tokens may join
 	changed chan struct{} // closed when an event is added or the log closes
 	closed  bool
 	timer   *time.Timer // pending flush of tokens
@@ -92,6 +99,49 @@ func (l *runLog) emit(typ string, v any) {
 		l.mu.Unlock()
 		return
 	}
+	l.tail = ""
+	l.add(typ, data)
+}
+
+// token adds a piece of the answer. It goes out at once: streams are woken
+// for it, none waits for a clock. While no stream has taken the last event
+// yet — they are busy writing the ones before, or none is connected — and
+// it is a token event not being stored, the piece joins it instead of
+// making an event of its own: tokens are gathered only while a write is in
+// flight, so that a run's log holds few token events however finely the
+// model streams, and a slow client gets them in few writes.
+func (l *runLog) token(t tokenData) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	last := len(l.mem) - 1
+	if !t.Restart && t.Text != "" && l.tail != "" && last >= l.taken && l.mem[last].Seq > l.read && len(l.tail)+len(t.Text) <= maxTokenEvent {
+		l.tail += t.Text
+		data, err := json.Marshal(tokenData{Text: l.tail})
+		if err == nil {
+			l.mem[last].Data = data
+			l.mu.Unlock()
+			return
+		}
+	}
+	data, err := json.Marshal(t)
+	if err != nil { // a string and a bool: not reached
+		l.mu.Unlock()
+		l.emit(EventError, errorBody{Error: errorDetail{Code: codeInternal, Message: "a token could not be encoded: " + err.Error()}})
+		return
+	}
+	l.tail = ""
+	if !t.Restart {
+		l.tail = t.Text
+	}
+	l.add(EventToken, data)
+}
+
+// add appends an event and stores it, now or soon (tokens); l.mu is held,
+// and add releases it.
+func (l *runLog) add(typ string, data json.RawMessage) {
 	l.mem = append(l.mem, runstore.Event{Seq: l.next, Type: typ, At: time.Now().UTC(), Data: data})
 	l.next++
 	close(l.changed)
@@ -117,6 +167,7 @@ func (l *runLog) flush() {
 		l.timer = nil
 	}
 	batch := l.mem[l.stored:]
+	l.taken = len(l.mem) // fixed from now: no token joins them
 	l.mu.Unlock()
 	if len(batch) == 0 {
 		return
@@ -149,6 +200,9 @@ func (l *runLog) since(after int64) ([]runstore.Event, <-chan struct{}, bool) {
 	i := 0
 	if after >= l.first {
 		i = int(min(after-l.first+1, int64(len(l.mem))))
+	}
+	if n := len(l.mem); n > i {
+		l.read = max(l.read, l.mem[n-1].Seq) // taken: no token joins it now
 	}
 	return l.mem[i:len(l.mem):len(l.mem)], l.changed, l.closed
 }

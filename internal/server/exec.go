@@ -180,7 +180,7 @@ func (q *queue) research(ctx context.Context, j *job, tr *app.Tracker, set app.S
 		research.Observe(func(a research.Activity) {
 			tl.usage = tl.usage.Merge(a.Usage)
 			if a.Kind == research.ActivityToken {
-				j.log.emit(EventToken, tokenData{Text: a.Token, Restart: a.Restart})
+				j.log.token(tokenData{Text: a.Token, Restart: a.Restart})
 				return
 			}
 			tl.activity(researchActivity(a))

@@ -50,6 +50,7 @@ type queue struct {
 	active   map[string]*job // queued or running here, by run id
 	threads  map[string]bool // threads with an active run
 	running  int
+	reserved int // places taken by runs being stored (add)
 	peak     int // most runs running at once (tests and load figures)
 	draining bool
 	workers  sync.WaitGroup
@@ -82,34 +83,63 @@ func newQueue(st *app.Store, eng Engine, logger *slog.Logger, redact func(string
 // retryAfter is the Retry-After of a full queue: about one run's time.
 const retryAfter = 30 * time.Second
 
-// add queues a run, created (create) or resumed, under the queue's lock so
-// that the bound holds however many come at once. create runs with the lock
-// held: it stores the run.
+// add queues a run, created (create) or resumed. The queue's bound and
+// the thread's are checked and a place reserved under the queue's lock, so
+// that they hold however many come at once; storing the run (create),
+// reading its log's end and storing its first event happen after, without
+// the lock, so that submissions and the workers do not wait behind one
+// another's store round trips.
 func (q *queue) add(ctx context.Context, run *runstore.Run, answer json.RawMessage, create func(*runstore.Run) error) error {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	switch {
 	case q.draining:
+		q.mu.Unlock()
 		return errDraining
 	case q.threads[run.Thread]:
+		q.mu.Unlock()
 		return errBusy
-	case q.running+len(q.waiting) >= q.maxRunning+q.queueSize:
+	case q.running+len(q.waiting)+q.reserved >= q.maxRunning+q.queueSize:
+		q.mu.Unlock()
 		return errQueueFull
 	}
-	if err := create(run); err != nil {
+	q.threads[run.Thread] = true
+	q.reserved++
+	q.mu.Unlock()
+
+	j, err := q.prepare(ctx, run, answer, create)
+
+	q.mu.Lock()
+	q.reserved--
+	if err != nil || q.draining {
+		delete(q.threads, run.Thread)
+		q.mu.Unlock()
+		if j != nil {
+			// The server stops: the run stays queued in the store, and
+			// the next start runs it.
+			j.log.close()
+		}
 		return err
+	}
+	q.active[run.ID] = j
+	q.waiting = append(q.waiting, j)
+	q.wake.Signal()
+	q.mu.Unlock()
+	return nil
+}
+
+// prepare stores a run about to be queued and opens its log.
+func (q *queue) prepare(ctx context.Context, run *runstore.Run, answer json.RawMessage, create func(*runstore.Run) error) (*job, error) {
+	if err := create(run); err != nil {
+		return nil, err
 	}
 	log, err := openLog(ctx, q.st.Runs, run.ID, q.logger)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	own := *run // the worker's: the caller keeps reading its own
 	j := &job{run: &own, answer: answer, log: log, done: make(chan struct{}), link: trace.SpanContextFromContext(ctx)}
-	q.active[run.ID], q.threads[run.Thread] = j, true
-	q.waiting = append(q.waiting, j)
 	log.emit(EventStatus, statusData{Status: runstore.StatusQueued})
-	q.wake.Signal()
-	return nil
+	return j, nil
 }
 
 // log is the event log of a run active here, or nil.

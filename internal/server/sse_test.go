@@ -26,8 +26,9 @@ import (
 // the whole log, no event lost, none twice. One that joins after the run
 // gets the whole log too.
 func TestStreamReconnect(t *testing.T) {
-	// Tokens reach the stream coalesced (research.Observe: a piece per
-	// 100 ms): ~20 tokens 30 ms apart make several token events.
+	// Tokens reach the stream as they come (a token joins the last token
+	// event only while no stream took it): ~20 tokens 30 ms apart make
+	// several token events.
 	ts := newTestServer(t, world{tokenDelay: 30 * time.Millisecond, callDelay: 5 * time.Millisecond})
 	run := ts.ask(RunRequest{Input: "q", Effort: "medium"})
 
