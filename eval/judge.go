@@ -263,4 +263,3 @@ func overlap(words []string, para string) int {
 	}
 	return n
 }
-

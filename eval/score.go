@@ -231,7 +231,7 @@ type scoring struct {
 	c      *Case
 	judge  *Judge
 	reader research.PageReader
-	texts map[string]string // by source key
+	texts  map[string]string // by source key
 }
 
 // judgeConcurrency bounds a case's judge calls in flight.
