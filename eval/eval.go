@@ -39,16 +39,27 @@ type Outcome struct {
 }
 
 // Runner researches a question for a configuration. It is called
-// concurrently.
+// concurrently. A run that returns an error may still return the Outcome
+// it got (an incomplete report).
 type Runner interface {
-	Run(ctx context.Context, q Question) (*Outcome, error)
+	Run(ctx context.Context, t Task) (*Outcome, error)
+}
+
+// Task is one run to make: a question, for a configuration, the Repeat-th
+// time (from 1). (Config, Question.ID, Repeat) names it: a Runner that
+// keeps its runs (a run store) can find an interrupted one by it and
+// resume it.
+type Task struct {
+	Config   string
+	Question Question
+	Repeat   int
 }
 
 // RunnerFunc is a function that is a Runner.
-type RunnerFunc func(ctx context.Context, q Question) (*Outcome, error)
+type RunnerFunc func(ctx context.Context, t Task) (*Outcome, error)
 
 // Run implements Runner.
-func (f RunnerFunc) Run(ctx context.Context, q Question) (*Outcome, error) { return f(ctx, q) }
+func (f RunnerFunc) Run(ctx context.Context, t Task) (*Outcome, error) { return f(ctx, t) }
 
 // Configuration is one of the setups compared: a name and what runs a
 // question with it.
@@ -282,7 +293,7 @@ func runCase(ctx context.Context, cfg Configuration, q Question, repeat int, opt
 	}
 	if c == nil {
 		c = &Case{Config: cfg.Name, QuestionID: q.ID, Question: q.Question, Repeat: repeat}
-		out, err := cfg.Runner.Run(ctx, q)
+		out, err := cfg.Runner.Run(ctx, Task{Config: cfg.Name, Question: q, Repeat: repeat})
 		if ctx.Err() != nil {
 			return nil, false, nil
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/schemas"
+	"github.com/deepgraph/deepgraph/search"
 	"github.com/deepgraph/deepgraph/search/local"
 )
 
@@ -90,7 +91,8 @@ type corpusRunner struct {
 	started func(q eval.Question)
 }
 
-func (c *corpusRunner) Run(ctx context.Context, q eval.Question) (*eval.Outcome, error) {
+func (c *corpusRunner) Run(ctx context.Context, t eval.Task) (*eval.Outcome, error) {
+	q := t.Question
 	c.runs.Add(1)
 	c.mu.Lock()
 	started := c.started
@@ -110,4 +112,15 @@ func (c *corpusRunner) Run(ctx context.Context, q eval.Question) (*eval.Outcome,
 	}
 	cost := c.price.Cost(rep.Usage.Total().Usage)
 	return &eval.Outcome{Report: rep, Texts: rec.Texts(), CostUSD: &cost, Models: map[string]string{"query": "fake:model"}}, nil
+}
+
+// pageReader reads pages from a map.
+type pageReader map[string]string
+
+func (p pageReader) Read(_ context.Context, u string) (*search.Page, error) {
+	text, ok := p[u]
+	if !ok {
+		return nil, fmt.Errorf("no page %s", u)
+	}
+	return &search.Page{URL: u, Content: text}, nil
 }

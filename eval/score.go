@@ -250,7 +250,7 @@ func (s *scoring) run(ctx context.Context) error {
 	}
 	s.texts = map[string]string{}
 	for k, v := range out.Texts {
-		s.texts[k] = v
+		s.texts[sourceKey(k)] = v // keys as Recorder writes them, or plain URLs
 	}
 	// Integrity and the pages to judge against.
 	st := Statements(rep.Answer)
@@ -391,7 +391,7 @@ func (s *scoring) run(ctx context.Context) error {
 	if len(s.q.Sources) > 0 {
 		gathered := map[string]bool{}
 		for k := range out.Texts {
-			gathered[k] = true
+			gathered[sourceKey(k)] = true
 		}
 		cited := map[string]bool{}
 		for k := range sources {
