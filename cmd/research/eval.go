@@ -385,7 +385,14 @@ func (r *evalRunner) Run(ctx context.Context, t eval.Task) (*eval.Outcome, error
 		if prev := r.interrupted(ctx, t); prev != nil {
 			if tr, err = r.store.Continue(ctx, prev, r.logger); err == nil {
 				start = func(ctx context.Context) (*research.Report, error) {
-					return res.Resume(ctx, prev.Thread, research.RunID(prev.ID))
+					rep, err := res.Resume(ctx, prev.Thread, research.RunID(prev.ID))
+					if rep == nil && err != nil && ctx.Err() == nil {
+						// Killed before its first checkpoint: nothing to
+						// resume from, so it starts over.
+						r.logger.Debug("an interrupted eval run starts over", "run", prev.ID, "err", err)
+						return res.Run(ctx, t.Question.Question, research.Thread(prev.Thread), research.RunID(prev.ID))
+					}
+					return rep, err
 				}
 			}
 		}
