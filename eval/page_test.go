@@ -20,21 +20,23 @@ import (
 // chromium finds a Chromium to run, or skips.
 func chromium(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("DEEPGRAPH_BROWSER_CHROMIUM"); p != "" {
-		return p
+	for _, v := range []string{"DEEPGRAPH_CHROMIUM", "DEEPGRAPH_BROWSER_CHROMIUM"} {
+		if p := os.Getenv(v); p != "" {
+			return p
+		}
 	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless_shell"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
 	}
-	t.Skip("no Chromium on PATH (chromium, chromium-browser, google-chrome) and DEEPGRAPH_BROWSER_CHROMIUM unset: the page test needs one")
+	t.Skip("no Chromium on PATH (chromium, chromium-browser, google-chrome) and DEEPGRAPH_CHROMIUM unset: the page test needs one")
 	return ""
 }
 
 // TestPageInChromium opens the eval's page in headless Chromium: no
 // console error, the table, the plot and a drill-down that opens; its
-// screenshot goes to $EVAL_ARTIFACTS (else the test's temporary
+// screenshot goes to $DEEPGRAPH_ARTIFACTS (else the test's temporary
 // directory).
 func TestPageInChromium(t *testing.T) {
 	exe := chromium(t)
@@ -90,7 +92,7 @@ func TestPageInChromium(t *testing.T) {
 	assert.Positive(t, opened, "the drill-down shows the passages")
 	<-done
 	assert.Empty(t, problems, "console errors")
-	out := os.Getenv("EVAL_ARTIFACTS")
+	out := os.Getenv("DEEPGRAPH_ARTIFACTS")
 	if out == "" {
 		out = t.TempDir()
 	}
