@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/deepgraph/deepgraph/internal/fence"
 	"github.com/deepgraph/deepgraph/llm"
@@ -174,18 +175,18 @@ func correctnessScore(v string) float64 {
 
 // Passage returns the part of a source's text a statement is judged
 // against: the whole text when it is short, else the window of paragraphs
-// (up to max bytes) sharing the most words with the statement.
-func Passage(text, statement string, max int) string {
+// (up to limit bytes) sharing the most words with the statement.
+func Passage(text, statement string, limit int) string {
 	text = strings.TrimSpace(text)
-	if len(text) <= max {
+	if len(text) <= limit {
 		return text
 	}
 	words := contentWords(statement)
-	paras := splitParagraphs(text, max/3)
+	paras := splitParagraphs(text, max(limit/3, 1))
 	bestScore, bestStart, bestEnd := -1, 0, 0
 	for i := range paras {
 		size, score, j := 0, 0, i
-		for j < len(paras) && size+len(paras[j]) <= max {
+		for j < len(paras) && size+len(paras[j]) <= limit {
 			size += len(paras[j]) + 2
 			score += overlap(words, paras[j])
 			j++
@@ -199,8 +200,8 @@ func Passage(text, statement string, max int) string {
 		}
 	}
 	out := strings.Join(paras[bestStart:bestEnd], "\n\n")
-	if len(out) > max {
-		cut := max
+	if len(out) > limit {
+		cut := limit
 		for cut > 0 && !utf8Start(out[cut]) {
 			cut--
 		}
@@ -223,6 +224,9 @@ func splitParagraphs(text string, size int) []string {
 				cut = size
 				for cut > 0 && !utf8Start(p[cut]) {
 					cut--
+				}
+				if cut == 0 { // size is under one character: take one
+					_, cut = utf8.DecodeRuneInString(p)
 				}
 			}
 			out = append(out, strings.TrimSpace(p[:cut]))

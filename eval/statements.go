@@ -124,7 +124,10 @@ func statementOf(s string) (Statement, bool) {
 		st.Cites = append(st.Cites, n)
 		st.URLs = append(st.URLs, m[2])
 	}
-	text := citationLink.ReplaceAllString(s, "")
+	text := s
+	for citationLink.MatchString(text) { // links nested in links
+		text = citationLink.ReplaceAllString(text, "")
+	}
 	text = strings.Join(strings.Fields(text), " ")
 	text = strings.ReplaceAll(text, " .", ".")
 	text = strings.ReplaceAll(text, " ,", ",")
