@@ -174,7 +174,7 @@ incomplete).`,
 	root.Flags().StringVar(&c.thread, "thread", "", "ask a follow-up question on the thread of run ID (its earlier questions and answers are in the prompts)")
 	addTemporalFlags(root.Flags(), &c.temporal, "submit the run to the Temporal server at HOST:PORT: research workers there do the work (research worker); this shows its timeline and report, and Ctrl-C cancels it", true)
 
-	root.AddCommand(c.graphCmd(), c.configCmd(), c.versionCmd(), c.agentCmd(), c.runsCmd(), c.showCmd(), c.rmCmd(), c.resumeCmd(), c.serveCmd(), c.flowCmd(), c.mcpCmd(), c.workerCmd(), c.batchCmd())
+	root.AddCommand(c.graphCmd(), c.configCmd(), c.versionCmd(), c.agentCmd(), c.runsCmd(), c.showCmd(), c.rmCmd(), c.resumeCmd(), c.serveCmd(), c.flowCmd(), c.mcpCmd(), c.workerCmd(), c.batchCmd(), c.evalCmd())
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	c.setHelp(root)

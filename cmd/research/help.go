@@ -44,6 +44,7 @@ var usesFlags = map[string][]string{
 	"mcp":    {"models", "calls", "effort", "search"},
 	"worker": {"models", "llm-timeout", "retries", "max-concurrency", "max-cost", "context-budget", "effort", "search"},
 	"batch":  {"effort", "timeout"},
+	"eval":   {"query-model", "research-model", "reflection-model", "answer-model", "calls", "queries", "loops", "search", "store"},
 	"runs":   {"output", "store"},
 	"show":   {"output", "store"},
 	"rm":     {"store"},

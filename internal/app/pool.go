@@ -9,6 +9,8 @@ import (
 	"github.com/deepgraph/deepgraph/config"
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/research"
+	"github.com/deepgraph/deepgraph/search"
 	"github.com/deepgraph/deepgraph/telemetry"
 	"github.com/deepgraph/deepgraph/tools/browser"
 )
@@ -89,4 +91,53 @@ func (p *Pool) Close() {
 		b.Close()
 		delete(p.backends, k)
 	}
+}
+
+// BackendWrap wraps a run's searcher and page reader — an eval records
+// what they return (eval.Recorder). A nil function leaves its part as it
+// is.
+type BackendWrap struct {
+	Searcher func(search.Searcher) search.Searcher
+	Reader   func(research.PageReader) research.PageReader
+}
+
+// ResearchWrapped is Research with this run's searcher and page reader
+// wrapped by wrap: on a copy of the pooled back end, which other runs keep
+// using unwrapped. Gemini grounding has neither to wrap.
+func (p *Pool) ResearchWrapped(ctx context.Context, cfg *config.Config, cp graph.Checkpointer, wrap BackendWrap) (*Research, error) {
+	models, err := p.models.models(ctx, cfg, p.logger)
+	if err != nil {
+		return nil, err
+	}
+	tel := telemetry.From(ctx)
+	traceModels(tel, models)
+	plan, err := ChooseBackend(cfg, models.Spec(llm.RoleResearch))
+	if err != nil {
+		return nil, err
+	}
+	backend, err := p.backend(ctx, cfg, plan)
+	if err != nil {
+		return nil, err
+	}
+	return newResearch(cfg, models, wrappedBackend(tracedBackend(tel, backend), wrap), cp, false)
+}
+
+// wrappedBackend returns a copy of b with its searcher and page reader
+// wrapped.
+func wrappedBackend(b *Backend, wrap BackendWrap) *Backend {
+	out := *b
+	sb, ok := b.Backend.(*research.SearchBackend)
+	if !ok {
+		return &out
+	}
+	w := *sb
+	if wrap.Searcher != nil && sb.Searcher != nil {
+		w.Searcher = wrap.Searcher(sb.Searcher)
+		out.Searcher = w.Searcher
+	}
+	if wrap.Reader != nil && sb.Reader != nil {
+		w.Reader = wrap.Reader(sb.Reader)
+	}
+	out.Backend = &w
+	return &out
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/search"
 )
 
@@ -46,4 +47,24 @@ func TestPoolShares(t *testing.T) {
 	m, err := pool.Model(ctx, cfg, "openai:gpt-4.1-mini")
 	require.NoError(t, err)
 	assert.Same(t, a.Models.Model(llm.RoleQuery), m)
+}
+
+// namedSearcher is a searcher that only has a name.
+type namedSearcher string
+
+func (n namedSearcher) Name() string { return string(n) }
+
+func (namedSearcher) Search(context.Context, string, search.Options) ([]search.Result, error) {
+	return nil, nil
+}
+
+func TestWrappedBackendLeavesThePooledOneAlone(t *testing.T) {
+	pooled := &Backend{Backend: &research.SearchBackend{Searcher: namedSearcher("corpus")}, Searcher: namedSearcher("corpus")}
+	wrapped := wrappedBackend(pooled, BackendWrap{Searcher: func(s search.Searcher) search.Searcher { return namedSearcher("recorded " + s.Name()) }})
+	assert.Equal(t, "recorded corpus", wrapped.Backend.(*research.SearchBackend).Searcher.Name())
+	assert.Equal(t, "recorded corpus", wrapped.Searcher.Name())
+	assert.Equal(t, "corpus", pooled.Backend.(*research.SearchBackend).Searcher.Name(), "the pooled back end is not changed")
+	assert.Nil(t, wrapped.Backend.(*research.SearchBackend).Reader, "no reader to wrap")
+	gemini := &Backend{Backend: research.GeminiBackend{}}
+	assert.Equal(t, research.GeminiBackend{}, wrappedBackend(gemini, BackendWrap{Searcher: func(s search.Searcher) search.Searcher { return s }}).Backend)
 }
