@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -90,4 +92,36 @@ func TestE2EResumeRepeatsNoPaidCall(t *testing.T) {
 		"the resumed summary reads the recorded pages")
 	// After the kill: the killed summary again, a reflection, the answer.
 	assert.Equal(t, 3, len(oa.all())-modelCalls, "model calls after the resume")
+}
+
+// TestE2EOneSearchDown: one query's search fails after its retries; the
+// run answers from the other, warns which query failed, and exits 0.
+func TestE2EOneSearchDown(t *testing.T) {
+	_, sx, _, vars := searchSetup(t)
+	sx.setRespond(func(q string) (int, any) {
+		if q == "raft log replication" {
+			return http.StatusServiceUnavailable, map[string]any{"error": "maintenance"}
+		}
+		return 0, nil
+	})
+	res := run(t, env(t, vars), "--allow-private-urls", "--model", "openai:gpt-4.1-mini", "--loops", "1", "--format", "json", "How does Raft elect a leader?")
+	require.Equal(t, 0, res.code, res)
+	var doc struct {
+		Answer   string
+		Warnings []struct {
+			Kind  string
+			Items []string
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &doc), res.stdout)
+	assert.Contains(t, doc.Answer, "/page/raft-leader-election/1")
+	var failed []string
+	for _, w := range doc.Warnings {
+		if w.Kind == "search_failed" {
+			failed = w.Items
+		}
+	}
+	require.Len(t, failed, 1, "the report says which search failed: %s", res.stdout)
+	assert.Contains(t, failed[0], `"raft log replication": `)
+	assert.Contains(t, failed[0], "503")
 }
