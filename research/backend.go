@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -108,9 +109,22 @@ func (b *SearchBackend) Research(ctx context.Context, model llm.Model, q Query) 
 	if b.Searcher == nil {
 		return Finding{}, fmt.Errorf("SearchBackend has no Searcher")
 	}
-	results, err := b.Searcher.Search(ctx, q.Text, search.Options{MaxResults: orDefault(b.MaxResults, DefaultMaxResults)})
+	n := orDefault(b.MaxResults, DefaultMaxResults)
+	results, err := recorded(ctx, b.Logger, callKey("search", b.Searcher.Name(), strconv.Itoa(n), q.Text), func() ([]search.Result, error) {
+		return b.Searcher.Search(ctx, q.Text, search.Options{MaxResults: n})
+	})
 	if err != nil {
-		return Finding{}, err
+		if ctx.Err() != nil {
+			return Finding{}, err
+		}
+		// The searcher retried already: the run goes on without this
+		// query, and says so (ErrSearchesFailed when no search found
+		// anything).
+		if b.Logger != nil {
+			b.Logger.WarnContext(ctx, "a search failed; the run goes on without it", "query", q.Text, "err", err)
+		}
+		return Finding{Summary: fmt.Sprintf("The search for %q failed.", q.Text),
+			Warnings: []Warning{newWarning(WarningSearchFailed, 1, q.Text, []string{strconv.Quote(q.Text) + ": " + err.Error()})}}, nil
 	}
 	if len(results) == 0 {
 		return Finding{Summary: fmt.Sprintf("The search for %q found no results.", q.Text),
@@ -181,13 +195,12 @@ func (b *SearchBackend) readPages(ctx context.Context, query string, results []s
 		wg.Add(1)
 		go func(r *search.Result) {
 			defer wg.Done()
-			var page *search.Page
-			var err error
-			if pr, ok := b.Reader.(prefixReader); ok {
-				page, err = pr.ReadUpTo(ctx, r.URL, maxChars)
-			} else {
-				page, err = b.Reader.Read(ctx, r.URL)
-			}
+			page, err := recorded(ctx, b.Logger, callKey("read", r.URL, strconv.Itoa(maxChars)), func() (*search.Page, error) {
+				if pr, ok := b.Reader.(prefixReader); ok {
+					return pr.ReadUpTo(ctx, r.URL, maxChars)
+				}
+				return b.Reader.Read(ctx, r.URL)
+			})
 			if err != nil {
 				if b.Logger != nil {
 					b.Logger.DebugContext(ctx, "reading a search result failed; using its snippet", "url", r.URL, "err", err)

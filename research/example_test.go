@@ -93,3 +93,31 @@ func ExampleResearcher_Stream() {
 	// answered: 1 cited, 0 dropped
 	// https://raft.github.io/raft.pdf
 }
+
+// keptCalls is a research.CallJournal in memory; deepgraph's run store
+// keeps them in its database, so that they outlive a killed process.
+type keptCalls map[string][]byte
+
+func (k keptCalls) Recall(_ context.Context, key string) ([]byte, bool, error) {
+	data, ok := k[key]
+	return data, ok, nil
+}
+
+func (k keptCalls) Record(_ context.Context, key string, data []byte) error {
+	k[key] = data
+	return nil
+}
+
+// Journal records the searches and page reads a run pays for before it
+// uses them; a resume of the run given the same journal is served them
+// from there instead of searching again.
+func ExampleJournal() {
+	calls := keptCalls{}
+	r := exampleResearcher()
+	if _, err := r.Run(context.Background(), "How does Raft elect a leader?", research.Journal(calls)); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(calls), "call recorded")
+	// Output:
+	// 1 call recorded
+}

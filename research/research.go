@@ -151,14 +151,14 @@ func (r *Researcher) build() (*graph.Compiled[State], error) {
 		Usage:   fUsage,
 	}.Node(), retry)
 	graph.AddTask(g, NodeWebResearch, r.webResearch, retry)
-	g.AddNode(NodeReflection, r.withBudget(nodes.Structured[State, schemas.Reflection]{
+	g.AddNode(NodeReflection, r.withSearches(r.withBudget(nodes.Structured[State, schemas.Reflection]{
 		Model:   r.cfg.ReflectionModel,
 		Role:    llm.RoleReflection,
 		Prompt:  r.reflectionPrompt,
 		Write:   r.reflect,
 		Options: []llm.Option{llm.Temperature(1)},
 		Usage:   fUsage,
-	}.Node(), reflectionBudget), retry)
+	}.Node(), reflectionBudget)), retry)
 	g.AddNode(NodeFinalizeAnswer, r.withBudget(nodes.Generate[State]{
 		Model:   r.cfg.AnswerModel,
 		Role:    llm.RoleAnswer,
@@ -313,6 +313,34 @@ func finalize(s State, resp *llm.Response) graph.Update[State] {
 		fMessages.Add(schemas.AssistantMessage(res.Text)))
 }
 
+// ErrSearchesFailed: every search of the turn that was tried failed, so
+// nothing was found to answer from. A search that fails while others find
+// something is only a warning (WarningSearchFailed).
+var ErrSearchesFailed = errors.New("research: every search failed")
+
+// withSearches fails the turn before node (the reflection) when no search
+// of it found anything because searches failed: an answer would rest on
+// nothing. Failed searches among successful ones are warnings only.
+func (r *Researcher) withSearches(node graph.NodeFunc[State]) graph.NodeFunc[State] {
+	return func(ctx context.Context, s State) (graph.Update[State], error) {
+		if len(s.Gathered()) == 0 {
+			var failed []string
+			for _, f := range s.Findings {
+				for _, w := range f.Warnings {
+					if w.Kind == WarningSearchFailed {
+						failed = append(failed, w.Items...)
+					}
+				}
+			}
+			if len(failed) > 0 {
+				return graph.Update[State]{}, fmt.Errorf("%w (%s): %s; check the search provider (research config shows it) and resume the run",
+					ErrSearchesFailed, r.cfg.Backend.Name(), strings.Join(failed, "; "))
+			}
+		}
+		return node(ctx, s)
+	}
+}
+
 func summaries(fs []Finding, sep string) string {
 	parts := make([]string, len(fs))
 	for i, f := range fs {
@@ -371,6 +399,7 @@ type runOptions struct {
 	answer  *ReviewAnswer
 	observe func(Activity)
 	steps   func(StepState)
+	journal CallJournal
 }
 
 // Thread continues (or starts) a conversation stored by the Checkpointer:
@@ -471,7 +500,7 @@ func (r *Researcher) Stream(ctx context.Context, question string, opts ...RunOpt
 	if err != nil {
 		return func(yield func(graph.Event[State], error) bool) { yield(graph.Event[State]{}, err) }
 	}
-	return r.graph.Stream(ctx, in, o.graphOptions()...)
+	return r.graph.Stream(withJournal(ctx, o.journal), in, o.graphOptions()...)
 }
 
 // Run researches question and returns the report. If the run fails or is
@@ -484,7 +513,7 @@ func (r *Researcher) Run(ctx context.Context, question string, opts ...RunOption
 	if err != nil {
 		return nil, err
 	}
-	return r.report(question, in, o, r.graph.Stream(ctx, in, o.graphOptions()...))
+	return r.report(question, in, o, r.graph.Stream(withJournal(ctx, o.journal), in, o.graphOptions()...))
 }
 
 // Resume continues a stored run of thread — after a crash, a failure, a
@@ -500,7 +529,7 @@ func (r *Researcher) Resume(ctx context.Context, thread string, opts ...RunOptio
 	if err != nil {
 		return nil, fmt.Errorf("research: resuming thread %q: %w", thread, err)
 	}
-	return r.report(lastQuestion(snap.State.Messages), snap.State, o, r.graph.ResumeStream(ctx, o.graphOptions()...))
+	return r.report(lastQuestion(snap.State.Messages), snap.State, o, r.graph.ResumeStream(withJournal(ctx, o.journal), o.graphOptions()...))
 }
 
 // Saved returns the report of a stored thread as of its newest checkpoint:

@@ -366,8 +366,8 @@ func TestFailingResearchNamesTheQueryAndBackend(t *testing.T) {
 	r := newResearcher(t, m, &research.SearchBackend{Searcher: failingSearcher{}}, research.Config{})
 	rep, err := r.Run(context.Background(), "question")
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), `researching "a" with search:broken`)
-	assert.Contains(t, err.Error(), "search is down")
+	require.ErrorIs(t, err, research.ErrSearchesFailed, "the only search failed: nothing was found")
+	assert.Contains(t, err.Error(), `(search:broken): "a": search is down`)
 	assert.True(t, rep.Incomplete)
 }
 

@@ -19,6 +19,10 @@ const (
 	WarningPagesUnreadable WarningKind = "pages_unreadable"
 	// WarningNoResults: queries whose search found nothing.
 	WarningNoResults WarningKind = "no_results"
+	// WarningSearchFailed: queries whose search failed after its retries;
+	// the run went on with what the other searches found (Items: the
+	// queries, with why).
+	WarningSearchFailed WarningKind = "search_failed"
 	// WarningFilesSkipped: files of a local corpus that were not indexed,
 	// so no search could find them.
 	WarningFilesSkipped WarningKind = "corpus_files_skipped"
@@ -77,6 +81,11 @@ func warningText(kind WarningKind, n int) string {
 			return "the search found no results"
 		}
 		return fmt.Sprintf("%d searches found no results", n)
+	case WarningSearchFailed:
+		if n == 1 {
+			return "the search failed, and the run went on without it"
+		}
+		return fmt.Sprintf("%d searches failed, and the run went on without them", n)
 	case WarningFilesSkipped:
 		if n == 1 {
 			return "1 file of the corpus was not indexed, so no search could find it"

@@ -93,7 +93,7 @@ func TestE2EJSONOnFailure(t *testing.T) {
 	assert.Equal(t, "Raft?", doc["question"])
 	assert.Equal(t, true, doc["incomplete"])
 	assert.Contains(t, doc["error"], "503")
-	assert.Contains(t, res.stderr, "web_research failed", "the error is still on stderr")
+	assert.Contains(t, res.stderr, "every search failed", "the error is still on stderr")
 }
 
 // A question piped in beyond the limit is refused, not cut silently.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/llm"
+	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/search"
 	"github.com/deepgraph/deepgraph/search/netguard"
 )
@@ -65,6 +66,8 @@ func hints(err error) []string {
 		out = append(out, "the model's replies did not match the requested JSON schema even after a re-ask: try a more capable model (--query-model / --reflection-model)")
 	case errors.Is(err, llm.ErrTimeout):
 		out = append(out, "raise llm_timeout (--llm-timeout) or use a faster model")
+	case errors.Is(err, research.ErrSearchesFailed):
+		out = append(out, "every search failed (the errors above say why): the search provider is down or refuses the key; check it with `research config`, or list a fallback with --search (e.g. searxng,tavily), then `research resume` the run")
 	case errors.Is(err, search.ErrUnavailable):
 		out = append(out, "the search provider is down or unreachable: check its URL, or list a fallback with --search (e.g. searxng,tavily)")
 	case errors.Is(err, llm.ErrUnavailable):

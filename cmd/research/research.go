@@ -147,7 +147,13 @@ func (c *cli) driveResearch(ctx context.Context, cfg *config.Config, r *app.Rese
 			tr.Progress(ctx, int64(spent), baseCalls+usage.Total().Calls)
 		}
 	})
-	rep, runErr := start(runCtx, observe)
+	runOpts := []research.RunOption{observe}
+	if tr != nil {
+		// The run's searches and page reads are kept with it: a resume
+		// serves them from the store.
+		runOpts = append(runOpts, research.Journal(tr.Journal()))
+	}
+	rep, runErr := start(runCtx, runOpts...)
 	reviewed := false
 	for rep != nil && rep.Review != nil && errors.Is(runErr, graph.ErrInterrupted) && c.canAsk() {
 		reviewed = true
@@ -158,7 +164,7 @@ func (c *cli) driveResearch(ctx context.Context, cfg *config.Config, r *app.Rese
 			}
 			break
 		}
-		rep, runErr = r.Resume(runCtx, tr.Run.Thread, research.RunID(tr.Run.ID), research.Answer(ans), observe)
+		rep, runErr = r.Resume(runCtx, tr.Run.Thread, append(runOpts, research.RunID(tr.Run.ID), research.Answer(ans))...)
 	}
 	o := outcomeOf(ctx, runCtx, runErr)
 	o.timeout = cfg.Timeout

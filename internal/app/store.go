@@ -14,6 +14,7 @@ import (
 	"github.com/deepgraph/deepgraph/graph/checkpoint/postgres"
 	"github.com/deepgraph/deepgraph/graph/checkpoint/sqlite"
 	"github.com/deepgraph/deepgraph/internal/runstore"
+	"github.com/deepgraph/deepgraph/research"
 )
 
 // Store is where runs are kept: the graph checkpoints of each run's thread
@@ -210,15 +211,23 @@ func (s *Store) Begin(ctx context.Context, kind runstore.Kind, question, thread 
 	return &Tracker{runs: s.Runs, Run: run, logger: orDiscard(logger)}, nil
 }
 
-// Continue marks a stored run as running again, in this process. A run
-// that is running in a live process is refused.
+// Continue marks a stored run as running again, in this process, run being
+// the run as read from the store. A run that is running in a live process
+// is refused, and so is one that another process took up since it was read
+// (runstore.ErrClaimed): the claim is one conditional write, so of two
+// resumes started together only one goes on.
 func (s *Store) Continue(ctx context.Context, run *runstore.Run, logger *slog.Logger) (*Tracker, error) {
 	if run.Effective(time.Now(), runstore.Alive) == runstore.StatusRunning {
 		return nil, fmt.Errorf("run %s is running now (process %d on %s); wait for it or stop it before resuming", run.ID, run.PID, run.Host)
 	}
+	seen := *run
 	run.Status, run.Error, run.Ended, run.Updated = runstore.StatusRunning, "", time.Time{}, time.Now().UTC()
 	host(run)
-	if err := s.Runs.Update(ctx, run); err != nil {
+	if err := s.Runs.Claim(ctx, run, &seen); err != nil {
+		*run = seen
+		if errors.Is(err, runstore.ErrClaimed) {
+			return nil, fmt.Errorf("%w; wait for it or stop it before resuming", err)
+		}
 		return nil, fmt.Errorf("recording the run in %s: %w", s.Where, err)
 	}
 	return &Tracker{runs: s.Runs, Run: run, logger: orDiscard(logger), Resumed: true}, nil
@@ -234,6 +243,44 @@ func orDiscard(l *slog.Logger) *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return l
+}
+
+// Journal is the run's record of the external calls it pays for —
+// searches, page reads — in the run store (runstore.Store.RecordCall), for
+// research.Journal: a resumed run serves them from there. Nil for a nil
+// Tracker.
+func (t *Tracker) Journal() research.CallJournal {
+	if t == nil {
+		return nil
+	}
+	return runJournal{runs: t.runs, id: t.Run.ID}
+}
+
+// runJournal is a run's calls in the run store.
+type runJournal struct {
+	runs runstore.Store
+	id   string
+}
+
+// recordTimeout bounds recording a call once the run is cancelled: the
+// call was paid for, so it is kept even then.
+const recordTimeout = 10 * time.Second
+
+func (j runJournal) Recall(ctx context.Context, key string) ([]byte, bool, error) {
+	data, err := j.runs.Call(ctx, j.id, key)
+	switch {
+	case errors.Is(err, runstore.ErrNotFound):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	}
+	return data, true, nil
+}
+
+func (j runJournal) Record(ctx context.Context, key string, data []byte) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	return j.runs.RecordCall(ctx, j.id, key, data)
 }
 
 // Progress records the tokens and model calls spent so far. A failure to

@@ -66,3 +66,64 @@ func TestStoreRemoveAndPrune(t *testing.T) {
 	assert.False(t, stored(alone.Thread), "pruned with its run")
 	assert.True(t, stored(kept.Thread), "a newer run is kept")
 }
+
+// TestContinueClaimsTheRun: two resumes of a run that both read it before
+// either wrote (the race of two `research resume ID` started together):
+// the first claims it, the second is refused before anything runs, and the
+// run stays the first's.
+func TestContinueClaimsTheRun(t *testing.T) {
+	ctx := context.Background()
+	st, err := OpenStore(ctx, &config.Config{Store: config.Store(filepath.Join(t.TempDir(), "runs.db"))})
+	require.NoError(t, err)
+	defer st.Close()
+	tr, err := st.Begin(ctx, runstore.KindResearch, "q", "", Settings{}, nil)
+	require.NoError(t, err)
+	require.NoError(t, tr.Finish(ctx, runstore.StatusInterrupted, "killed", nil))
+
+	first, err := st.FindRun(ctx, tr.Run.ID)
+	require.NoError(t, err)
+	second, err := st.FindRun(ctx, tr.Run.ID)
+	require.NoError(t, err)
+
+	won, err := st.Continue(ctx, first, nil)
+	require.NoError(t, err)
+	assert.Equal(t, runstore.StatusRunning, won.Run.Status)
+
+	_, err = st.Continue(ctx, second, nil)
+	require.ErrorIs(t, err, runstore.ErrClaimed)
+	assert.Contains(t, err.Error(), tr.Run.ID)
+	assert.Equal(t, runstore.StatusInterrupted, second.Status, "the refused resume's run is left as it was read")
+
+	stored, err := st.FindRun(ctx, tr.Run.ID)
+	require.NoError(t, err)
+	assert.Equal(t, runstore.StatusRunning, stored.Status)
+	assert.Equal(t, won.Run.Updated.Truncate(time.Microsecond), stored.Updated)
+}
+
+// TestTrackerJournal: the calls a run records are its own, kept in the
+// store, and served again to the run.
+func TestTrackerJournal(t *testing.T) {
+	ctx := context.Background()
+	st, err := OpenStore(ctx, &config.Config{Store: config.Store(filepath.Join(t.TempDir(), "runs.db"))})
+	require.NoError(t, err)
+	defer st.Close()
+	a, err := st.Begin(ctx, runstore.KindResearch, "a", "", Settings{}, nil)
+	require.NoError(t, err)
+	b, err := st.Begin(ctx, runstore.KindResearch, "b", "", Settings{}, nil)
+	require.NoError(t, err)
+
+	_, ok, err := a.Journal().Recall(ctx, "search:x")
+	require.NoError(t, err)
+	assert.False(t, ok)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	require.NoError(t, a.Journal().Record(cancelled, "search:x", []byte(`["r"]`)), "a paid call is recorded even as the run stops")
+	data, ok, err := a.Journal().Recall(ctx, "search:x")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.JSONEq(t, `["r"]`, string(data))
+	_, ok, err = b.Journal().Recall(ctx, "search:x")
+	require.NoError(t, err)
+	assert.False(t, ok, "another run's calls are not served")
+	assert.Nil(t, (*Tracker)(nil).Journal())
+}

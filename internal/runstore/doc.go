@@ -30,6 +30,17 @@
 // newest of a type. They go with their run: Delete, DeleteThread and Prune
 // remove them.
 //
+// A run may also have recorded calls: the results of the external calls it
+// paid for — searches, page reads — kept under a key naming the call
+// (RecordCall) before the run uses them, so that a resumed run serves them
+// from the store (Call) instead of paying for them twice. They too go with
+// their run.
+//
+// A process that takes a run up — resuming it, or a worker starting a
+// queued run — claims it (Claim): the update happens only if the run is
+// still as the process read it, so of two resumes started together one
+// runs and the other is refused before it does anything.
+//
 // The stored status is what the process last wrote; a process that is
 // killed or crashes cannot write "interrupted". Effective corrects that when
 // reading: a run stored as running whose process is gone (Alive: its pid no
@@ -56,6 +67,8 @@
 //   - research_run_events: one row per event, keyed by run id and seq, and
 //     indexed by run id, type and seq (LastEvent); data as JSON bytes,
 //     verbatim;
+//   - research_run_calls: one row per recorded call, keyed by run id and
+//     key; data as JSON bytes, verbatim;
 //   - research_runs_meta: key/value rows, with schema_version, the version of
 //     the tables, for migrations.
 //
@@ -65,7 +78,7 @@
 // those of version 1, which had research_runs only, get the other tables
 // and a thread row for each thread of their runs; those of version 2 get
 // research_runs.cost_usd (Run.Cost), NULL — unknown — for the runs stored
-// before. Tables at a newer version
+// before; those of version 3 get research_run_calls. Tables at a newer version
 // — made by a newer deepgraph — are refused with an error asking for an
 // upgrade.
 //

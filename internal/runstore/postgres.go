@@ -64,6 +64,13 @@ func OpenPostgres(ctx context.Context, pool *pgxpool.Pool) (Store, error) {
 				PRIMARY KEY (run_id, seq)
 			)`,
 			`CREATE INDEX IF NOT EXISTS research_run_events_type ON research_run_events (run_id, type, seq)`,
+			`CREATE TABLE IF NOT EXISTS research_run_calls (
+				run_id text COLLATE "C" NOT NULL,
+				key text COLLATE "C" NOT NULL,
+				at timestamptz,
+				data bytea NOT NULL,
+				PRIMARY KEY (run_id, key)
+			)`,
 		},
 		timeArg:   func(t time.Time) any { return t },
 		param:     func(n int) string { return "$" + strconv.Itoa(n) },

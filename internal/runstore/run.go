@@ -325,4 +325,24 @@ type Store interface {
 	// their events. It fails with ErrNotFound when there is neither a
 	// thread nor a run of the thread.
 	DeleteThread(ctx context.Context, id string) error
+
+	// Claim is Update for a process taking a run up (resuming it, or a
+	// worker starting a queued run): it overwrites the stored run only
+	// while its Status, Host and PID are still those of seen, the run as
+	// the caller read it, in one statement. Of two processes claiming a run
+	// they both read, one wins; the other gets ErrClaimed and must leave
+	// the run alone. It fails with ErrNotFound when there is no such run.
+	Claim(ctx context.Context, r *Run, seen *Run) error
+
+	// RecordCall keeps the result of an external call the run paid for — a
+	// search, a page read — under key, which names the call and its
+	// arguments (1 to MaxCallKeyBytes bytes), so that the run, resumed,
+	// reuses it instead of paying again (Call). data is a JSON document of
+	// at most MaxDocumentBytes. A key already recorded keeps its first
+	// result. The calls go with their run (Delete, DeleteThread, Prune).
+	// It fails with ErrNotFound when there is no such run.
+	RecordCall(ctx context.Context, runID, key string, data []byte) error
+	// Call returns the result RecordCall kept for the run's call key. It
+	// fails with ErrNotFound when there is none.
+	Call(ctx context.Context, runID, key string) ([]byte, error)
 }

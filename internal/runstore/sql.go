@@ -31,8 +31,9 @@ import (
 // kept in the meta table as schema_version. Version 1 had research_runs
 // only; version 2 added research_threads, with a row for each thread of
 // the stored runs, and research_run_events; version 3 added
-// research_runs.cost_usd, NULL (unknown) in the runs stored before.
-const schemaVersion = 3
+// research_runs.cost_usd, NULL (unknown) in the runs stored before;
+// version 4 added research_run_calls.
+const schemaVersion = 4
 
 // sqlConn runs statements on a database or in a transaction.
 type sqlConn interface {
@@ -339,8 +340,7 @@ func (s *sqlStore) Delete(ctx context.Context, id string) error {
 		case changed == 0:
 			return notFound(id)
 		}
-		_, err = c.exec(ctx, `DELETE FROM research_run_events WHERE run_id = $1`, id)
-		return err
+		return deleteRunRows(ctx, c, id)
 	})
 	if err != nil && !ours(err) {
 		return fmt.Errorf("runstore: deleting run %q from %s: %w", id, s.d.name, err)
@@ -372,8 +372,7 @@ func (s *sqlStore) Prune(ctx context.Context, before time.Time) ([]*Run, error) 
 				return err
 			}
 			removed = true
-			_, err = c.exec(ctx, `DELETE FROM research_run_events WHERE run_id = $1`, r.ID)
-			return err
+			return deleteRunRows(ctx, c, r.ID)
 		})
 		if err != nil {
 			return pruned, fmt.Errorf("runstore: pruning run %q from %s: %w", r.ID, s.d.name, err)
@@ -610,7 +609,7 @@ func (s *sqlStore) DeleteThread(ctx context.Context, id string) error {
 			return threadNotFound(id)
 		}
 		for _, run := range runs {
-			if _, err := c.exec(ctx, `DELETE FROM research_run_events WHERE run_id = $1`, run); err != nil {
+			if err := deleteRunRows(ctx, c, run); err != nil {
 				return err
 			}
 		}
@@ -622,6 +621,16 @@ func (s *sqlStore) DeleteThread(ctx context.Context, id string) error {
 	return err
 }
 
+// deleteRunRows removes the rows that go with a deleted run: its events
+// and its recorded calls.
+func deleteRunRows(ctx context.Context, c sqlConn, id string) error {
+	if _, err := c.exec(ctx, `DELETE FROM research_run_events WHERE run_id = $1`, id); err != nil {
+		return err
+	}
+	_, err := c.exec(ctx, `DELETE FROM research_run_calls WHERE run_id = $1`, id)
+	return err
+}
+
 // threadNotFound is the error for a missing thread.
 func threadNotFound(id string) error {
 	return fmt.Errorf("%w: no thread has the id %q", ErrNotFound, id)
@@ -630,7 +639,7 @@ func threadNotFound(id string) error {
 // ours reports whether err is one of the package's errors, which a store
 // returns as they are, already saying what they are about.
 func ours(err error) bool {
-	for _, e := range []error{ErrNotFound, ErrAmbiguous, ErrExists, ErrInvalid, ErrTooLarge, ErrCorrupt} {
+	for _, e := range []error{ErrNotFound, ErrAmbiguous, ErrExists, ErrInvalid, ErrTooLarge, ErrCorrupt, ErrClaimed} {
 		if errors.Is(err, e) {
 			return true
 		}

@@ -330,10 +330,10 @@ func testCorruptOnRead(t *testing.T, e sqlEnv) {
 
 func testNewerSchema(t *testing.T, e sqlEnv) {
 	e.open(t)
-	e.exec(t, `UPDATE {meta} SET value = 4 WHERE key = 'schema_version'`)
+	e.exec(t, `UPDATE {meta} SET value = 5 WHERE key = 'schema_version'`)
 	_, err := e.openErr(t.Context())
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "has version 4, and this version of deepgraph reads up to 3: upgrade deepgraph")
+	assert.Contains(t, err.Error(), "has version 5, and this version of deepgraph reads up to 4: upgrade deepgraph")
 }
 
 func testCorruptEventOnRead(t *testing.T, e sqlEnv) {
@@ -361,7 +361,7 @@ func testCorruptEventOnRead(t *testing.T, e sqlEnv) {
 
 func testTables(t *testing.T, e sqlEnv) {
 	e.open(t)
-	assert.Equal(t, []string{"research_run_events", "research_runs", "research_runs_meta", "research_threads"}, e.tables(t))
+	assert.Equal(t, []string{"research_run_calls", "research_run_events", "research_runs", "research_runs_meta", "research_threads"}, e.tables(t))
 }
 
 // testUpgradeFromV1 opens tables of schema version 1 with runs: the new
@@ -384,7 +384,7 @@ func testUpgradeFromV1(t *testing.T, e sqlEnv) {
 	insert("old00009", "tie", KindAgent, "tie, greater id", base())
 
 	s := e.open(t)
-	assert.Equal(t, []string{"research_run_events", "research_runs", "research_runs_meta", "research_threads"}, e.tables(t))
+	assert.Equal(t, []string{"research_run_calls", "research_run_events", "research_runs", "research_runs_meta", "research_threads"}, e.tables(t))
 	threads, err := s.ListThreads(ctx, ThreadListOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []*Thread{
@@ -467,7 +467,7 @@ func testUpgradeFromV2(t *testing.T, e sqlEnv) {
 	e.exec(t, `INSERT INTO {events} (run_id, seq, type, at, data) VALUES ('old00001', 1, 'end', NULL, $1)`, []byte(`{}`))
 
 	s := e.open(t)
-	assert.Equal(t, 3, e.count(t, `SELECT value FROM {meta} WHERE key = 'schema_version'`))
+	assert.Equal(t, 4, e.count(t, `SELECT value FROM {meta} WHERE key = 'schema_version'`))
 	old, err := s.Get(ctx, "old00001")
 	require.NoError(t, err)
 	assert.Nil(t, old.Cost, "a run stored before costs has an unknown one, never 0")
@@ -587,7 +587,7 @@ func TestSQLiteSharesTheFile(t *testing.T) {
 	assert.Equal(t, 7, userVersion, "PRAGMA user_version belongs to the checkpoint store")
 	assert.Equal(t, 1684500327, appID, "PRAGMA application_id belongs to the checkpoint store")
 
-	assert.Equal(t, []string{"deepgraph_checkpoints", "research_run_events", "research_runs", "research_runs_meta", "research_threads"},
+	assert.Equal(t, []string{"deepgraph_checkpoints", "research_run_calls", "research_run_events", "research_runs", "research_runs_meta", "research_threads"},
 		queryStrings(t, db, `SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`))
 }
 

@@ -62,6 +62,13 @@ func OpenSQLite(ctx context.Context, db *sql.DB) (Store, error) {
 				PRIMARY KEY (run_id, seq)
 			) STRICT`,
 			`CREATE INDEX IF NOT EXISTS research_run_events_type ON research_run_events (run_id, type, seq)`,
+			`CREATE TABLE IF NOT EXISTS research_run_calls (
+				run_id TEXT NOT NULL,
+				key TEXT NOT NULL,
+				at INTEGER,
+				data BLOB NOT NULL,
+				PRIMARY KEY (run_id, key)
+			) STRICT`,
 		},
 		timeArg: func(t time.Time) any { return t.UnixMicro() },
 		// Anonymous parameters, in order.

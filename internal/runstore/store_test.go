@@ -56,6 +56,8 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		{"ListThreads", testListThreads},
 		{"DeleteThread", testDeleteThread},
 		{"PruneEventsAndThreads", testPruneEventsAndThreads},
+		{"Calls", testCalls},
+		{"Claim", testClaim},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -176,7 +176,7 @@ func (q *queue) research(ctx context.Context, j *job, tr *app.Tracker, set app.S
 		baseKnown = err == nil
 		tl.base, baseCalls = int(run.Tokens), run.Calls
 	}
-	opts := []research.RunOption{research.Thread(run.Thread), research.RunID(run.ID),
+	opts := []research.RunOption{research.Thread(run.Thread), research.RunID(run.ID), research.Journal(tr.Journal()),
 		research.Observe(func(a research.Activity) {
 			tl.usage = tl.usage.Merge(a.Usage)
 			if a.Kind == research.ActivityToken {

@@ -1,0 +1,100 @@
+package research
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"strconv"
+)
+
+// CallJournal keeps the results of the external calls a run pays for — the
+// searches and page reads of SearchBackend — so that the run, resumed after
+// a crash or a kill, serves them again instead of paying for them twice.
+// The graph's checkpoints keep what finished tasks wrote; a research task
+// killed after its search but before its summary would otherwise search
+// and read its pages again. deepgraph's run store is one
+// (runstore.Store.RecordCall); keys name the run's calls, so one journal
+// serves one run.
+type CallJournal interface {
+	// Recall returns the result recorded under key; ok is false when
+	// there is none.
+	Recall(ctx context.Context, key string) (data []byte, ok bool, err error)
+	// Record keeps the result of a call (a JSON document) under key. The
+	// run uses the result only once Record has returned.
+	Record(ctx context.Context, key string, data []byte) error
+}
+
+// Journal records the run's searches and page reads in j, and serves
+// those it recorded already from there (see CallJournal): pass the same
+// journal to Resume to not pay for them again.
+func Journal(j CallJournal) RunOption { return func(o *runOptions) { o.journal = j } }
+
+type journalKey struct{}
+
+// withJournal puts the run's journal in the context its tasks run in.
+func withJournal(ctx context.Context, j CallJournal) context.Context {
+	if j == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, journalKey{}, j)
+}
+
+func journalOf(ctx context.Context) CallJournal {
+	j, _ := ctx.Value(journalKey{}).(CallJournal)
+	return j
+}
+
+// callKey names a call in a journal: its kind and a hash of its arguments,
+// short and of a fixed length whatever the query or URL.
+func callKey(kind string, args ...string) string {
+	h := sha256.New()
+	for _, a := range args {
+		h.Write([]byte(strconv.Itoa(len(a))))
+		h.Write([]byte{':'})
+		h.Write([]byte(a))
+	}
+	return kind + ":" + hex.EncodeToString(h.Sum(nil))
+}
+
+// recorded returns the result of the call key: from the run's journal when
+// it holds it, else from call, recorded in the journal before it is
+// returned. Without a journal it is call(). A journal that cannot be read
+// or written is logged and passed by: the call is made, its result used.
+func recorded[T any](ctx context.Context, logger *slog.Logger, key string, call func() (T, error)) (T, error) {
+	j := journalOf(ctx)
+	if j == nil {
+		return call()
+	}
+	data, ok, err := j.Recall(ctx, key)
+	switch {
+	case err != nil:
+		warn(ctx, logger, "could not read a recorded call of the run; making it again", key, err)
+	case ok:
+		var v T
+		err := json.Unmarshal(data, &v)
+		if err == nil {
+			return v, nil
+		}
+		warn(ctx, logger, "a recorded call of the run cannot be read back; making it again", key, err)
+	}
+	v, err := call()
+	if err != nil {
+		return v, err
+	}
+	data, err = json.Marshal(v)
+	if err == nil {
+		err = j.Record(ctx, key, data)
+	}
+	if err != nil && ctx.Err() == nil {
+		warn(ctx, logger, "could not record a call of the run: a resume would make it again", key, err)
+	}
+	return v, nil
+}
+
+func warn(ctx context.Context, logger *slog.Logger, msg, key string, err error) {
+	if logger != nil {
+		logger.WarnContext(ctx, msg, "call", key, "err", err)
+	}
+}
