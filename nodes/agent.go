@@ -21,7 +21,7 @@ import (
 // Defaults of AgentConfig.
 const (
 	DefaultMaxSteps      = 20
-	DefaultMaxToolOutput = 10000
+	DefaultMaxToolOutput = tools.DefaultMaxOutput
 	DefaultWindow        = 40
 )
 
