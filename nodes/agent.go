@@ -96,6 +96,14 @@ type AgentConfig struct {
 	// prompt and the task (default 40); a tool call is never separated from
 	// its result.
 	Window int
+	// ContextTokens is the token budget of one model call's prompt — the
+	// system prompt, the tools, the task and the conversation — estimated
+	// at four characters a token (default DefaultContextTokens). Over it,
+	// older steps are condensed into a note that keeps their source labels
+	// (see DefaultContextTokens); a provider's context-overflow error
+	// condenses further and retries once. Set it to about half the model's
+	// context window.
+	ContextTokens int
 	// ModelRetry is how the think and best-effort steps (model calls only,
 	// never act) retry a failed call; nil means DefaultModelRetry, and
 	// &graph.RetryPolicy{MaxAttempts: 1} turns retries off (see ModelRetry).
@@ -214,6 +222,9 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	}
 	if cfg.Window <= 0 {
 		cfg.Window = DefaultWindow
+	}
+	if cfg.ContextTokens <= 0 {
+		cfg.ContextTokens = DefaultContextTokens
 	}
 	if cfg.SystemPrompt == "" {
 		cfg.SystemPrompt = DefaultAgentPrompt
@@ -459,7 +470,8 @@ func (a *Agent) think(ctx context.Context, s AgentState) (graph.Update[AgentStat
 	meter := new(llm.Meter)
 	model := llm.Metered(a.cfg.Model, meter, llm.RoleAgent)
 	defs := a.toolsNow(ctx).Defs()
-	msgs := append(a.prompt(s, "", defs), a.states(ctx)...)
+	states := a.states(ctx)
+	msgs := a.prompt(s, "", defs, states, a.cfg.ContextTokens)
 	var opts []llm.Option
 	if a.cfg.TextMode {
 		opts = append(opts, llm.Stop("\nObservation:"))
@@ -468,7 +480,13 @@ func (a *Agent) think(ctx context.Context, s AgentState) (graph.Update[AgentStat
 	}
 	// The steps of a run resend the system prompt, the tools, the task and
 	// the earlier turns: the provider caches that prefix.
-	resp, err := model.Generate(ctx, msgs, append(opts, llm.CachePrompt(), llm.EmitDeltas(ctx, llm.RoleAgent))...)
+	opts = append(opts, llm.CachePrompt(), llm.EmitDeltas(ctx, llm.RoleAgent))
+	resp, err := model.Generate(ctx, msgs, opts...)
+	if contextOverflow(err) {
+		// The provider counts more than the estimate: condense to half of
+		// what was sent, once.
+		resp, err = model.Generate(ctx, a.prompt(s, "", defs, states, estimateTokens(msgs, defs)/2), opts...)
+	}
 	if err != nil {
 		return graph.Update[AgentState]{}, failWith(ctx, err, meter)
 	}
@@ -675,7 +693,11 @@ func (a *Agent) bestEffort(ctx context.Context, s AgentState) (graph.Update[Agen
 	if s.Status == AgentStuck {
 		status, closing = AgentStuck, stuckFinalPrompt
 	}
-	resp, err := model.Generate(ctx, a.prompt(s, closing, nil), llm.CachePrompt(), llm.EmitDeltas(ctx, llm.RoleAgent))
+	msgs := a.prompt(s, closing, nil, nil, a.cfg.ContextTokens)
+	resp, err := model.Generate(ctx, msgs, llm.CachePrompt(), llm.EmitDeltas(ctx, llm.RoleAgent))
+	if contextOverflow(err) {
+		resp, err = model.Generate(ctx, a.prompt(s, closing, nil, nil, estimateTokens(msgs, nil)/2), llm.CachePrompt(), llm.EmitDeltas(ctx, llm.RoleAgent))
+	}
 	if err != nil {
 		return graph.Update[AgentState]{}, failWith(ctx, err, meter)
 	}
@@ -738,8 +760,9 @@ func (a *Agent) toolsNow(ctx context.Context) *tools.Collection {
 }
 
 // prompt is what the model sees: the system prompt, the task, a window of
-// recent messages, and an optional closing instruction.
-func (a *Agent) prompt(s AgentState, closing string, defs []schemas.ToolDef) []schemas.Message {
+// recent messages fitted into budget tokens (see DefaultContextTokens),
+// extra (the states), and an optional closing instruction.
+func (a *Agent) prompt(s AgentState, closing string, defs []schemas.ToolDef, extra []schemas.Message, budget int) []schemas.Message {
 	system := a.cfg.SystemPrompt
 	if a.cfg.TextMode {
 		if defs == nil {
@@ -747,11 +770,19 @@ func (a *Agent) prompt(s AgentState, closing string, defs []schemas.ToolDef) []s
 		}
 		system += "\n\n" + textProtocol(defs)
 	}
-	msgs := []schemas.Message{schemas.SystemMessage(system), schemas.UserMessage(s.Task)}
-	msgs = append(msgs, window(s.Messages, a.cfg.Window)...)
+	head := []schemas.Message{schemas.SystemMessage(system), schemas.UserMessage(s.Task)}
+	var tail []schemas.Message
+	tail = append(tail, extra...)
 	if closing != "" {
-		msgs = append(msgs, schemas.UserMessage(closing))
+		tail = append(tail, schemas.UserMessage(closing))
 	}
+	toolDefs := defs
+	if a.cfg.TextMode {
+		toolDefs = nil // in the system prompt already
+	}
+	fixed := estimateTokens(head, toolDefs) + estimateTokens(tail, nil)
+	msgs := append(head, fitContext(s.Messages, window(s.Messages, a.cfg.Window), fixed, budget)...)
+	msgs = append(msgs, tail...)
 	if a.cfg.TextMode || closing != "" {
 		// Models without tool support cannot read tool-role messages or tool
 		// calls; neither can a call made without tools.
