@@ -96,6 +96,17 @@ type AgentConfig struct {
 	// prompt and the task (default 40); a tool call is never separated from
 	// its result.
 	Window int
+	// AllowTools, when not empty, is the allow-list of the tools the agent
+	// may use, its own and its dynamic sets' alike: names or shell
+	// patterns ("github.*" for every tool of an MCP server named github,
+	// "github.search_issues" for one). DenyTools removes tools matching
+	// its patterns. terminate is always kept.
+	AllowTools []string
+	DenyTools  []string
+	// MaxTools is the most tools one model call may offer (default
+	// DefaultMaxTools, OpenAI's limit): a step with more fails with
+	// ErrTooManyTools, naming the limit, before the model is called.
+	MaxTools int
 	// ContextTokens is the token budget of one model call's prompt — the
 	// system prompt, the tools, the task and the conversation — estimated
 	// at four characters a token (default DefaultContextTokens). Over it,
@@ -226,6 +237,9 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	if cfg.ContextTokens <= 0 {
 		cfg.ContextTokens = DefaultContextTokens
 	}
+	if cfg.MaxTools <= 0 {
+		cfg.MaxTools = DefaultMaxTools
+	}
 	if cfg.SystemPrompt == "" {
 		cfg.SystemPrompt = DefaultAgentPrompt
 	}
@@ -239,8 +253,10 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 			return nil, fmt.Errorf("nodes: agent tools: %w", err)
 		}
 	}
+	a := &Agent{cfg: cfg}
+	tc = a.filterTools(tc)
 	_, hasAsk := tc.Get(tools.AskHumanName)
-	a := &Agent{cfg: cfg, tools: tc, defs: tc.Defs(), asks: hasAsk && cfg.Checkpointer != nil}
+	a.tools, a.defs, a.asks = tc, tc.Defs(), hasAsk && cfg.Checkpointer != nil
 
 	g := graph.New[AgentState](aMessages, aCalls, aSteps, aSignatures, aNudged, aStatus, aAnswer, aUsage,
 		aSources, aCited, aDropped)
@@ -469,7 +485,11 @@ func (a *Agent) think(ctx context.Context, s AgentState) (graph.Update[AgentStat
 	step := s.Steps + 1
 	meter := new(llm.Meter)
 	model := llm.Metered(a.cfg.Model, meter, llm.RoleAgent)
-	defs := a.toolsNow(ctx).Defs()
+	set := a.toolsNow(ctx)
+	if err := a.checkToolCount(set); err != nil {
+		return graph.Update[AgentState]{}, err
+	}
+	defs := set.Defs()
 	states := a.states(ctx)
 	msgs := a.prompt(s, "", defs, states, a.cfg.ContextTokens)
 	var opts []llm.Option
@@ -755,6 +775,7 @@ func (a *Agent) toolsNow(ctx context.Context) *tools.Collection {
 		}
 		return a.tools
 	}
+	merged = a.filterTools(merged)
 	a.dynamic, a.merged = parts, merged
 	return merged
 }
