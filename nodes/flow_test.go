@@ -338,3 +338,30 @@ func TestNewFlowErrors(t *testing.T) {
 		assert.ErrorContains(t, err, tc.want)
 	}
 }
+
+func TestFlowEmptyRevisionIsRefused(t *testing.T) {
+	planner := fake.New(
+		planCall("create", "Plan", "Fetch the dataset", "Plot it", "Write notes.md"),
+		planCall("update", "").When(fake.AnyContains("is blocked")),
+		fake.Text("The dataset could not be fetched; the plot and the notes were made from the cache."),
+	)
+	exec := &recorder{name: "agent", do: func(t nodes.StepTask) (nodes.StepResult, error) {
+		if t.Step == "Fetch the dataset" {
+			return nodes.StepResult{Blocked: "the server is down"}, nil
+		}
+		return nodes.StepResult{Output: "done: " + t.Step}, nil
+	}}
+	f := newFlow(t, nodes.FlowConfig{Planner: planner, MaxRevisions: 1}, exec)
+	var notes []string
+	res, err := f.Run(context.Background(), "Plot the dataset", func(e nodes.FlowEvent) {
+		if e.Kind == nodes.FlowEventRevised {
+			notes = append(notes, e.Note)
+		}
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"Fetch the dataset", "Plot it", "Write notes.md"}, exec.steps(), "the remaining steps were not dropped")
+	assert.Equal(t, []tools.StepStatus{"blocked", "completed", "completed"}, statuses(res.Plan))
+	require.Len(t, notes, 1)
+	assert.Contains(t, notes[0], "gave no steps: refused")
+	assert.Contains(t, notes[0], "2 remaining steps")
+}
