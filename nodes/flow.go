@@ -395,6 +395,12 @@ type FlowResult struct {
 	Usage llm.UsageByRole `json:"usage,omitempty"`
 	// Waiting is the plan review a paused run waits on.
 	Waiting *PlanReview `json:"waiting,omitempty"`
+	// Incomplete says the run stopped before its summary (it failed,
+	// timed out, or waits for a review); Partial is then what its finished
+	// steps found, with the steps not done, its citations checked (Sources
+	// are the sources Partial cites).
+	Incomplete bool   `json:"incomplete,omitempty"`
+	Partial    string `json:"partial,omitempty"`
 }
 
 func flowResult(s FlowState) *FlowResult {
@@ -441,7 +447,12 @@ func (f *Flow) drive(last FlowState, observe func(FlowEvent), events iter.Seq2[g
 	}
 	for ev, err := range events {
 		if err != nil {
-			return result(last), err
+			res := result(last)
+			if res.Summary == "" {
+				res.Incomplete = true
+				res.Partial, res.Sources = flowPartialOf(last)
+			}
+			return res, err
 		}
 		switch ev.Kind {
 		case graph.EventStep, graph.EventEnd:
@@ -465,6 +476,7 @@ func (f *Flow) drive(last FlowState, observe func(FlowEvent), events iter.Seq2[g
 			}
 		case graph.EventInterrupt:
 			res := result(ev.State)
+			res.Incomplete = true
 			for _, pi := range ev.Interrupts {
 				if r, err := graph.PayloadOf[PlanReview](pi); err == nil && pi.Node == FlowNodeApprove {
 					res.Waiting = &r

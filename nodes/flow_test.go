@@ -365,3 +365,28 @@ func TestFlowEmptyRevisionIsRefused(t *testing.T) {
 	assert.Contains(t, notes[0], "gave no steps: refused")
 	assert.Contains(t, notes[0], "2 remaining steps")
 }
+
+func TestFlowThatFailsKeepsItsFinishedSteps(t *testing.T) {
+	boom := errors.New("the planner's provider is down")
+	planner := fake.New(
+		planCall("create", "Plan", "Find the release date", "Find the changes", "Write the notes"),
+		fake.Error(boom).Repeat(),
+	)
+	exec := &recorder{name: "agent", do: func(t nodes.StepTask) (nodes.StepResult, error) {
+		if t.Step == "Write the notes" {
+			return nodes.StepResult{}, context.DeadlineExceeded
+		}
+		return nodes.StepResult{Output: "Found for " + t.Step + " [S1].",
+			Sources: []citation.Source{citation.ForResult("Go blog", "https://go.dev/blog/go1.22", 0, 1)}}, nil
+	}}
+	f := newFlow(t, nodes.FlowConfig{Planner: planner, MaxRevisions: -1, ModelRetry: &graph.RetryPolicy{MaxAttempts: 1}}, exec)
+	res, err := f.Run(context.Background(), "Go 1.22 notes", nil)
+	require.Error(t, err)
+	require.NotNil(t, res)
+	assert.True(t, res.Incomplete)
+	assert.Empty(t, res.Summary)
+	assert.Contains(t, res.Partial, "Step 1 (agent, completed): Find the release date")
+	assert.Contains(t, res.Partial, "Found for Find the changes")
+	assert.Contains(t, res.Partial, "https://go.dev/blog/go1.22", "the partial cites the gathered source")
+	require.NotEmpty(t, res.Sources)
+}
