@@ -35,7 +35,9 @@ func ExampleAgentNode_failure() {
 	g := graph.New[outer](notes)
 	g.AddNode("agent", nodes.AgentNode(agent,
 		func(outer) string { return "What changed in v2?" },
-		func(_ outer, r *nodes.AgentResult) graph.Update[outer] { return graph.Writes(notes.Set(r.Answer + r.Partial)) }))
+		func(_ outer, r *nodes.AgentResult) graph.Update[outer] {
+			return graph.Writes(notes.Set(r.Answer + r.Partial))
+		}))
 	g.AddSequence(graph.Start, "agent", graph.End)
 	run, err := g.Compile()
 	if err != nil {
