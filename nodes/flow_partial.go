@@ -24,7 +24,9 @@ func flowPartialOf(s FlowState) (string, []citation.Source) {
 	b.WriteString("The flow stopped before its summary. What its finished steps found:\n")
 	for _, o := range s.Outcomes {
 		fmt.Fprintf(&b, "\n### Step %d (%s, %s): %s\n\n", o.Index+1, o.Executor, o.Status, oneLine(o.Step))
-		b.WriteString(strings.TrimSpace(cutText(o.text(), maxPartialStepChars)) + "\n")
+		text := o.text()
+		text = text[:sourcesListStart(text)] // one Sources list, at the end
+		b.WriteString(strings.TrimSpace(cutText(text, maxPartialStepChars)) + "\n")
 	}
 	var left []string
 	for _, st := range s.Plan.Steps {

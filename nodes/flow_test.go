@@ -3,6 +3,7 @@ package nodes_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -389,4 +390,19 @@ func TestFlowThatFailsKeepsItsFinishedSteps(t *testing.T) {
 	assert.Contains(t, res.Partial, "Found for Find the changes")
 	assert.Contains(t, res.Partial, "https://go.dev/blog/go1.22", "the partial cites the gathered source")
 	require.NotEmpty(t, res.Sources)
+}
+
+func TestFlowPartialHasOneSourcesList(t *testing.T) {
+	planner := fake.New(planCall("create", "Plan", "A", "B"), fake.Error(errors.New("down")).Repeat())
+	src := citation.ForResult("Go blog", "https://go.dev/blog/go1.22", 0, 1)
+	exec := &recorder{name: "agent", do: func(t nodes.StepTask) (nodes.StepResult, error) {
+		return nodes.StepResult{Output: "Found " + t.Step + " [1](https://go.dev/blog/go1.22).\n\n## Sources\n\n1. [Go blog](https://go.dev/blog/go1.22)\n",
+			Sources: []citation.Source{src}}, nil
+	}}
+	f := newFlow(t, nodes.FlowConfig{Planner: planner, MaxRevisions: -1, ModelRetry: &graph.RetryPolicy{MaxAttempts: 1}}, exec)
+	res, err := f.Run(context.Background(), "task", nil)
+	require.Error(t, err)
+	assert.Equal(t, 1, strings.Count(res.Partial, "## Sources"), res.Partial)
+	assert.Contains(t, res.Partial, "Found A")
+	assert.Contains(t, res.Partial, "Found B")
 }

@@ -167,8 +167,9 @@ func TestE2EFlowFailureKeepsFinishedSteps(t *testing.T) {
 				return
 			}
 			assert.Contains(t, res.stdout, "The flow stopped before its summary")
-			assert.Contains(t, res.stdout, "Step 2 (agent, completed): [agent] Write raft.md with the findings")
+			assert.Contains(t, res.stdout, "Step 2 (agent, completed): Write raft.md with the findings")
 			assert.Contains(t, res.stdout, "Wrote raft.md")
+			assert.Equal(t, 1, strings.Count(res.stdout, "## Sources"), "one Sources list, at the end")
 		})
 	}
 }
