@@ -580,7 +580,7 @@ func checkSpec(s string) (string, error) {
 func toolsKey() entry {
 	return entry{
 		Key: Key{Name: "agent.tools", Default: "all available", Flag: "--tools",
-			Help: "Built-in tools offered to the agent, comma-separated: web_search, fetch_page, str_replace_editor, python_execute, bash, ask_human, planning, deep_research, browser (with --browser), terminate (MCP tools come with --mcp)."},
+			Help: "Built-in tools offered to the agent, comma-separated: web_search, fetch_page, str_replace_editor, python_execute, bash, ask_human, planning, deep_research, browser (with --browser), terminate; MCP tools as server.tool or server.* (when set, MCP tools it does not name are left out)."},
 		set: func(c *Config, v any) error {
 			items, err := asList(v)
 			if err != nil {

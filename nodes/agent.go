@@ -21,7 +21,7 @@ import (
 // Defaults of AgentConfig.
 const (
 	DefaultMaxSteps      = 20
-	DefaultMaxToolOutput = 10000
+	DefaultMaxToolOutput = tools.DefaultMaxOutput
 	DefaultWindow        = 40
 )
 
@@ -42,6 +42,8 @@ const keepGoingPrompt = `If the task is complete, call the terminate tool with y
 
 const bestEffortPrompt = `You have reached the step limit and cannot use tools any more. Write your best final answer now from what you found so far. Say clearly what is unfinished or uncertain.`
 
+const stuckFinalPrompt = `You were stopped because you kept repeating the same steps after being told to change strategy, and you cannot use tools any more. Write your best final answer now from what you found so far, citing the sources' labels as before. Say clearly what is unfinished or uncertain.`
+
 // AgentStatus is how an agent run ended.
 type AgentStatus string
 
@@ -51,12 +53,19 @@ const (
 	AgentFailure  AgentStatus = "failure"   // terminate with status failure
 	AgentAnswered AgentStatus = "answered"  // a reply without tool calls ended the run
 	AgentMaxSteps AgentStatus = "max_steps" // the step limit; the answer is a best-effort one
-	AgentStuck    AgentStatus = "stuck"     // repeated itself again after being told to change strategy (see MaxLoopPeriod)
+	AgentStuck    AgentStatus = "stuck"     // repeated itself again after being told to change strategy (see MaxLoopPeriod); the answer is a best-effort one
 	AgentError    AgentStatus = "error"     // the run failed (the model, the context); Partial holds what it had done
 )
 
 // OK reports whether the agent finished its task.
 func (s AgentStatus) OK() bool { return s == AgentSuccess || s == AgentAnswered }
+
+// Incomplete reports whether a run that ended with s stopped before its
+// task was done: at the step limit, stuck, or failed. Its answer (or
+// Partial) is a best effort from what it had gathered.
+func (s AgentStatus) Incomplete() bool {
+	return s == AgentMaxSteps || s == AgentStuck || s == AgentError
+}
 
 // AgentConfig configures an Agent.
 type AgentConfig struct {
@@ -87,6 +96,25 @@ type AgentConfig struct {
 	// prompt and the task (default 40); a tool call is never separated from
 	// its result.
 	Window int
+	// AllowTools, when not empty, is the allow-list of the tools the agent
+	// may use, its own and its dynamic sets' alike: names or shell
+	// patterns ("github.*" for every tool of an MCP server named github,
+	// "github.search_issues" for one). DenyTools removes tools matching
+	// its patterns. terminate is always kept.
+	AllowTools []string
+	DenyTools  []string
+	// MaxTools is the most tools one model call may offer (default
+	// DefaultMaxTools, OpenAI's limit): a step with more fails with
+	// ErrTooManyTools, naming the limit, before the model is called.
+	MaxTools int
+	// ContextTokens is the token budget of one model call's prompt — the
+	// system prompt, the tools, the task and the conversation — estimated
+	// at four characters a token (default DefaultContextTokens). Over it,
+	// older steps are condensed into a note that keeps their source labels
+	// (see DefaultContextTokens); a provider's context-overflow error
+	// condenses further and retries once. Set it to about half the model's
+	// context window.
+	ContextTokens int
 	// ModelRetry is how the think and best-effort steps (model calls only,
 	// never act) retry a failed call; nil means DefaultModelRetry, and
 	// &graph.RetryPolicy{MaxAttempts: 1} turns retries off (see ModelRetry).
@@ -206,6 +234,12 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	if cfg.Window <= 0 {
 		cfg.Window = DefaultWindow
 	}
+	if cfg.ContextTokens <= 0 {
+		cfg.ContextTokens = DefaultContextTokens
+	}
+	if cfg.MaxTools <= 0 {
+		cfg.MaxTools = DefaultMaxTools
+	}
 	if cfg.SystemPrompt == "" {
 		cfg.SystemPrompt = DefaultAgentPrompt
 	}
@@ -219,8 +253,10 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 			return nil, fmt.Errorf("nodes: agent tools: %w", err)
 		}
 	}
+	a := &Agent{cfg: cfg}
+	tc = a.filterTools(tc)
 	_, hasAsk := tc.Get(tools.AskHumanName)
-	a := &Agent{cfg: cfg, tools: tc, defs: tc.Defs(), asks: hasAsk && cfg.Checkpointer != nil}
+	a.tools, a.defs, a.asks = tc, tc.Defs(), hasAsk && cfg.Checkpointer != nil
 
 	g := graph.New[AgentState](aMessages, aCalls, aSteps, aSignatures, aNudged, aStatus, aAnswer, aUsage,
 		aSources, aCited, aDropped)
@@ -258,8 +294,12 @@ type AgentResult struct {
 	Task   string      `json:"task"`
 	Status AgentStatus `json:"status"`
 	Answer string      `json:"answer"`
-	// BestEffort marks an answer written after the step limit.
-	BestEffort bool              `json:"best_effort,omitempty"`
+	// BestEffort marks an answer written without tools after the run was
+	// stopped: at the step limit, or stuck repeating itself.
+	BestEffort bool `json:"best_effort,omitempty"`
+	// Incomplete says the run stopped before its task was done (see
+	// AgentStatus.Incomplete); a paused run (Waiting) is incomplete too.
+	Incomplete bool              `json:"incomplete,omitempty"`
 	Steps      int               `json:"steps"`
 	Messages   []schemas.Message `json:"messages"`
 	// Usage is what the agent's model calls spent (RoleAgent): those of
@@ -283,16 +323,16 @@ type AgentResult struct {
 }
 
 func resultOf(s AgentState) *AgentResult {
-	return &AgentResult{Task: s.Task, Status: s.Status, Answer: s.Answer, BestEffort: s.Status == AgentMaxSteps,
-		Steps: s.Steps, Messages: s.Messages, Usage: s.Usage, Sources: s.Cited, Gathered: len(s.Sources), Dropped: s.Dropped}
+	return &AgentResult{Task: s.Task, Status: s.Status, Answer: s.Answer, BestEffort: s.Status == AgentMaxSteps || s.Status == AgentStuck,
+		Incomplete: s.Status == "" || s.Status.Incomplete(), Steps: s.Steps, Messages: s.Messages, Usage: s.Usage, Sources: s.Cited, Gathered: len(s.Sources), Dropped: s.Dropped}
 }
 
 // failedResult is the result of a run that failed in state s, its last
 // completed step: status AgentError and what it had done.
 func (a *Agent) failedResult(s AgentState) *AgentResult {
 	res := resultOf(s)
-	if res.Status == "" {
-		res.Status = AgentError
+	if res.Status == "" || (res.Status == AgentStuck && res.Answer == "") {
+		res.Status, res.Incomplete = AgentError, true
 		res.Partial, res.Sources = partialOf(s, a.cfg.TextMode)
 	}
 	return res
@@ -397,6 +437,12 @@ func (a *Agent) drive(last AgentState, observe func(AgentEvent), events iter.Seq
 // from the state, write turns the result into the graph's update. The
 // agent's events reach the outer graph's stream as custom events of the node
 // (named "<node>/think" and "<node>/act").
+//
+// When the agent's run fails, the node fails with an *AgentRunError that
+// carries the run's partial result (status AgentError, what it had done in
+// Partial, the sources it gathered), and with the update write makes of it
+// in Update: the outer graph's caller takes them with errors.As, so the
+// work is not lost with the failed step.
 func AgentNode[S any](a *Agent, task func(S) string, write func(S, *AgentResult) graph.Update[S]) graph.NodeFunc[S] {
 	return func(ctx context.Context, s S) (graph.Update[S], error) {
 		t := task(s)
@@ -405,19 +451,47 @@ func AgentNode[S any](a *Agent, task func(S) string, write func(S, *AgentResult)
 		}
 		final, err := a.graph.Invoke(ctx, AgentState{Task: t})
 		if err != nil {
-			return graph.Update[S]{}, err
+			res := a.failedResult(final)
+			if res.Task == "" {
+				res.Task = t
+			}
+			return graph.Update[S]{}, &AgentRunError[S]{Result: res, Update: write(s, res), Err: err}
 		}
 		return write(s, resultOf(final)), nil
 	}
 }
+
+// AgentRunError is the error of an AgentNode whose agent run failed: Err is
+// why, Result what the run had done by then (its Partial and Sources), and
+// Update what the node's write function made of Result — the update the
+// outer graph would have had. Take it with errors.As:
+//
+//	var ae *nodes.AgentRunError[MyState]
+//	if errors.As(err, &ae) { … ae.Result.Partial … }
+type AgentRunError[S any] struct {
+	Result *AgentResult
+	Update graph.Update[S]
+	Err    error
+}
+
+func (e *AgentRunError[S]) Error() string {
+	return fmt.Sprintf("agent run failed after %d steps (its partial result is kept with this error): %v", e.Result.Steps, e.Err)
+}
+
+func (e *AgentRunError[S]) Unwrap() error { return e.Err }
 
 // think asks the model for the next step.
 func (a *Agent) think(ctx context.Context, s AgentState) (graph.Update[AgentState], error) {
 	step := s.Steps + 1
 	meter := new(llm.Meter)
 	model := llm.Metered(a.cfg.Model, meter, llm.RoleAgent)
-	defs := a.toolsNow(ctx).Defs()
-	msgs := append(a.prompt(s, "", defs), a.states(ctx)...)
+	set := a.toolsNow(ctx)
+	if err := a.checkToolCount(set); err != nil {
+		return graph.Update[AgentState]{}, err
+	}
+	defs := set.Defs()
+	states := a.states(ctx)
+	msgs := a.prompt(s, "", defs, states, a.cfg.ContextTokens)
 	var opts []llm.Option
 	if a.cfg.TextMode {
 		opts = append(opts, llm.Stop("\nObservation:"))
@@ -426,7 +500,13 @@ func (a *Agent) think(ctx context.Context, s AgentState) (graph.Update[AgentStat
 	}
 	// The steps of a run resend the system prompt, the tools, the task and
 	// the earlier turns: the provider caches that prefix.
-	resp, err := model.Generate(ctx, msgs, append(opts, llm.CachePrompt(), llm.EmitDeltas(ctx, llm.RoleAgent))...)
+	opts = append(opts, llm.CachePrompt(), llm.EmitDeltas(ctx, llm.RoleAgent))
+	resp, err := model.Generate(ctx, msgs, opts...)
+	if contextOverflow(err) {
+		// The provider counts more than the estimate: condense to half of
+		// what was sent, once.
+		resp, err = model.Generate(ctx, a.prompt(s, "", defs, states, estimateTokens(msgs, defs)/2), opts...)
+	}
 	if err != nil {
 		return graph.Update[AgentState]{}, failWith(ctx, err, meter)
 	}
@@ -455,8 +535,8 @@ func (a *Agent) think(ctx context.Context, s AgentState) (graph.Update[AgentStat
 		u = u.With(writes...)
 		switch verdict {
 		case loopStuck:
-			graph.Emit(ctx, AgentEvent{Kind: AgentEventDone, Step: step, Status: AgentStuck, Answer: thought})
-			return u.With(aStatus.Set(AgentStuck), aAnswer.Set(stuckAnswer(step, thought))), nil
+			// best_effort writes the answer from what was gathered.
+			return u.With(aStatus.Set(AgentStuck)), nil
 		case loopNudge:
 			graph.Emit(ctx, AgentEvent{Kind: AgentEventNudge, Step: step})
 			return u.With(aMessages.Add(schemas.UserMessage(stuckPrompt))), nil
@@ -477,6 +557,8 @@ func (a *Agent) think(ctx context.Context, s AgentState) (graph.Update[AgentStat
 
 func (a *Agent) afterThink(s AgentState) graph.Route {
 	switch {
+	case s.Status == AgentStuck && s.Answer == "":
+		return graph.Goto(AgentNodeFinal)
 	case s.Status != "":
 		return graph.Goto(graph.End)
 	case a.asks && slices.ContainsFunc(s.Calls, func(c schemas.ToolCall) bool { return c.Name == tools.AskHumanName }):
@@ -533,13 +615,12 @@ func (a *Agent) act(ctx context.Context, s AgentState) (graph.Update[AgentState]
 		}
 	}
 	if !finished && len(s.Calls) > 0 {
-		writes, verdict := loopRule(s, stepRecord(s.Calls, results))
+		writes, verdict := loopRule(s, stepRecord(s.Calls, results, s.Steps))
 		u = u.With(writes...)
 		switch verdict {
 		case loopStuck:
-			reply := lastReply(s.Messages)
-			graph.Emit(ctx, AgentEvent{Kind: AgentEventDone, Step: s.Steps, Status: AgentStuck, Answer: reply})
-			u = u.With(aStatus.Set(AgentStuck), aAnswer.Set(stuckAnswer(s.Steps, reply)))
+			// best_effort writes the answer from what was gathered.
+			u = u.With(aStatus.Set(AgentStuck))
 		case loopNudge:
 			// The nudge follows the results the repeated calls need.
 			graph.Emit(ctx, AgentEvent{Kind: AgentEventNudge, Step: s.Steps})
@@ -611,6 +692,8 @@ func (a *Agent) askOne(ctx context.Context, call schemas.ToolCall, step int) (to
 
 func (a *Agent) afterAct(s AgentState) graph.Route {
 	switch {
+	case s.Status == AgentStuck && s.Answer == "":
+		return graph.Goto(AgentNodeFinal)
 	case s.Status != "":
 		return graph.Goto(graph.End)
 	case s.Steps >= a.cfg.MaxSteps:
@@ -620,11 +703,21 @@ func (a *Agent) afterAct(s AgentState) graph.Route {
 	}
 }
 
-// bestEffort asks, without tools, for the best answer after the step limit.
+// bestEffort asks, without tools, for the best answer from what the run
+// gathered: after the step limit, or after the run was stopped as stuck.
+// The answer cites the gathered sources like any answer.
 func (a *Agent) bestEffort(ctx context.Context, s AgentState) (graph.Update[AgentState], error) {
 	meter := new(llm.Meter)
 	model := llm.Metered(a.cfg.Model, meter, llm.RoleAgent)
-	resp, err := model.Generate(ctx, a.prompt(s, bestEffortPrompt, nil), llm.CachePrompt(), llm.EmitDeltas(ctx, llm.RoleAgent))
+	status, closing := AgentMaxSteps, bestEffortPrompt
+	if s.Status == AgentStuck {
+		status, closing = AgentStuck, stuckFinalPrompt
+	}
+	msgs := a.prompt(s, closing, nil, nil, a.cfg.ContextTokens)
+	resp, err := model.Generate(ctx, msgs, llm.CachePrompt(), llm.EmitDeltas(ctx, llm.RoleAgent))
+	if contextOverflow(err) {
+		resp, err = model.Generate(ctx, a.prompt(s, closing, nil, nil, estimateTokens(msgs, nil)/2), llm.CachePrompt(), llm.EmitDeltas(ctx, llm.RoleAgent))
+	}
 	if err != nil {
 		return graph.Update[AgentState]{}, failWith(ctx, err, meter)
 	}
@@ -634,7 +727,11 @@ func (a *Agent) bestEffort(ctx context.Context, s AgentState) (graph.Update[Agen
 			answer = p.final
 		}
 	}
-	u := graph.Writes(a.finish(ctx, s.Steps, s.Sources, AgentMaxSteps, strings.TrimSpace(answer))...)
+	answer = strings.TrimSpace(answer)
+	if answer == "" && status == AgentStuck {
+		answer = stuckAnswer(s.Steps, lastReply(s.Messages), len(s.Sources))
+	}
+	u := graph.Writes(a.finish(ctx, s.Steps, s.Sources, status, answer)...)
 	return u.With(aUsage.Merge(meter.Snapshot())), nil
 }
 
@@ -678,13 +775,15 @@ func (a *Agent) toolsNow(ctx context.Context) *tools.Collection {
 		}
 		return a.tools
 	}
+	merged = a.filterTools(merged)
 	a.dynamic, a.merged = parts, merged
 	return merged
 }
 
 // prompt is what the model sees: the system prompt, the task, a window of
-// recent messages, and an optional closing instruction.
-func (a *Agent) prompt(s AgentState, closing string, defs []schemas.ToolDef) []schemas.Message {
+// recent messages fitted into budget tokens (see DefaultContextTokens),
+// extra (the states), and an optional closing instruction.
+func (a *Agent) prompt(s AgentState, closing string, defs []schemas.ToolDef, extra []schemas.Message, budget int) []schemas.Message {
 	system := a.cfg.SystemPrompt
 	if a.cfg.TextMode {
 		if defs == nil {
@@ -692,11 +791,19 @@ func (a *Agent) prompt(s AgentState, closing string, defs []schemas.ToolDef) []s
 		}
 		system += "\n\n" + textProtocol(defs)
 	}
-	msgs := []schemas.Message{schemas.SystemMessage(system), schemas.UserMessage(s.Task)}
-	msgs = append(msgs, window(s.Messages, a.cfg.Window)...)
+	head := []schemas.Message{schemas.SystemMessage(system), schemas.UserMessage(s.Task)}
+	var tail []schemas.Message
+	tail = append(tail, extra...)
 	if closing != "" {
-		msgs = append(msgs, schemas.UserMessage(closing))
+		tail = append(tail, schemas.UserMessage(closing))
 	}
+	toolDefs := defs
+	if a.cfg.TextMode {
+		toolDefs = nil // in the system prompt already
+	}
+	fixed := estimateTokens(head, toolDefs) + estimateTokens(tail, nil)
+	msgs := append(head, fitContext(s.Messages, window(s.Messages, a.cfg.Window), fixed, budget)...)
+	msgs = append(msgs, tail...)
 	if a.cfg.TextMode || closing != "" {
 		// Models without tool support cannot read tool-role messages or tool
 		// calls; neither can a call made without tools.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -25,7 +26,7 @@ import (
 // text when it made no call. The agent is going round in circles when the
 // last p records, for a period p from 1 to MaxLoopPeriod, equal the p
 // records before them: the same call with the same result twice in a row
-// (p = 1), A B A B (p = 2), up to five steps repeated in the same order
+// (p = 1), A B A B (p = 2), up to six steps repeated in the same order
 // with the same results. A call repeated after something changed is not a
 // repeat — view, edit, view sees a different file the second time — and a
 // cycle whose calls return something new each time is not a cycle.
@@ -37,11 +38,41 @@ import (
 // same episode, ends the run with AgentStuck. An episode ends when the
 // agent makes progress — a step whose record is new in the run — so a
 // later, unrelated loop gets a nudge of its own.
-const MaxLoopPeriod = 5
+const MaxLoopPeriod = 6
+
+// Polling is not being stuck: a step whose every result is a short status
+// saying the awaited state is not there yet ("pending", "running", "in
+// progress", "queued", "not ready"…) is waiting for something else to
+// happen, and repeating it is what a job's status calls for. Such a step
+// is recorded as new each time, so the stuck rule never counts it; the
+// step limit still bounds the wait.
+var rePending = regexp.MustCompile(`(?i)\b(pending|in[ _-]?progress|running|queued|processing|waiting|not (yet )?(ready|finished|done|complete|available))\b`)
+
+// maxPendingLen is the longest result read as a status for the polling
+// rule: a status is short; a page that says "running" is not one.
+const maxPendingLen = 500
+
+// polling reports whether every result says the state is pending.
+func polling(results []tools.Result) bool {
+	if len(results) == 0 {
+		return false
+	}
+	for _, r := range results {
+		c := r.Content()
+		if r.Failed() || len(c) > maxPendingLen || !rePending.MatchString(c) {
+			return false
+		}
+	}
+	return true
+}
 
 // stepRecord identifies a step that made calls: the calls and their
-// results, as a digest.
-func stepRecord(calls []schemas.ToolCall, results []tools.Result) string {
+// results, as a digest; a polling step (see polling) at step is new each
+// time.
+func stepRecord(calls []schemas.ToolCall, results []tools.Result, step int) string {
+	if polling(results) {
+		return fmt.Sprintf("poll:%d", step)
+	}
 	h := sha256.New()
 	for i, c := range calls {
 		fmt.Fprintf(h, "%s\x00%s\x00", c.Name, canonicalJSON(c.Arguments))
@@ -105,9 +136,22 @@ func loopRule(s AgentState, rec string) ([]graph.Write[AgentState], loopVerdict)
 	return writes, loopOK
 }
 
-// stuckAnswer is the answer of a run stopped as stuck.
-func stuckAnswer(step int, reply string) string {
-	return fmt.Sprintf("The agent stopped at step %d: it repeated itself after being told to change strategy. Its last reply: %s", step, strings.TrimSpace(reply))
+// stuckAnswer is the answer of a run stopped as stuck when the model wrote
+// none: its last reply and the labels of the sources it gathered (n), so
+// that they are cited.
+func stuckAnswer(step int, reply string, n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "The agent stopped at step %d: it repeated itself after being told to change strategy.", step)
+	if r := strings.TrimSpace(reply); r != "" {
+		b.WriteString(" Its last reply: " + r)
+	}
+	if n > 0 {
+		b.WriteString("\n\nSources it gathered:")
+		for i := 1; i <= n; i++ {
+			fmt.Fprintf(&b, " [S%d]", i)
+		}
+	}
+	return b.String()
 }
 
 // MaxEventOutput caps the characters of a tool result an AgentEvent

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -91,7 +92,7 @@ func constant(name string) tools.Tool {
 }
 
 func TestAgentCycleIsCaught(t *testing.T) {
-	for period := 2; period <= 5; period++ {
+	for period := 2; period <= nodes.MaxLoopPeriod; period++ {
 		t.Run(fmt.Sprintf("period %d", period), func(t *testing.T) {
 			var ts []tools.Tool
 			var cycle []fake.Reply
@@ -101,12 +102,13 @@ func TestAgentCycleIsCaught(t *testing.T) {
 				cycle = append(cycle, fake.ToolCalls(fake.ToolCall(name, lookupArgs{Key: "k"})))
 			}
 			m := fake.New()
-			for range 6 {
-				m.Add(cycle...)
-			}
+			m.Add(cycle...)
+			m.Add(cycle...)
+			m.Add(cycle[0], fake.Text("best effort"))
 			a := newAgent(t, m, nodes.AgentConfig{MaxSteps: 40}, ts...)
 			res, kinds := runKinds(t, a)
 			assert.Equal(t, nodes.AgentStuck, res.Status)
+			assert.Equal(t, "best effort", res.Answer)
 			// Nudged once the cycle came round a second time, stopped at the
 			// next step that kept to it.
 			assert.Equal(t, []string{fmt.Sprintf("nudge@%d", 2*period), fmt.Sprintf("done@%d", 2*period+1)}, kinds)
@@ -120,7 +122,7 @@ func TestAgentCycleIsCaught(t *testing.T) {
 func TestAgentNudgeIsPerEpisode(t *testing.T) {
 	look := func(k string) fake.Reply { return fake.ToolCalls(fake.ToolCall("lookup", lookupArgs{Key: k})) }
 	// x x (nudge) y z z (a new episode: nudge again) z (stuck).
-	m := fake.New(look("x"), look("x"), look("y"), look("z"), look("z"), look("z"))
+	m := fake.New(look("x"), look("x"), look("y"), look("z"), look("z"), look("z"), fake.Text("best effort"))
 	a := newAgent(t, m, nodes.AgentConfig{}, constant("lookup"))
 	res, kinds := runKinds(t, a)
 	assert.Equal(t, nodes.AgentStuck, res.Status)
@@ -287,4 +289,54 @@ func TestFlowFenceHoldsAgainstTagVariants(t *testing.T) {
 	prompt := task.Prompt()
 	assert.Len(t, anyCase("step_result").FindAllString(prompt, -1), 2, "only the fence's own tags: %s", prompt)
 	assert.Len(t, anyCase("tool_output").FindAllString(prompt, -1), 0)
+}
+
+func TestAgentStuckRunAnswersFromWhatItGathered(t *testing.T) {
+	fetch := func(k string) fake.Reply { return fake.ToolCalls(fake.ToolCall("fetch", lookupArgs{Key: k})) }
+	// Ten pages, then the same fetch three times: nudged, then stopped;
+	// the best effort is written from the pages, citing them.
+	m := fake.New().Strict()
+	for i := range 10 {
+		m.Add(fetch(fmt.Sprintf("p%d", i)))
+	}
+	m.Add(fetch("p9"), fetch("p9"),
+		fake.Text("Partial findings: p0 says one thing [S1] and p9 another [S10].").When(fake.Contains("You were stopped")))
+	a := newAgent(t, m, nodes.AgentConfig{MaxSteps: 30}, sourced())
+	res, kinds := runKinds(t, a)
+	assert.Equal(t, nodes.AgentStuck, res.Status)
+	assert.True(t, res.Incomplete, "a stuck run did not finish its task")
+	assert.True(t, res.BestEffort)
+	assert.Equal(t, 10, res.Gathered)
+	require.Len(t, res.Sources, 2, "the answer cites the gathered pages")
+	assert.Equal(t, "https://example.com/p0", res.Sources[0].URL)
+	assert.Equal(t, "https://example.com/p9", res.Sources[1].URL)
+	assert.Contains(t, res.Answer, "Partial findings")
+	assert.Equal(t, []string{"nudge@11", "done@12"}, kinds)
+	last := m.Calls()[len(m.Calls())-1]
+	assert.Empty(t, last.Request.Tools, "the best effort is asked without tools")
+}
+
+func TestAgentPollingAPendingJobIsNotStuck(t *testing.T) {
+	var polls atomic.Int32
+	status := tools.MustFunc("job_status", "Reports the job's state.", func(context.Context, lookupArgs) (tools.Result, error) {
+		if polls.Add(1) < 5 {
+			return tools.Text("job 7: pending"), nil
+		}
+		return tools.Text("job 7: done, 3 rows"), nil
+	})
+	poll := fake.ToolCalls(fake.ToolCall("job_status", lookupArgs{Key: "7"}))
+	m := fake.New(poll, poll, poll, poll, poll, fake.ToolCalls(terminate("success", "3 rows"))).Strict()
+	a := newAgent(t, m, nodes.AgentConfig{}, status)
+	res, kinds := runKinds(t, a)
+	assert.Equal(t, nodes.AgentSuccess, res.Status)
+	assert.Equal(t, []string{"done@6"}, kinds, "waiting on a pending job is not repeating oneself")
+	assert.False(t, res.Incomplete)
+
+	// The same status after the job is done is a repeat.
+	polls.Store(100)
+	m = fake.New(poll, poll, poll, fake.Text("best effort")).Strict()
+	a = newAgent(t, m, nodes.AgentConfig{}, status)
+	res, kinds = runKinds(t, a)
+	assert.Equal(t, nodes.AgentStuck, res.Status)
+	assert.Equal(t, []string{"nudge@2", "done@3"}, kinds)
 }

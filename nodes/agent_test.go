@@ -173,16 +173,17 @@ func TestAgentStuckDetection(t *testing.T) {
 		assert.Equal(t, schemas.Tool, msgs[len(msgs)-2].Role)
 	})
 	t.Run("a second repeat stops the run", func(t *testing.T) {
-		m := fake.New(same(), same(), same())
+		m := fake.New(same(), same(), same(), fake.Text(""))
 		a := newAgent(t, m, nodes.AgentConfig{}, lookup(t, &n, map[string]string{"x": "1"}))
 		res, err := a.Run(context.Background(), "task", nil)
 		require.NoError(t, err)
 		assert.Equal(t, nodes.AgentStuck, res.Status)
-		assert.Contains(t, res.Answer, "repeated itself")
+		assert.True(t, res.Incomplete)
+		assert.Contains(t, res.Answer, "repeated itself", "an empty best effort falls back to saying why the run stopped")
 		assert.Equal(t, 3, res.Steps)
 	})
 	t.Run("repeated plain replies with KeepGoing", func(t *testing.T) {
-		m := fake.New(fake.Text("I am thinking."), fake.Text("I am  thinking."), fake.Text("i am thinking."))
+		m := fake.New(fake.Text("I am thinking."), fake.Text("I am  thinking."), fake.Text("i am thinking."), fake.Text("best effort"))
 		a := newAgent(t, m, nodes.AgentConfig{KeepGoing: true})
 		res, err := a.Run(context.Background(), "task", nil)
 		require.NoError(t, err)
@@ -427,4 +428,46 @@ func TestAgentResumeNeedsACheckpointer(t *testing.T) {
 	a := newAgent(t, fake.New(), nodes.AgentConfig{})
 	_, err := a.Resume(context.Background(), nil, graph.Thread("x"))
 	assert.ErrorContains(t, err, "Checkpointer")
+}
+
+func TestAgentNodeKeepsThePartialResultOnFailure(t *testing.T) {
+	type outer struct {
+		Question string
+		Notes    string
+	}
+	notes := graph.Value(func(s *outer) *string { return &s.Notes })
+	boom := &llm.APIError{Provider: "fake", Status: 500, Message: "down"}
+	m := fake.New(
+		fake.Respond(llm.Response{Content: "Looking up Go [S1].", ToolCalls: []schemas.ToolCall{fake.ToolCall("fetch", lookupArgs{Key: "go"})}}),
+		fake.Error(boom).Repeat(),
+	)
+	a := newAgent(t, m, nodes.AgentConfig{ModelRetry: &graph.RetryPolicy{MaxAttempts: 1}}, sourced())
+	g := graph.New[outer](notes)
+	g.AddNode("agent", nodes.AgentNode(a,
+		func(s outer) string { return s.Question },
+		func(_ outer, r *nodes.AgentResult) graph.Update[outer] {
+			if r.Status == nodes.AgentError {
+				return graph.Writes(notes.Set(r.Partial))
+			}
+			return graph.Writes(notes.Set(r.Answer))
+		}))
+	g.AddSequence(graph.Start, "agent", graph.End)
+	c, err := g.Compile()
+	require.NoError(t, err)
+
+	_, err = c.Invoke(context.Background(), outer{Question: "What is Go?"})
+	require.Error(t, err)
+	assert.ErrorIs(t, err, boom, "the cause stays reachable")
+	var ae *nodes.AgentRunError[outer]
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, nodes.AgentError, ae.Result.Status)
+	assert.Equal(t, "What is Go?", ae.Result.Task)
+	assert.Equal(t, 1, ae.Result.Gathered, "the page fetched before the failure")
+	assert.Contains(t, ae.Result.Partial, "Looking up Go")
+	require.Len(t, ae.Result.Sources, 1)
+	assert.Equal(t, "https://example.com/go", ae.Result.Sources[0].URL)
+	// The update the node's write made of the partial result.
+	data, err := json.Marshal(ae.Update)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "Looking up Go")
 }

@@ -176,8 +176,9 @@ func citeAnswer(answer string, gathered []citation.Source) (string, []citation.S
 	if strings.TrimSpace(answer) == "" {
 		return answer, nil, 0
 	}
-	text, dropped := proseLinks(answer, gathered)
-	dropped += inventedLabels(text, len(gathered))
+	text, dropped := normalizeCitations(answer, len(gathered))
+	text, linkDropped := proseLinks(text, gathered)
+	dropped += linkDropped + inventedLabels(text, len(gathered))
 	text, _ = citation.FromLabels(text, gathered)
 	res := citation.Finalize(text, gathered)
 	out := strings.TrimRight(res.Text, " \n")

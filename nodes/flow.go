@@ -395,6 +395,12 @@ type FlowResult struct {
 	Usage llm.UsageByRole `json:"usage,omitempty"`
 	// Waiting is the plan review a paused run waits on.
 	Waiting *PlanReview `json:"waiting,omitempty"`
+	// Incomplete says the run stopped before its summary (it failed,
+	// timed out, or waits for a review); Partial is then what its finished
+	// steps found, with the steps not done, its citations checked (Sources
+	// are the sources Partial cites).
+	Incomplete bool   `json:"incomplete,omitempty"`
+	Partial    string `json:"partial,omitempty"`
 }
 
 func flowResult(s FlowState) *FlowResult {
@@ -441,7 +447,12 @@ func (f *Flow) drive(last FlowState, observe func(FlowEvent), events iter.Seq2[g
 	}
 	for ev, err := range events {
 		if err != nil {
-			return result(last), err
+			res := result(last)
+			if res.Summary == "" {
+				res.Incomplete = true
+				res.Partial, res.Sources = flowPartialOf(last)
+			}
+			return res, err
 		}
 		switch ev.Kind {
 		case graph.EventStep, graph.EventEnd:
@@ -465,6 +476,7 @@ func (f *Flow) drive(last FlowState, observe func(FlowEvent), events iter.Seq2[g
 			}
 		case graph.EventInterrupt:
 			res := result(ev.State)
+			res.Incomplete = true
 			for _, pi := range ev.Interrupts {
 				if r, err := graph.PayloadOf[PlanReview](pi); err == nil && pi.Node == FlowNodeApprove {
 					res.Waiting = &r
@@ -500,7 +512,7 @@ Start each step with the tag of the executor best suited to it, like "[%s] Find 
 %s
 Untagged steps go to %s. Do not add steps for reviewing, verifying or summarising the whole work: a summary is written at the end anyway.`
 
-const revisePrompt = `You are the planner of a team of executors. A step of the plan below is blocked; the results so far follow. Revise the rest of the plan: give, with the planning tool (command "update"), the steps that remain to be done — at most %d, tagged like the plan's steps — working around the blocked step where the task allows (another approach, another executor, another source). Do not repeat steps already completed or blocked; they stay as they are. If nothing useful remains to be done, give an empty list of steps.
+const revisePrompt = `You are the planner of a team of executors. A step of the plan below is blocked; the results so far follow. Revise the rest of the plan: give, with the planning tool (command "update"), the steps that remain to be done — at most %d, tagged like the plan's steps — working around the blocked step where the task allows (another approach, another executor, another source). Do not repeat steps already completed or blocked; they stay as they are. Give at least one step: an empty list is refused and the remaining steps are kept as they are.
 
 The executors:
 %s`
@@ -655,6 +667,17 @@ func (f *Flow) approve(ctx context.Context, s FlowState) (graph.Update[FlowState
 
 // replaceRemaining keeps the finished steps of p (completed or blocked)
 // and replaces the others with steps.
+// remainingSteps counts the steps of p not completed or blocked.
+func remainingSteps(p tools.Plan) int {
+	n := 0
+	for _, st := range p.Steps {
+		if st.Status != tools.StepCompleted && st.Status != tools.StepBlocked {
+			n++
+		}
+	}
+	return n
+}
+
 func replaceRemaining(p tools.Plan, steps []string) tools.Plan {
 	var kept []tools.Step
 	for _, st := range p.Steps {
@@ -777,9 +800,17 @@ func (f *Flow) revise(ctx context.Context, s FlowState) (graph.Update[FlowState]
 	if err != nil {
 		return graph.Update[FlowState]{}, FailWithUsage(ctx, err, usage)
 	}
+	rev := s.Revisions + 1
+	if len(args.Steps) == 0 {
+		// An empty revision would silently drop the steps still to do:
+		// it is refused, they are kept, and the refusal says why.
+		p := s.Plan
+		note := fmt.Sprintf("the planner's revision %d gave no steps: refused, so as not to drop the %d remaining steps; they are kept", rev, remainingSteps(s.Plan))
+		graph.Emit(ctx, FlowEvent{Kind: FlowEventRevised, Plan: &p, Revision: rev, Note: note})
+		return graph.Writes(fRevisions.Set(rev), fUsage.Merge(usage)), nil
+	}
 	// The finished steps stay; at most MaxPlanSteps new ones follow them.
 	p := replaceRemaining(s.Plan, args.Steps)
-	rev := s.Revisions + 1
 	graph.Emit(ctx, FlowEvent{Kind: FlowEventRevised, Plan: &p, Revision: rev})
 	return graph.Writes(fPlan.Set(p), fRevisions.Set(rev), fUsage.Merge(usage)), nil
 }

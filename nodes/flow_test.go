@@ -3,6 +3,7 @@ package nodes_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -337,4 +338,71 @@ func TestNewFlowErrors(t *testing.T) {
 		_, err := nodes.NewFlow(tc.cfg)
 		assert.ErrorContains(t, err, tc.want)
 	}
+}
+
+func TestFlowEmptyRevisionIsRefused(t *testing.T) {
+	planner := fake.New(
+		planCall("create", "Plan", "Fetch the dataset", "Plot it", "Write notes.md"),
+		planCall("update", "").When(fake.AnyContains("is blocked")),
+		fake.Text("The dataset could not be fetched; the plot and the notes were made from the cache."),
+	)
+	exec := &recorder{name: "agent", do: func(t nodes.StepTask) (nodes.StepResult, error) {
+		if t.Step == "Fetch the dataset" {
+			return nodes.StepResult{Blocked: "the server is down"}, nil
+		}
+		return nodes.StepResult{Output: "done: " + t.Step}, nil
+	}}
+	f := newFlow(t, nodes.FlowConfig{Planner: planner, MaxRevisions: 1}, exec)
+	var notes []string
+	res, err := f.Run(context.Background(), "Plot the dataset", func(e nodes.FlowEvent) {
+		if e.Kind == nodes.FlowEventRevised {
+			notes = append(notes, e.Note)
+		}
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"Fetch the dataset", "Plot it", "Write notes.md"}, exec.steps(), "the remaining steps were not dropped")
+	assert.Equal(t, []tools.StepStatus{"blocked", "completed", "completed"}, statuses(res.Plan))
+	require.Len(t, notes, 1)
+	assert.Contains(t, notes[0], "gave no steps: refused")
+	assert.Contains(t, notes[0], "2 remaining steps")
+}
+
+func TestFlowThatFailsKeepsItsFinishedSteps(t *testing.T) {
+	boom := errors.New("the planner's provider is down")
+	planner := fake.New(
+		planCall("create", "Plan", "Find the release date", "Find the changes", "Write the notes"),
+		fake.Error(boom).Repeat(),
+	)
+	exec := &recorder{name: "agent", do: func(t nodes.StepTask) (nodes.StepResult, error) {
+		if t.Step == "Write the notes" {
+			return nodes.StepResult{}, context.DeadlineExceeded
+		}
+		return nodes.StepResult{Output: "Found for " + t.Step + " [S1].",
+			Sources: []citation.Source{citation.ForResult("Go blog", "https://go.dev/blog/go1.22", 0, 1)}}, nil
+	}}
+	f := newFlow(t, nodes.FlowConfig{Planner: planner, MaxRevisions: -1, ModelRetry: &graph.RetryPolicy{MaxAttempts: 1}}, exec)
+	res, err := f.Run(context.Background(), "Go 1.22 notes", nil)
+	require.Error(t, err)
+	require.NotNil(t, res)
+	assert.True(t, res.Incomplete)
+	assert.Empty(t, res.Summary)
+	assert.Contains(t, res.Partial, "Step 1 (agent, completed): Find the release date")
+	assert.Contains(t, res.Partial, "Found for Find the changes")
+	assert.Contains(t, res.Partial, "https://go.dev/blog/go1.22", "the partial cites the gathered source")
+	require.NotEmpty(t, res.Sources)
+}
+
+func TestFlowPartialHasOneSourcesList(t *testing.T) {
+	planner := fake.New(planCall("create", "Plan", "A", "B"), fake.Error(errors.New("down")).Repeat())
+	src := citation.ForResult("Go blog", "https://go.dev/blog/go1.22", 0, 1)
+	exec := &recorder{name: "agent", do: func(t nodes.StepTask) (nodes.StepResult, error) {
+		return nodes.StepResult{Output: "Found " + t.Step + " [1](https://go.dev/blog/go1.22).\n\n## Sources\n\n1. [Go blog](https://go.dev/blog/go1.22)\n",
+			Sources: []citation.Source{src}}, nil
+	}}
+	f := newFlow(t, nodes.FlowConfig{Planner: planner, MaxRevisions: -1, ModelRetry: &graph.RetryPolicy{MaxAttempts: 1}}, exec)
+	res, err := f.Run(context.Background(), "task", nil)
+	require.Error(t, err)
+	assert.Equal(t, 1, strings.Count(res.Partial, "## Sources"), res.Partial)
+	assert.Contains(t, res.Partial, "Found A")
+	assert.Contains(t, res.Partial, "Found B")
 }

@@ -27,12 +27,23 @@ type FetchPageOptions struct {
 	// Reader fetches the pages. Required.
 	Reader PageReader
 	// MaxChars caps the characters of content returned per call (default
-	// 20000); the model reads on with the offset argument.
+	// DefaultFetchMaxChars); the model reads on with the offset argument.
+	// Keep a result (MaxChars and a header of a few hundred characters)
+	// within what the agent shows the model of one result
+	// (nodes.AgentConfig.MaxToolOutput, default DefaultMaxOutput), or the
+	// model, reading on at the offset the tool names, never sees the
+	// characters between the agent's cut and the tool's.
 	MaxChars int
 }
 
-// DefaultFetchMaxChars is FetchPageOptions.MaxChars's default.
-const DefaultFetchMaxChars = 20000
+// DefaultMaxOutput is how many characters of one tool result an agent
+// shows its model by default (nodes.AgentConfig.MaxToolOutput's default).
+const DefaultMaxOutput = 10000
+
+// DefaultFetchMaxChars is FetchPageOptions.MaxChars's default: a page's
+// slice and the result's header fit in DefaultMaxOutput, so the agent
+// shows the model all of it.
+const DefaultFetchMaxChars = DefaultMaxOutput - 1000
 
 type fetchArgs struct {
 	URL    string `json:"url" jsonschema:"The http or https URL of the page."`

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -131,4 +132,24 @@ func TestFetchPageWithSearchReader(t *testing.T) {
 	require.False(t, res.Failed(), res.Error)
 	assert.Contains(t, res.Output, "Title: Local page")
 	assert.Contains(t, res.Output, "main content of the page")
+}
+
+// A full page of fetch_page, header and all, fits in what an agent shows
+// the model of one result by default, so reading on at the offset the tool
+// names skips nothing.
+func TestFetchPageFitsTheAgentsWindow(t *testing.T) {
+	fr := &fakeReader{page: &search.Page{
+		URL: "https://example.com/a-long-page-with-a-long-path/" + strings.Repeat("x", 200), Title: strings.Repeat("Title ", 40),
+		Published: time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC), Content: strings.Repeat("word ", 10*DefaultMaxOutput), Truncated: true}}
+	tool, err := NewFetchPage(FetchPageOptions{Reader: fr})
+	require.NoError(t, err)
+	c, err := NewCollection(tool)
+	require.NoError(t, err)
+	for i, args := range []string{`{"url":"https://example.com/p"}`, `{"url":"https://example.com/p","offset":9000}`} {
+		res, err := c.Execute(context.Background(), call(FetchPageName, args))
+		require.NoError(t, err)
+		require.False(t, res.Failed(), res.Error)
+		assert.LessOrEqual(t, utf8.RuneCountInString(res.Output), DefaultMaxOutput, args)
+		assert.Contains(t, res.Output, fmt.Sprintf("offset %d to read on", (i+1)*DefaultFetchMaxChars), "the tool names where to read on")
+	}
 }

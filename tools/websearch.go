@@ -99,21 +99,24 @@ func formatResults(query, provider string, results []search.Result, maxSnippet i
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d results for %q (%s):\n", len(results), query, provider)
-	for i, r := range results {
+	// No numbers: an agent labels each result's page S1, S2, … across the
+	// run and lists the labels after the output; a second numbering here
+	// ([1] in every call) would be cited instead and name the wrong page.
+	for _, r := range results {
 		title := oneLine(r.Title)
 		if title == "" {
 			title = "(untitled)"
 		}
-		fmt.Fprintf(&b, "\n[%d] %s\nURL: %s\n", i+1, title, oneLine(r.URL))
+		fmt.Fprintf(&b, "\n- %s\n  URL: %s\n", title, oneLine(r.URL))
 		if !r.Published.IsZero() {
-			fmt.Fprintf(&b, "Published: %s\n", r.Published.Format("2006-01-02"))
+			fmt.Fprintf(&b, "  Published: %s\n", r.Published.Format("2006-01-02"))
 		}
 		text := r.Snippet
 		if strings.TrimSpace(text) == "" {
 			text = r.Content
 		}
 		if text = oneLine(text); text != "" {
-			fmt.Fprintf(&b, "%s\n", truncateChars(text, maxSnippet))
+			fmt.Fprintf(&b, "  %s\n", truncateChars(text, maxSnippet))
 		}
 	}
 	return b.String()

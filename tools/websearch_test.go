@@ -56,9 +56,10 @@ func TestWebSearch(t *testing.T) {
 	assert.Equal(t, "go os.Root", fs.query)
 	assert.Equal(t, search.Options{MaxResults: search.DefaultMaxResults, Language: "en", TimeRange: "year"}, fs.opts)
 	assert.Contains(t, res.Output, `2 results for "go os.Root" (fake):`)
-	assert.Contains(t, res.Output, "[1] Go 1.24 released\nURL: https://go.dev/blog/go1.24\nPublished: 2024-05-01\nGo 1.24 adds[31m os.Root\n")
+	assert.Contains(t, res.Output, "- Go 1.24 released\n  URL: https://go.dev/blog/go1.24\n  Published: 2024-05-01\n  Go 1.24 adds[31m os.Root\n")
+	assert.NotRegexp(t, `\[\d+\]`, res.Output, "no numbering of its own: an agent labels the pages S1, S2, … across the run")
 	assert.NotContains(t, res.Output, "\x1b")
-	assert.Contains(t, res.Output, "[2] (untitled)\nURL: https://example.com/x\n")
+	assert.Contains(t, res.Output, "- (untitled)\n  URL: https://example.com/x\n")
 	assert.Contains(t, res.Output, "long content long content long content long conten…\n", "content stands in for a missing snippet, capped")
 
 	res, err = c.Execute(context.Background(), call(WebSearchName, `{"query":"x","max_results":3}`))
@@ -97,8 +98,8 @@ func TestWebSearchLimits(t *testing.T) {
 	assert.Contains(t, tool.Description(), "up to 20 results")
 	res, err := tool.Run(context.Background(), []byte(`{"query":"x"}`))
 	require.NoError(t, err)
-	assert.Contains(t, res.Output, "[8] Result 8")
-	assert.NotContains(t, res.Output, "[9]")
+	assert.Contains(t, res.Output, "- Result 8\n")
+	assert.NotContains(t, res.Output, "Result 9")
 
 	_, err = NewWebSearch(WebSearchOptions{})
 	assert.ErrorContains(t, err, "Searcher is required")

@@ -117,7 +117,17 @@ func (c *cli) runAgent(cmd *cobra.Command, args []string) error {
 		}
 		opts = append(opts, graph.Thread(tr.Run.Thread), graph.RunID(tr.Run.ID))
 	}
+	started := false
 	return c.driveAgent(ctx, cfg, setup, st, tr, func(ctx context.Context, observe func(nodes.AgentEvent), more ...graph.RunOption) (*nodes.AgentResult, error) {
+		if started {
+			// An answer given on the terminal continues the stored run
+			// where it paused: the ask_human node takes the answer, then
+			// the step's other calls run. (Run would start the graph
+			// again from its input, leaving the paused step's calls
+			// without results.)
+			return setup.Agent.Resume(ctx, observe, append(opts, more...)...)
+		}
+		started = true
 		return setup.Agent.Run(ctx, task, observe, append(opts, more...)...)
 	})
 }

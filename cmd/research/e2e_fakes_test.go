@@ -419,6 +419,12 @@ func (f *fakeOpenAI) serve(w http.ResponseWriter, r *http.Request) {
 		fakeproviders.WriteOpenAIError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	// OpenAI's request rules, as OpenAI enforces them: a request that
+	// breaks one fails the way it would against the real API.
+	if msg := req.CheckRequestRules(); msg != "" {
+		fakeproviders.WriteOpenAIError(w, http.StatusBadRequest, msg)
+		return
+	}
 	rep := f.script(oaCallCtx{n: n, req: req, r: r})
 	switch {
 	case rep.Hang:

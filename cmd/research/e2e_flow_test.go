@@ -129,3 +129,47 @@ func TestParsePlanAnswer(t *testing.T) {
 	assert.Equal(t, []string{"[researcher] A", "[agent] B"}, parsePlanAnswer(" [researcher] A ; [agent] B ;").Steps)
 	assert.Equal(t, []string{"Nothing else"}, parsePlanAnswer("Nothing else").Steps)
 }
+
+// TestE2EFlowFailureKeepsFinishedSteps: a flow whose summary call fails
+// prints what its finished steps found (Markdown), or its JSON document
+// marked incomplete with the error, instead of nothing.
+func TestE2EFlowFailureKeepsFinishedSteps(t *testing.T) {
+	for _, format := range []string{"markdown", "json"} {
+		t.Run(format, func(t *testing.T) {
+			web, _ := newFakeWeb(t)
+			sx := newFakeSearXNG(t, web.URL)
+			ws := t.TempDir()
+			script := flowScript(t, ws, false)
+			oa := newFakeOpenAI(t, func(c oaCallCtx) oaReply {
+				if strings.Contains(c.req.prompt(), "You write the final answer of a planned task") {
+					return oaReply{Status: 400, ErrBody: `{"error":{"message":"Invalid request: the summary was refused","type":"invalid_request_error"}}`}
+				}
+				return script(c)
+			})
+			vars := map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL(), "SEARXNG_URL": sx.srv.URL}
+			res := run(t, env(t, vars), "flow", "--format", format, "--model", "openai:gpt-4.1-mini", "--allow-private-urls", "--loops", "1",
+				"--workspace", ws, "Research how Raft elects a leader and write notes to raft.md")
+			require.Equal(t, 1, res.code, res)
+			if format == "json" {
+				var doc struct {
+					Incomplete bool   `json:"incomplete"`
+					Error      string `json:"error"`
+					Partial    string `json:"partial"`
+					Steps      []struct {
+						Status string `json:"status"`
+					} `json:"steps"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(res.stdout), &doc), res.stdout)
+				assert.True(t, doc.Incomplete)
+				assert.Contains(t, doc.Error, "the summary was refused")
+				assert.Len(t, doc.Steps, 2, "both finished steps are kept")
+				assert.Contains(t, doc.Partial, "Wrote raft.md")
+				return
+			}
+			assert.Contains(t, res.stdout, "The flow stopped before its summary")
+			assert.Contains(t, res.stdout, "Step 2 (agent, completed): Write raft.md with the findings")
+			assert.Contains(t, res.stdout, "Wrote raft.md")
+			assert.Equal(t, 1, strings.Count(res.stdout, "## Sources"), "one Sources list, at the end")
+		})
+	}
+}

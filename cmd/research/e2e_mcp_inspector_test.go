@@ -69,7 +69,7 @@ func TestE2EMCPInspector(t *testing.T) {
 	assert.NotEqual(t, true, search["isError"])
 	text := contentOf(t, search)
 	assert.Contains(t, text, `2 results for "raft leader election" (searxng):`)
-	assert.Contains(t, text, "[1] Page 1 about raft leader election\nURL: http://127.0.0.1:")
+	assert.Contains(t, text, "- Page 1 about raft leader election\n  URL: http://127.0.0.1:")
 	assert.NotContains(t, text, "Page 3 about")
 
 	report := inspect("deep-research", "--method", "tools/call", "--tool-name", "deep_research",

@@ -198,7 +198,7 @@ func TestE2EMCPWebSearch(t *testing.T) {
 	body := contentText(t, res)
 	require.False(t, res.IsError, body)
 	assert.Contains(t, body, `2 results for "raft leader election" (searxng):`)
-	assert.Contains(t, body, "[1] Page 1 about raft leader election")
+	assert.Contains(t, body, "- Page 1 about raft leader election")
 	assert.Contains(t, body, "SNIPPET-1 for raft leader election.")
 	assert.NotContains(t, body, "Page 3 about")
 	assert.NotContains(t, cs.InitializeResult().Instructions, "web_search is not offered")

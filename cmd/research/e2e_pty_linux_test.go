@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -74,6 +75,48 @@ func TestE2EReviewOnATerminal(t *testing.T) {
 	}
 	assert.Equal(t, 1, callsWhere(g, func(r geminiRequest) bool { return r.schemaHas("query") }), "the queries were written once")
 
+	id := runIDOf(t, res.stderr)
+	runs := run(t, envv, "runs")
+	assert.Regexp(t, id+`.*done`, runs.stdout)
+}
+
+// TestE2EAgentQuestionOnATerminal answers the agent's ask_human on the
+// terminal with the default store, in a step that also makes another call:
+// the run goes on where it paused (the sibling call runs once, every tool
+// call gets its result — the fake refuses a request that breaks OpenAI's
+// rule, as OpenAI does) and the answer reaches the model.
+func TestE2EAgentQuestionOnATerminal(t *testing.T) {
+	ws := t.TempDir()
+	ask := oaCall{Name: "ask_human", Args: `{"question":"Which city should the notes cover?"}`}
+	write := oaCall{Name: "str_replace_editor", Args: `{"command":"create","path":"draft.md","file_text":"draft\n"}`}
+	oa := newFakeOpenAI(t, func(c oaCallCtx) oaReply {
+		for _, r := range c.req.toolResults() {
+			if strings.Contains(r, "The user answered: Lyon") {
+				return oaReply{ToolCalls: []oaCall{terminate("success", "Notes about Lyon.")}}
+			}
+		}
+		return oaReply{Content: "I need to know the city.", ToolCalls: []oaCall{ask, write}}
+	})
+	envv := env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL()})
+	master, slave := openPTY(t)
+	p := startBinIn(t, slave, envv, "agent", "--model", "openai:gpt-4.1-mini", "--workspace", ws, "Write city notes")
+	p.waitStderr(t, "Which city should the notes cover?", 30*time.Second)
+	_, err := master.WriteString("Lyon\n")
+	require.NoError(t, err)
+	res := p.wait(t, 60*time.Second)
+	require.Equal(t, 0, res.code, res)
+	assert.Equal(t, "Notes about Lyon.\n", res.stdout)
+	assert.NotContains(t, res.stderr, "must be followed by tool messages")
+	data, err := os.ReadFile(ws + "/draft.md")
+	require.NoError(t, err, "the call beside ask_human ran")
+	assert.Equal(t, "draft\n", string(data))
+	thinks := 0
+	for _, r := range oa.all() {
+		if strings.Contains(string(r.Body), `"tools"`) {
+			thinks++
+		}
+	}
+	assert.Equal(t, 2, thinks, "the first think step was not repeated")
 	id := runIDOf(t, res.stderr)
 	runs := run(t, envv, "runs")
 	assert.Regexp(t, id+`.*done`, runs.stdout)

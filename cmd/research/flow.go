@@ -142,11 +142,18 @@ func (c *cli) runFlow(cmd *cobra.Command, args []string, fo app.FlowOptions) err
 	o := outcomeOf(ctx, runCtx, runErr)
 	o.timeout = cfg.Timeout
 	meterFlow(ctx, o, runErr, res, setup.Specs(), cfg)
+	if runErr != nil && res != nil && res.Waiting == nil {
+		// What the stopped flow had done, so it is not lost: its JSON
+		// document (incomplete, with its error), or its finished steps.
+		if err := c.writeFlowPartial(cfg, res, runErr); err != nil {
+			c.console.errorLine("warning: " + err.Error())
+		}
+	}
 	switch {
 	case o.interrupted:
 		return &exitError{code: exitInterrupted, err: errInterrupted}
 	case o.timedOut:
-		return &exitError{code: exitFailed, err: fmt.Errorf("the flow did not finish within the timeout of %s (timeout)", cfg.Timeout)}
+		return &exitError{code: exitFailed, err: fmt.Errorf("the flow did not finish within the timeout of %s (timeout); what its finished steps found is above", cfg.Timeout)}
 	case errors.Is(runErr, errNoAnswer):
 		return &exitError{code: exitNeedsInput, err: errors.New("the plan was not approved: the input ended")}
 	case runErr != nil:
@@ -175,6 +182,31 @@ func (c *cli) runFlow(cmd *cobra.Command, args []string, fo app.FlowOptions) err
 		return &exitError{code: exitAgentFailed, err: fmt.Errorf("the flow ended %s: %s; the summary above says what was not done", res.Status, flowShortfall(res))}
 	}
 	return nil
+}
+
+// flowDoc is a flow's JSON document: its result, and the error of a run
+// that stopped.
+type flowDoc struct {
+	*nodes.FlowResult
+	Error string `json:"error,omitempty"`
+}
+
+// writeFlowPartial prints what a stopped flow had done: its JSON document
+// with --format json, else its finished steps' results (nothing when no
+// step had finished).
+func (c *cli) writeFlowPartial(cfg *config.Config, res *nodes.FlowResult, runErr error) error {
+	if cfg.Format == config.FormatJSON {
+		res.Incomplete = true
+		doc, err := json.MarshalIndent(flowDoc{FlowResult: res, Error: runErr.Error()}, "", "  ")
+		if err != nil {
+			return err
+		}
+		return c.output(string(doc) + "\n")
+	}
+	if res.Partial == "" {
+		return nil
+	}
+	return c.outputMarkdown(res.Partial)
 }
 
 // meterFlow records the flow's end in the metrics (app.MeterRun, kind

@@ -111,7 +111,11 @@ func (a *AgentSetup) Close() {
 //     by default), named server.tool, as they are at each step.
 //
 // agent.tools narrows the set (an unknown name, or an exec tool without
-// allow_exec, is a setup error naming the available tools).
+// allow_exec, is a setup error naming the available tools); its names with
+// a dot narrow the MCP tools (server.tool, or server.* for all of a
+// server's), and when it is set, MCP tools it does not name are left out.
+// A step never offers the model more than nodes.DefaultMaxTools tools: it
+// fails with an error naming the limit instead.
 func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSetup, err error) {
 	spec := cfg.Model
 	var model llm.Model
@@ -189,8 +193,21 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 		}
 	}
 	set := all
+	// Names with a dot are MCP tools (server.tool, or server.* for all of
+	// a server's): the agent's allow-list narrows its MCP tools with them.
+	var builtin, allow []string
+	for _, name := range cfg.Agent.Tools {
+		if strings.Contains(name, ".") {
+			allow = append(allow, name)
+		} else {
+			builtin = append(builtin, name)
+		}
+	}
 	if len(cfg.Agent.Tools) > 0 {
-		for _, name := range cfg.Agent.Tools {
+		allow = append(allow, builtin...)
+	}
+	if len(builtin) > 0 {
+		for _, name := range builtin {
 			if (name == tools.PythonExecuteName || name == tools.BashName) && !cfg.Agent.AllowExec {
 				return nil, &setupError{cfg.Invalid("agent.tools", strings.Join(cfg.Agent.Tools, ","),
 					"only available tools; "+name+" also needs --allow-exec (agent.allow_exec), which lets the model run code as you", nil)}
@@ -199,7 +216,7 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 				return nil, browserToolError(cfg)
 			}
 		}
-		set, err = all.Subset(cfg.Agent.Tools...)
+		set, err = all.Subset(builtin...)
 		if err != nil {
 			return nil, &setupError{cfg.Invalid("agent.tools", strings.Join(cfg.Agent.Tools, ","),
 				"names of available tools: "+strings.Join(all.Names(), ", "), errors.Unwrap(err))}
@@ -224,7 +241,7 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 		states = append(states, setup.Browser)
 	}
 	agent, err := nodes.NewAgent(nodes.AgentConfig{Model: model, Tools: set, MaxSteps: cfg.Agent.MaxSteps, TextMode: cfg.Agent.TextMode,
-		Checkpointer: aio.Checkpointer, Dynamic: dynamic, ModelRetry: modelRetry(cfg), States: states})
+		Checkpointer: aio.Checkpointer, Dynamic: dynamic, ModelRetry: modelRetry(cfg), States: states, AllowTools: allow})
 	if err != nil {
 		return nil, &setupError{fmt.Errorf("agent: %w", err)}
 	}

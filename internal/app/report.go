@@ -239,8 +239,10 @@ type AgentDoc struct {
 	Cost CostDoc `json:"cost"`
 	// Waiting is the question a paused run waits on.
 	Waiting string `json:"waiting_for_answer,omitempty"`
-	// Incomplete says the run stopped before it finished (it failed, timed
-	// out, was interrupted or waits for an answer); Error says why.
+	// Incomplete says the run stopped before it finished its task (it
+	// failed, timed out, was interrupted, waits for an answer, reached its
+	// step limit or was stopped as stuck: its answer is then a best effort
+	// from what it gathered); Error says why when the run failed.
 	Incomplete bool   `json:"incomplete"`
 	Error      string `json:"error,omitempty"`
 	// Partial is what a failed run (status error) had done by then.
@@ -266,7 +268,7 @@ func PricedAgentResultDoc(run RunRef, res *nodes.AgentResult, spec string, price
 	doc := AgentDoc{Schema: AgentResultSchema, RunRef: run, Task: res.Task, Status: res.Status, Answer: CleanText(res.Answer), BestEffort: res.BestEffort,
 		Steps: res.Steps, Model: spec, Usage: usageDocs(res.Usage), UsageTotal: UsageOf(res.Usage.Total()),
 		Sources: []SourceDoc{}, SourcesGathered: res.Gathered, DroppedCitations: res.Dropped, Partial: CleanText(res.Partial),
-		Cost: CostOf(res.Usage, map[string]string{llm.RoleAgent: spec}, prices)}
+		Cost: CostOf(res.Usage, map[string]string{llm.RoleAgent: spec}, prices), Incomplete: res.Incomplete}
 	for i, s := range res.Sources {
 		doc.Sources = append(doc.Sources, SourceDoc{Number: i + 1, Title: s.Title, URL: s.URL, Label: s.Label})
 	}

@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"sort"
 	"strings"
 )
 
@@ -264,4 +265,49 @@ func WriteSearXNGLaterPage(w http.ResponseWriter, q string) {
 // not serve, JSON before it is enabled.
 func WriteSearXNGNoJSON(w http.ResponseWriter) {
 	http.Error(w, "Forbidden: the json format is not enabled", http.StatusForbidden)
+}
+
+// MaxOpenAITools is how many tools OpenAI accepts in one request.
+const MaxOpenAITools = 128
+
+// CheckRequestRules applies OpenAI's request rules that an agent can break
+// and that OpenAI answers with 400: every assistant message with
+// tool_calls is followed by one tool message per call (in any order,
+// before the next non-tool message), every tool message answers a call of
+// the assistant message before it, and a request offers at most
+// MaxOpenAITools tools. It returns OpenAI's message for the first rule
+// broken, or "".
+func (c ChatRequest) CheckRequestRules() string {
+	if n := len(c.Tools); n > MaxOpenAITools {
+		return fmt.Sprintf("Invalid 'tools': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", MaxOpenAITools, n)
+	}
+	open := map[string]bool{}
+	for i, m := range c.Messages {
+		if m.Role == "tool" {
+			if !open[m.ToolCallID] {
+				return fmt.Sprintf("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'. (messages[%d], tool_call_id %q)", i, m.ToolCallID)
+			}
+			delete(open, m.ToolCallID)
+			continue
+		}
+		if len(open) > 0 {
+			return "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: " + strings.Join(sortedKeys(open), ", ")
+		}
+		for _, tc := range m.ToolCalls {
+			open[tc.ID] = true
+		}
+	}
+	if len(open) > 0 {
+		return "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: " + strings.Join(sortedKeys(open), ", ")
+	}
+	return ""
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

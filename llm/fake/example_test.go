@@ -63,3 +63,24 @@ func ExampleReply_When() {
 	// Summary about Rust.
 	// true
 }
+
+// A Strict model refuses a conversation that leaves a tool call without
+// its result, as OpenAI does.
+func ExampleModel_Strict() {
+	m := fake.New(fake.Text("done")).Strict()
+	call := schemas.ToolCall{ID: "call_1", Name: "web_search", Arguments: []byte(`{"query":"go"}`)}
+	msgs := []schemas.Message{
+		schemas.UserMessage("Find Go's release date."),
+		{Role: schemas.Assistant, ToolCalls: []schemas.ToolCall{call}},
+		schemas.UserMessage("Go on."),
+	}
+	_, err := m.Generate(context.Background(), msgs)
+	fmt.Println(errors.Is(err, llm.ErrBadRequest))
+
+	msgs = append(msgs[:2], schemas.ToolResultMessage(call, "Go 1.0: March 2012"))
+	resp, err := m.Generate(context.Background(), msgs)
+	fmt.Println(resp.Content, err)
+	// Output:
+	// true
+	// done <nil>
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -217,6 +218,53 @@ type Model struct {
 	script   []Reply
 	scripted int // replies ever added
 	calls    []Call
+	strict   bool
+}
+
+// Strict makes the model refuse, as OpenAI does with a 400, a request that
+// breaks the request rules of chat APIs with tool calling (see
+// CheckToolMessages): the call fails with an error matching
+// llm.ErrBadRequest, is recorded, and uses no reply. It returns m.
+func (m *Model) Strict() *Model {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.strict = true
+	return m
+}
+
+// MaxTools is how many tools a Strict model accepts in one request
+// (OpenAI's limit).
+const MaxTools = 128
+
+// CheckToolMessages checks msgs and req against the rules OpenAI enforces
+// with a 400: every assistant message with tool calls is followed by one
+// tool message per call (before any other message), every tool message
+// answers a call of the assistant message before it, and a request offers
+// at most MaxTools tools. The error names the first rule broken.
+func CheckToolMessages(msgs []schemas.Message, req llm.Request) error {
+	if n := len(req.Tools); n > MaxTools {
+		return fmt.Errorf("%w: the request offers %d tools; at most %d are accepted", llm.ErrBadRequest, n, MaxTools)
+	}
+	open := map[string]bool{}
+	for i, msg := range msgs {
+		if msg.Role == schemas.Tool {
+			if !open[msg.ToolCallID] {
+				return fmt.Errorf("%w: message %d: a tool message must answer a tool call of the assistant message before it (tool_call_id %q)", llm.ErrBadRequest, i, msg.ToolCallID)
+			}
+			delete(open, msg.ToolCallID)
+			continue
+		}
+		if len(open) > 0 {
+			return fmt.Errorf("%w: message %d: an assistant message with tool_calls must be followed by tool messages responding to each tool_call_id; unanswered: %s", llm.ErrBadRequest, i, strings.Join(slices.Sorted(maps.Keys(open)), ", "))
+		}
+		for _, tc := range msg.ToolCalls {
+			open[tc.ID] = true
+		}
+	}
+	if len(open) > 0 {
+		return fmt.Errorf("%w: an assistant message with tool_calls must be followed by tool messages responding to each tool_call_id; unanswered: %s", llm.ErrBadRequest, strings.Join(slices.Sorted(maps.Keys(open)), ", "))
+	}
+	return nil
 }
 
 // New returns a Model scripted with replies, in order.
@@ -311,6 +359,11 @@ func (m *Model) take(ctx context.Context, msgs []schemas.Message, req llm.Reques
 	m.calls = append(m.calls, call)
 	if err := ctx.Err(); err != nil {
 		return Reply{}, call, err
+	}
+	if m.strict {
+		if err := CheckToolMessages(msgs, req); err != nil {
+			return Reply{}, call, err
+		}
 	}
 	for i, r := range m.script {
 		if r.match != nil && !r.match(call) {

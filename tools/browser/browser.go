@@ -65,7 +65,7 @@ type Options struct {
 	// MaxStateChars bounds the page state shown to the model (default
 	// 8000 characters), MaxElements the interactive elements it lists
 	// (default 50; those in view first), MaxContentChars what one
-	// extract_content call returns (default 20000).
+	// extract_content call returns (default tools.DefaultFetchMaxChars, 9000: with its header it fits in what the agent shows the model of one result).
 	MaxStateChars   int
 	MaxElements     int
 	MaxContentChars int
