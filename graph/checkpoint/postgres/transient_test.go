@@ -164,3 +164,42 @@ func TestRunSurvivesConnectionCut(t *testing.T) {
 	assert.Equal(t, history[0].ID, cp.ID)
 	assert.GreaterOrEqual(t, len(history), len(steps)+1, "a checkpoint per step, and the input's")
 }
+
+// A graph run whose sessions are all ended by the server mid-run
+// (pg_terminate_backend: SQLSTATE 57P01, what a restart's shutdown sends)
+// finishes with every step stored.
+func TestRunSurvivesAdminShutdown(t *testing.T) {
+	dsn := testDSN(t)
+	schema := freshSchema(t, dsn)
+	u, err := url.Parse(dsn)
+	require.NoError(t, err, "this test needs %s as a URL", envDSN)
+	app := fmt.Sprintf("dgtest-shutdown-%d", time.Now().UnixNano())
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	saver := openSaver(t, u.String(), schema)
+
+	type State struct{ Done []string }
+	done := graph.Append(func(s *State) *[]string { return &s.Done })
+	g := graph.New[State](done)
+	steps := []string{"a", "b", "c", "d"}
+	for _, name := range steps {
+		g.AddNode(name, func(ctx context.Context, _ State) (graph.Update[State], error) {
+			if name == "b" || name == "c" {
+				sqlExec(t, dsn, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, app)
+			}
+			return graph.Writes(done.Add(name)), nil
+		})
+	}
+	g.AddSequence(append(append([]string{graph.Start}, steps...), graph.End)...)
+	run, err := g.Compile(graph.WithCheckpointer(saver))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	out, err := run.Invoke(ctx, State{}, graph.Thread("shutdown"))
+	require.NoError(t, err, "the run failed on a terminated session")
+	assert.Equal(t, steps, out.Done)
+	history, err := saver.List(ctx, graph.Ref{Thread: "shutdown"}, 0)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, len(history), len(steps)+1)
+}
