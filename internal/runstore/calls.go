@@ -102,6 +102,11 @@ func (s *sqlStore) Claim(ctx context.Context, r *Run, seen *Run) error {
 	if err != nil {
 		return err
 	}
+	if now.Status == n.Status && now.Host == n.Host && now.PID == n.PID && now.Updated.Equal(normalTime(n.Updated)) {
+		// This claim, stored by an attempt whose reply was lost (see
+		// retryDB).
+		return nil
+	}
 	return fmt.Errorf("%w: run %s was taken up meanwhile (now %s, process %d on %s); it is not resumed here twice",
 		ErrClaimed, r.ID, now.Status, now.PID, now.Host)
 }

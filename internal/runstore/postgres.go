@@ -8,6 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	cpostgres "github.com/deepgraph/deepgraph/graph/checkpoint/postgres"
 )
 
 // OpenPostgres returns the Store in the PostgreSQL database of pool, with
@@ -81,7 +83,8 @@ func OpenPostgres(ctx context.Context, pool *pgxpool.Pool) (Store, error) {
 		runOfThread: `r.thread = t.id COLLATE "default"`,
 		hasCost: `SELECT count(*) FROM information_schema.columns
 			WHERE table_schema = current_schema() AND table_name = 'research_runs' AND column_name = 'cost_usd'`,
-		addCost: `ALTER TABLE research_runs ADD COLUMN cost_usd double precision`,
+		addCost:   `ALTER TABLE research_runs ADD COLUMN cost_usd double precision`,
+		transient: cpostgres.Transient,
 	})
 }
 

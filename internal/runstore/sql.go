@@ -81,6 +81,9 @@ type dialect struct {
 	// runOfThread is the condition that the run r is of the thread t, in
 	// the collation of research_runs_thread, so that the index serves it.
 	runOfThread string
+	// transient reports whether an error of the driver may pass when
+	// the statement or transaction runs again (see retryDB).
+	transient func(error) bool
 	// hasCost counts the columns cost_usd of research_runs (0 or 1), and
 	// addCost adds it to tables of version 2 or older.
 	hasCost, addCost string
@@ -95,6 +98,7 @@ type sqlStore struct {
 // openSQL creates the tables if they are missing, under the lock of
 // db.inTx, and returns the store.
 func openSQL(ctx context.Context, db sqlDB, d dialect) (*sqlStore, error) {
+	db = retryDB{db, d.transient}
 	s := &sqlStore{db: db, d: d}
 	err := db.inTx(ctx, func(c sqlConn) error {
 		if _, err := c.exec(ctx, `CREATE TABLE IF NOT EXISTS research_runs_meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL)`); err != nil {
@@ -173,7 +177,7 @@ func (s *sqlStore) Create(ctx context.Context, r *Run) error {
 		switch {
 		case err != nil:
 			return err
-		case changed == 0:
+		case changed == 0 && !(retried(c) && s.storedAs(ctx, c, n)):
 			return exists(r.ID)
 		}
 		// The thread's row: new, or later, or with its kind and title
@@ -192,6 +196,16 @@ func (s *sqlStore) Create(ctx context.Context, r *Run) error {
 		return fmt.Errorf("runstore: storing new run %q in %s: %w", r.ID, s.d.name, err)
 	}
 	return err
+}
+
+// storedAs reports whether the stored run with n's id is n as Create
+// stores it: a Create run again after its commit's reply was lost finds
+// it so.
+func (s *sqlStore) storedAs(ctx context.Context, c sqlConn, n *Run) bool {
+	var got Run
+	err := scanOne(ctx, c, runFields(&got), `SELECT `+summaryColumns+` FROM research_runs WHERE id = $1`, n.ID)
+	return err == nil && got.Thread == n.Thread && got.Question == n.Question && got.Status == n.Status &&
+		got.Started.Equal(normalTime(n.Started)) && got.Host == n.Host && got.PID == n.PID
 }
 
 func (s *sqlStore) Update(ctx context.Context, r *Run) error {
@@ -337,6 +351,8 @@ func (s *sqlStore) Delete(ctx context.Context, id string) error {
 		switch {
 		case err != nil:
 			return err
+		case changed == 0 && retried(c):
+			return nil // deleted by the attempt whose reply was lost, or gone anyway
 		case changed == 0:
 			return notFound(id)
 		}
@@ -458,7 +474,7 @@ func (s *sqlStore) AppendEvents(ctx context.Context, runID string, evs []Event) 
 			}
 			if len(stored) < len(chunk) {
 				for _, e := range chunk {
-					if !slices.Contains(stored, e.Seq) {
+					if !slices.Contains(stored, e.Seq) && !(retried(c) && s.eventStored(ctx, c, runID, e)) {
 						return fmt.Errorf("%w: run %q already has an event with seq %d; none of the %d events was stored: append them with seqs after the run's last (LastEvent)",
 							ErrExists, runID, e.Seq, len(evs))
 					}
@@ -471,6 +487,16 @@ func (s *sqlStore) AppendEvents(ctx context.Context, runID string, evs []Event) 
 		return fmt.Errorf("runstore: storing %d events of run %q in %s: %w", len(evs), runID, s.d.name, err)
 	}
 	return err
+}
+
+// eventStored reports whether run runID has e stored as it is: an
+// AppendEvents run again after its commit's reply was lost finds its
+// events so.
+func (s *sqlStore) eventStored(ctx context.Context, c sqlConn, runID string, e Event) bool {
+	var typ string
+	var data []byte
+	err := scanOne(ctx, c, []any{&typ, &data}, `SELECT type, data FROM research_run_events WHERE run_id = $1 AND seq = $2`, runID, e.Seq)
+	return err == nil && typ == e.Type && string(data) == string(e.Data)
 }
 
 // eventColumns are the columns of an event as scanEvent reads them, with
@@ -551,16 +577,27 @@ func (s *sqlStore) CreateThread(ctx context.Context, t *Thread) error {
 	if updated.IsZero() {
 		updated = created
 	}
-	changed, err := s.db.exec(ctx, `INSERT INTO research_threads (id, kind, title, created, updated)
-		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`,
-		t.ID, string(t.Kind), text(t.Title), s.time(created), s.time(updated))
-	switch {
-	case err != nil:
-		return fmt.Errorf("runstore: storing new thread %q in %s: %w", t.ID, s.d.name, err)
-	case changed == 0:
+	err := s.db.tx(ctx, func(c sqlConn) error {
+		changed, err := c.exec(ctx, `INSERT INTO research_threads (id, kind, title, created, updated)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`,
+			t.ID, string(t.Kind), text(t.Title), s.time(created), s.time(updated))
+		if err != nil || changed > 0 {
+			return err
+		}
+		if retried(c) {
+			// Stored by the attempt whose commit's reply was lost?
+			var got Thread
+			err := scanOne(ctx, c, threadFields(&got), `SELECT `+s.threadColumns()+` FROM research_threads t WHERE t.id = $1`, t.ID)
+			if err == nil && got.Kind == t.Kind && got.Title == text(t.Title) && got.Created.Equal(created) {
+				return nil
+			}
+		}
 		return fmt.Errorf("%w: thread %q is already stored; create it with another id (NewID), or add runs to it", ErrExists, t.ID)
+	})
+	if err != nil && !ours(err) {
+		return fmt.Errorf("runstore: storing new thread %q in %s: %w", t.ID, s.d.name, err)
 	}
-	return nil
+	return err
 }
 
 func (s *sqlStore) GetThread(ctx context.Context, id string) (*Thread, error) {
@@ -605,7 +642,7 @@ func (s *sqlStore) DeleteThread(ctx context.Context, id string) error {
 		if err != nil {
 			return err
 		}
-		if threads == 0 && len(runs) == 0 {
+		if threads == 0 && len(runs) == 0 && !retried(c) {
 			return threadNotFound(id)
 		}
 		for _, run := range runs {
@@ -657,6 +694,15 @@ func (s *sqlStore) summaries(ctx context.Context, query string, args ...any) ([]
 
 // queryAll runs a query and returns its rows, each read by scan.
 func queryAll[T any](ctx context.Context, c sqlConn, scan func(sqlRows) (T, error), query string, args ...any) ([]T, error) {
+	if r, ok := c.(retryDB); ok {
+		var all []T
+		err := r.read(ctx, func(c sqlConn) error {
+			var err error
+			all, err = queryAll(ctx, c, scan, query, args...)
+			return err
+		})
+		return all, err
+	}
 	rows, err := c.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -685,6 +731,9 @@ var errNoRows = errors.New("no rows")
 
 // scanOne scans the first row of a query into dest.
 func scanOne(ctx context.Context, c sqlConn, dest []any, query string, args ...any) error {
+	if r, ok := c.(retryDB); ok {
+		return r.read(ctx, func(c sqlConn) error { return scanOne(ctx, c, dest, query, args...) })
+	}
 	rows, err := c.query(ctx, query, args...)
 	if err != nil {
 		return err

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"strings"
 	"time"
+
+	csqlite "github.com/deepgraph/deepgraph/graph/checkpoint/sqlite"
 )
 
 // OpenSQLite returns the Store in the SQLite database of db, a handle
@@ -78,6 +80,7 @@ func OpenSQLite(ctx context.Context, db *sql.DB) (Store, error) {
 		runOfThread: `r.thread = t.id`,
 		hasCost:     `SELECT count(*) FROM pragma_table_info('research_runs') WHERE name = 'cost_usd'`,
 		addCost:     `ALTER TABLE research_runs ADD COLUMN cost_usd REAL`,
+		transient:   csqlite.Transient,
 	})
 }
 

@@ -64,6 +64,16 @@
 // order, runs stay safe from crashes of their own processes, and the flush
 // happens in the background.
 //
+// # Restarts of the server
+//
+// Every method runs again, with backoff and within the context's deadline
+// (package retry), when it fails with an error Transient reports: a
+// connection refused, reset or closed by a restart, an administrator's
+// shutdown of the session (SQLSTATE 57P01), a serialization failure or
+// deadlock. Each is idempotent when run again: a Put whose commit took
+// effect but whose reply was lost finds its checkpoint newest and succeeds.
+// A restart of a few seconds loses no run.
+//
 // # Migrations
 //
 // Open and New bring the tables up to the version this package knows, in one

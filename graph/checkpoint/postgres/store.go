@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/graph/checkpoint/internal/storecodec"
+	"github.com/deepgraph/deepgraph/graph/checkpoint/retry"
 )
 
 // lease is a thread's lease as its row holds it.
@@ -54,6 +56,15 @@ func (s *Saver) Put(ctx context.Context, cp *graph.Checkpoint) error {
 	if err != nil {
 		return fmt.Errorf("postgres: checkpoint %s of thread %q: %w", cp.ID, cp.Thread, err)
 	}
+	return retry.Do(ctx, Transient, func(ctx context.Context, attempt int) error {
+		return s.put(ctx, cp, attempt, data, channels, versions, tasks, records)
+	})
+}
+
+// put is one attempt of Put. An attempt after the first that finds cp
+// stored (the newest checkpoint of its namespace) succeeds: the earlier
+// attempt committed, and only its reply was lost.
+func (s *Saver) put(ctx context.Context, cp *graph.Checkpoint, attempt int, data []byte, channels, versions []string, tasks []int, records [][]byte) error {
 	fork := cp.Source == graph.SourceFork && cp.Parent != ""
 	var l lease
 	var newest string
@@ -77,6 +88,9 @@ func (s *Saver) Put(ctx context.Context, cp *graph.Checkpoint) error {
 	}
 	if err := l.busy(cp.Thread, cp.Run); err != nil {
 		return err
+	}
+	if attempt > 0 && newest == cp.ID {
+		return nil
 	}
 	if err := storecodec.Check(cp, newest, parentExists); err != nil {
 		return err
@@ -108,6 +122,16 @@ func (s *Saver) Put(ctx context.Context, cp *graph.Checkpoint) error {
 		return storing(cp, err)
 	}
 	return nil
+}
+
+// inTx runs fn in a transaction, and again in a new one while it fails
+// with a transient error. Each of its uses is idempotent: DeleteThread and
+// Prune delete what is there (Prune's count is of the last attempt), and
+// TakeThread takes again a lease its run holds.
+func (s *Saver) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
+		return pgx.BeginFunc(ctx, s.pool, fn)
+	})
 }
 
 func storing(cp *graph.Checkpoint, err error) error {
@@ -147,7 +171,12 @@ func (s *Saver) PutWrites(ctx context.Context, at graph.Ref, run string, writes 
 	if err != nil {
 		return fmt.Errorf("postgres: checkpoint %s of thread %q: %w", at.Checkpoint, at.Thread, err)
 	}
-	tag, err := s.pool.Exec(ctx, s.sql.putWrites, at.Thread, at.Checkpoint, tasks, docs, run, at.Namespace)
+	// An upsert: running it again stores the same records.
+	var tag pgconn.CommandTag
+	err = retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
+		tag, err = s.pool.Exec(ctx, s.sql.putWrites, at.Thread, at.Checkpoint, tasks, docs, run, at.Namespace)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("postgres: storing task records of checkpoint %s of thread %q: %w", at.Checkpoint, at.Thread, err)
 	}
@@ -156,7 +185,10 @@ func (s *Saver) PutWrites(ctx context.Context, at graph.Ref, run string, writes 
 	}
 	var l lease
 	var exists bool
-	if err := s.pool.QueryRow(ctx, s.sql.writeCheck, at.Thread, at.Namespace, at.Checkpoint).Scan(&l.run, &l.until, &l.live, &exists); err != nil {
+	err = retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
+		return s.pool.QueryRow(ctx, s.sql.writeCheck, at.Thread, at.Namespace, at.Checkpoint).Scan(&l.run, &l.until, &l.live, &exists)
+	})
+	if err != nil {
 		return fmt.Errorf("postgres: storing task records of checkpoint %s of thread %q: %w", at.Checkpoint, at.Thread, err)
 	}
 	if err := l.busy(at.Thread, run); err != nil {
@@ -170,6 +202,16 @@ func (s *Saver) PutWrites(ctx context.Context, at graph.Ref, run string, writes 
 
 // Get implements graph.Checkpointer, in one query.
 func (s *Saver) Get(ctx context.Context, at graph.Ref) (*graph.Checkpoint, error) {
+	var cp *graph.Checkpoint
+	err := retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
+		var err error
+		cp, err = s.get(ctx, at)
+		return err
+	})
+	return cp, err
+}
+
+func (s *Saver) get(ctx context.Context, at graph.Ref) (*graph.Checkpoint, error) {
 	q := s.sql.getByID
 	if at.Checkpoint == "" {
 		q = s.sql.getNewest
@@ -225,6 +267,16 @@ func complete(cp *graph.Checkpoint) error {
 
 // List implements graph.Checkpointer, in three queries.
 func (s *Saver) List(ctx context.Context, at graph.Ref, limit int) ([]*graph.Checkpoint, error) {
+	var out []*graph.Checkpoint
+	err := retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
+		var err error
+		out, err = s.list(ctx, at, limit)
+		return err
+	})
+	return out, err
+}
+
+func (s *Saver) list(ctx context.Context, at graph.Ref, limit int) ([]*graph.Checkpoint, error) {
 	var most any // NULL: no limit
 	if limit > 0 {
 		most = limit
@@ -298,7 +350,7 @@ func (s *Saver) List(ctx context.Context, at graph.Ref, limit int) ([]*graph.Che
 // run holds the thread, its row goes, and its checkpoints, task records and
 // channel values with it.
 func (s *Saver) DeleteThread(ctx context.Context, thread string) error {
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var l lease
 		err := tx.QueryRow(ctx, s.sql.lockForDelete, thread).Scan(&l.run, &l.until, &l.live)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -324,7 +376,8 @@ func (s *Saver) DeleteThread(ctx context.Context, thread string) error {
 // thread's row.
 func (s *Saver) Prune(ctx context.Context, thread string, p graph.Prune) (int, error) {
 	n := 0
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		n = 0 // of this attempt
 		var l lease
 		err := tx.QueryRow(ctx, s.sql.lockForDelete, thread).Scan(&l.run, &l.until, &l.live)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -379,7 +432,7 @@ func (s *Saver) TakeThread(ctx context.Context, thread, run string, ttl time.Dur
 		return graph.Lease{}, errors.New("postgres: a lease needs a thread and a run")
 	}
 	got := graph.Lease{Thread: thread, Run: run}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, s.sql.createThread, thread); err != nil {
 			return err
 		}
@@ -406,7 +459,11 @@ func (s *Saver) TakeThread(ctx context.Context, thread, run string, ttl time.Dur
 
 // ReleaseThread implements graph.Checkpointer.
 func (s *Saver) ReleaseThread(ctx context.Context, thread, run string) error {
-	if _, err := s.pool.Exec(ctx, s.sql.releaseLease, thread, run); err != nil {
+	err := retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
+		_, err := s.pool.Exec(ctx, s.sql.releaseLease, thread, run)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("postgres: releasing thread %q from run %s: %w", thread, run, err)
 	}
 	return nil
@@ -415,7 +472,9 @@ func (s *Saver) ReleaseThread(ctx context.Context, thread, run string) error {
 // StopThread implements graph.Checkpointer.
 func (s *Saver) StopThread(ctx context.Context, thread string) (graph.Lease, error) {
 	l := graph.Lease{Thread: thread, Stop: true}
-	err := s.pool.QueryRow(ctx, s.sql.stopLease, thread).Scan(&l.Run, &l.Until)
+	err := retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
+		return s.pool.QueryRow(ctx, s.sql.stopLease, thread).Scan(&l.Run, &l.Until)
+	})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return graph.Lease{}, nil
@@ -430,7 +489,10 @@ func (s *Saver) StopThread(ctx context.Context, thread string) (graph.Lease, err
 // its rows, indexes and compression).
 func (s *Saver) StoredBytes(ctx context.Context, thread string) (int64, error) {
 	var n int64
-	if err := s.pool.QueryRow(ctx, s.sql.storedBytes, thread).Scan(&n); err != nil {
+	err := retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
+		return s.pool.QueryRow(ctx, s.sql.storedBytes, thread).Scan(&n)
+	})
+	if err != nil {
 		return 0, fmt.Errorf("postgres: measuring thread %q: %w", thread, err)
 	}
 	return n, nil

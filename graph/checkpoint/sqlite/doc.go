@@ -65,4 +65,8 @@
 // looking at a store with the sqlite3 shell (version 3.37 or later). An
 // application may keep tables of its own in the same file through DB, with
 // names that do not start with deepgraph_.
+//
+// A transaction that meets a database still locked by another process
+// after the busy timeout (SQLITE_BUSY, SQLITE_LOCKED: see Transient) runs
+// again with backoff, within the context's deadline (package retry).
 package sqlite

@@ -13,6 +13,7 @@ import (
 
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/graph/checkpoint/internal/storecodec"
+	"github.com/deepgraph/deepgraph/graph/checkpoint/retry"
 )
 
 // The statements. A document is read back only when it is within the
@@ -318,6 +319,7 @@ func (s *Saver) vacuum(ctx context.Context) {
 func (s *Saver) Prune(ctx context.Context, thread string, p graph.Prune) (int, error) {
 	n := 0
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		n = 0 // of this attempt
 		rows, err := tx.QueryContext(ctx, `SELECT id, ns, run, created, versions FROM deepgraph_checkpoints WHERE thread = ? ORDER BY seq`, thread)
 		if err != nil {
 			return err
@@ -495,7 +497,15 @@ func (s *Saver) read(ctx context.Context, fn func(*sql.Tx) error) error {
 	return inTx(ctx, s.db, &sql.TxOptions{ReadOnly: true}, fn)
 }
 
+// inTx runs fn in a transaction, and again in a new one while it fails
+// with a busy or locked database (Transient) within ctx's deadline. SQLite
+// reports such an error before the commit takes effect, so no attempt
+// repeats a committed one.
 func inTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
+	return retry.Do(ctx, Transient, func(ctx context.Context, _ int) error { return tryTx(ctx, db, opts, fn) })
+}
+
+func tryTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
 	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
 		return err
