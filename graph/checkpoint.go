@@ -298,3 +298,32 @@ func (cp *Checkpoint) Done() bool { return len(cp.Next) == 0 && len(cp.Deferred)
 func (cp *Checkpoint) Ref() Ref {
 	return Ref{Thread: cp.Thread, Namespace: cp.Namespace, Checkpoint: cp.ID}
 }
+
+// StateJSON is the whole state at the checkpoint as one JSON object, the
+// same as encoding the state struct: State in format 1; in format 2 the
+// channels (as Get and List return them) put together. It is for readers
+// without the state's Go type — a server showing a thread's values; with
+// the type, Compiled.State decodes it.
+func (cp *Checkpoint) StateJSON() (json.RawMessage, error) {
+	if len(cp.State) > 0 || len(cp.Versions) == 0 {
+		return cp.State, nil
+	}
+	if len(cp.Values) != len(cp.Versions) {
+		return nil, fmt.Errorf("graph: checkpoint %s of thread %q names %d channels but came with %d values: the store lost some", cp.ID, cp.Thread, len(cp.Versions), len(cp.Values))
+	}
+	fields := map[string]json.RawMessage{}
+	for _, cv := range cp.Values {
+		if cv.Channel != RestChannel {
+			continue
+		}
+		if err := json.Unmarshal(cv.Value, &fields); err != nil {
+			return nil, fmt.Errorf("graph: checkpoint %s of thread %q: its state is not a JSON object: %w", cp.ID, cp.Thread, err)
+		}
+	}
+	for _, cv := range cp.Values {
+		if cv.Channel != RestChannel {
+			fields[cv.Channel] = cv.Value
+		}
+	}
+	return json.Marshal(fields)
+}

@@ -197,7 +197,10 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request) {
 	cp, err := s.store.Checkpointer.Get(ctx, graph.Thread(t.ID))
 	switch {
 	case err == nil:
-		out.Values = cp.State
+		if out.Values, err = cp.StateJSON(); err != nil {
+			s.fail(w, err)
+			return
+		}
 	case !errors.Is(err, graph.ErrCheckpointNotFound):
 		s.fail(w, err)
 		return
