@@ -43,8 +43,21 @@ func TestEvalEndToEnd(t *testing.T) {
 	oa := newFakeOpenAI(t, evalScript(t, hang))
 	corpus, err := filepath.Abs("../../eval/testdata/corpus")
 	require.NoError(t, err)
-	questions, err := filepath.Abs("../../eval/testdata/questions.jsonl")
+	// Four of the test set's questions: the command's paths, not the
+	// eval's statistics (package eval runs the whole set in process).
+	all, err := os.ReadFile("../../eval/testdata/questions.jsonl")
 	require.NoError(t, err)
+	var some []string
+	for _, line := range strings.Split(string(all), "\n") {
+		for _, id := range []string{"planets-1", "planets-2", "planets-3", "computing-1"} {
+			if strings.Contains(line, `"id": "`+id+`"`) {
+				some = append(some, line)
+			}
+		}
+	}
+	require.Len(t, some, 4)
+	questions := filepath.Join(t.TempDir(), "questions.jsonl")
+	require.NoError(t, os.WriteFile(questions, []byte(strings.Join(some, "\n")+"\n"), 0o644))
 	out := filepath.Join(t.TempDir(), "eval")
 	vars := env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL()})
 	args := []string{"eval", questions, "--corpus", corpus, "--model", "openai:careful", "--model", "openai:careless",
@@ -53,13 +66,13 @@ func TestEvalEndToEnd(t *testing.T) {
 	// Killed while the research of one question hangs: the others finish.
 	hang.Store("Topic: Which planet has the tallest volcano")
 	s := startBin(t, vars, args...)
-	s.waitCount(t, "openai:careless ", 13, 50*time.Second)
-	s.waitCount(t, "openai:careful ", 13, 50*time.Second)
+	s.waitCount(t, "openai:careless ", 3, 50*time.Second)
+	s.waitCount(t, "openai:careful ", 3, 50*time.Second)
 	require.NoError(t, s.cmd.Process.Signal(syscall.SIGKILL))
 	s.wait(t, 10*time.Second)
 	kept, err := filepath.Glob(filepath.Join(out, "cases", "*", "*.json"))
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, len(kept), 26, "the finished runs are kept")
+	require.GreaterOrEqual(t, len(kept), 6, "the finished runs are kept")
 	runIDs, err := filepath.Glob(filepath.Join(out, "runs", "*", "planets-2-r1.id"))
 	require.NoError(t, err)
 	require.Len(t, runIDs, 2, "the interrupted runs are noted, to be resumed")
@@ -85,7 +98,7 @@ func TestEvalEndToEnd(t *testing.T) {
 	require.Len(t, results.Configurations, 2)
 	support := map[string]float64{}
 	for _, c := range results.Configurations {
-		assert.Equal(t, 14, c.Runs, c.Name)
+		assert.Equal(t, 4, c.Runs, c.Name)
 		assert.Zero(t, c.Failed, c.Name)
 		a, ok := c.Aggregate(eval.MetricClaimSupport)
 		require.True(t, ok)
