@@ -156,6 +156,7 @@ func TestE2EStoreFailsMidRun(t *testing.T) {
 	fill(t, filepath.Join("/proc", strconv.Itoa(p.Process.Pid), "root", dir, "fill"))
 	close(release)
 	res := s.wait(t, 60*time.Second)
+	t.Logf("the disk filled during the run:\n%s", res)
 
 	require.Equal(t, exitStore, res.code, res)
 	assert.Contains(t, res.stdout, "## Sources", "the report is printed")
