@@ -28,6 +28,7 @@ const (
 	exitAgentStuck  = 5   // research agent: the agent kept repeating itself
 	exitNeedsInput  = 6   // the run paused for an answer nobody could give here (resume it with --answer)
 	exitNoSources   = 7   // research: the run finished, but its answer cites no source
+	exitStore       = 8   // the run store cannot be written (full disk, read-only): at open, or during the run (not kept)
 	exitInterrupted = 130 // Ctrl-C (SIGINT) or SIGTERM
 )
 
@@ -139,7 +140,8 @@ Exit status (docs/cli.md): 0 success; 1 the run failed; 2 configuration or
 usage error; 3, 4, 5 research agent gave up, reached its step limit, got
 stuck; 6 paused for an answer (research resume ID --answer … continues); 7
 the answer cites no source (it is printed, but nothing gathered supports
-it); 130 interrupted (the report gathered so far is printed, marked
+it); 8 the run store cannot be written (full disk, read-only; during a run
+the report is printed, but the run was not kept); 130 interrupted (the report gathered so far is printed, marked
 incomplete).`,
 		Example: `  GEMINI_API_KEY=… research "Who won the Euro 2024 and who scored the most goals?"
   research --effort high --format json --out report.json "state of RISC-V laptops"
@@ -227,6 +229,8 @@ func (c *cli) report(ctx context.Context, err error) int {
 		return exitUsage
 	case errors.Is(err, config.ErrInvalid), errors.Is(err, app.ErrSetup):
 		code = exitUsage
+	case errors.Is(err, app.ErrStoreUnwritable) && code == exitFailed:
+		code = exitStore
 	}
 	for _, line := range errorLines(err, c.verbose) {
 		c.console.errorLine(line)

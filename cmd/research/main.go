@@ -16,8 +16,10 @@
 // value, a misspelt command, an output that cannot be written); research
 // agent adds 3 (the agent gave up), 4 (step limit reached) and 5 (stuck); 6
 // the run paused for an answer nobody could give here; 7 a research run
-// finished but its answer cites no source; 130 interrupted with Ctrl-C (the
-// report gathered so far is printed, marked incomplete).
+// finished but its answer cites no source; 8 the run store cannot be
+// written (full disk, read-only: at the start nothing was paid for; during
+// a run the report is printed but the run was not kept); 130 interrupted
+// with Ctrl-C (the report gathered so far is printed, marked incomplete).
 package main
 
 import (

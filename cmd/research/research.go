@@ -55,6 +55,9 @@ func (c *cli) runResearch(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	defer st.Close()
+	// A store that fails during the run does not end it: the report is
+	// printed, and the run is said not to be kept (exit 8).
+	st.GoOnWithoutSaving(logger)
 	var thread string
 	if c.thread != "" {
 		if st == nil {
@@ -155,7 +158,9 @@ func (c *cli) driveResearch(ctx context.Context, cfg *config.Config, r *app.Rese
 	}
 	rep, runErr := start(runCtx, runOpts...)
 	reviewed := false
-	for rep != nil && rep.Review != nil && errors.Is(runErr, graph.ErrInterrupted) && c.canAsk() {
+	// A review is answered by resuming from the store: not once the store
+	// failed.
+	for rep != nil && rep.Review != nil && errors.Is(runErr, graph.ErrInterrupted) && c.canAsk() && st.SaveFailure() == nil {
 		reviewed = true
 		ans, err := c.askReview(runCtx, rep.Review)
 		if err != nil {
@@ -168,6 +173,11 @@ func (c *cli) driveResearch(ctx context.Context, cfg *config.Config, r *app.Rese
 	}
 	o := outcomeOf(ctx, runCtx, runErr)
 	o.timeout = cfg.Timeout
+	unsaved := st.SaveFailure()
+	if unsaved != nil && o.status == runstore.StatusNeedsInput {
+		// It cannot be resumed with the answer: it ends here.
+		o.status = runstore.StatusFailed
+	}
 	c.console.stop()
 
 	var doc []byte
@@ -186,7 +196,15 @@ func (c *cli) driveResearch(ctx context.Context, cfg *config.Config, r *app.Rese
 		}
 	}
 	app.MeterRun(ctx, telemetry.RunKindResearch, o.status, usageOf(rep), r.Models.Specs(), cfg.Prices)
-	if err := tr.Finish(ctx, o.status, o.why(c, runErr), doc); err != nil {
+	status, why := o.status, o.why(c, runErr)
+	if unsaved != nil {
+		status = runstore.StatusFailed
+		why = c.console.redact(oneLine("not kept: "+unsaved.Error(), 0))
+		if runErr != nil {
+			why = o.why(c, runErr) + "; " + why
+		}
+	}
+	if err := tr.Finish(ctx, status, why, doc); err != nil && unsaved == nil {
 		c.console.errorLine("warning: " + err.Error())
 	}
 	switch {
@@ -207,9 +225,21 @@ func (c *cli) driveResearch(ctx context.Context, cfg *config.Config, r *app.Rese
 		}
 	}
 	if err := o.exit(runErr); err != nil {
+		if unsaved != nil {
+			c.console.errorLine("warning: " + notKept(tr, unsaved).Error())
+		}
 		return err
 	}
+	if unsaved != nil {
+		return &exitError{code: exitStore, err: notKept(tr, unsaved)}
+	}
 	return uncited(rep)
+}
+
+// notKept says that the run driven was not kept because the store failed
+// (unsaved) while it ran.
+func notKept(tr *app.Tracker, unsaved error) error {
+	return fmt.Errorf("run %s was not kept: the run store failed while saving it, so research resume cannot continue it from where it ended: %w", tr.Run.ID, unsaved)
 }
 
 // uncited is the error of a finished run whose answer cites no source

@@ -36,12 +36,29 @@ func (c *cli) openStore(ctx context.Context, cfg *config.Config) (*app.Store, er
 // withStore runs fn, the body of a command (named by what) that works on
 // the stored runs, with the configuration and the open store.
 func (c *cli) withStore(cmd *cobra.Command, what string, fn func(ctx context.Context, cfg *config.Config, st *app.Store) error) error {
+	return c.withStoreTo(cmd, what, false, fn)
+}
+
+// withStoreToRead is withStore for a command that only reads the store: one
+// that cannot be written (read-only, on a full disk) is opened read-only.
+func (c *cli) withStoreToRead(cmd *cobra.Command, what string, fn func(ctx context.Context, cfg *config.Config, st *app.Store) error) error {
+	return c.withStoreTo(cmd, what, true, fn)
+}
+
+func (c *cli) withStoreTo(cmd *cobra.Command, what string, readOnly bool, fn func(ctx context.Context, cfg *config.Config, st *app.Store) error) error {
 	cfg, err := c.loadConfig(cmd)
 	if err != nil {
 		return err
 	}
 	ctx := cmd.Context()
-	st, err := c.openStore(ctx, cfg)
+	var st *app.Store
+	switch {
+	case c.noSave:
+	case readOnly:
+		st, err = app.OpenStoreToRead(ctx, cfg)
+	default:
+		st, err = app.OpenStore(ctx, cfg)
+	}
 	if err != nil {
 		return err
 	}
@@ -160,7 +177,11 @@ process was killed shows as interrupted: research resume ID continues it.
 runs that started longer ago than AGE (30d, 12h, 2w) with their checkpoints.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return c.withStore(cmd, "research runs", func(ctx context.Context, cfg *config.Config, st *app.Store) error {
+			with := c.withStoreToRead
+			if prune != "" {
+				with = c.withStore
+			}
+			return with(cmd, "research runs", func(ctx context.Context, cfg *config.Config, st *app.Store) error {
 				if prune != "" {
 					return c.prune(ctx, st, prune)
 				}
@@ -316,7 +337,7 @@ what it had gathered, marked incomplete. An agent run prints its answer.
 ID may be a unique prefix of the run's id.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.withStore(cmd, "research show", func(ctx context.Context, cfg *config.Config, st *app.Store) error {
+			return c.withStoreToRead(cmd, "research show", func(ctx context.Context, cfg *config.Config, st *app.Store) error {
 				run, err := st.FindRun(ctx, args[0])
 				if err != nil {
 					return usageErr("%v", err)

@@ -26,7 +26,11 @@ type Store struct {
 	// Where is the store's location, fit to print (a DSN's password is
 	// redacted).
 	Where string
-	close func()
+	// ReadOnly: the store was opened for reading only (OpenStoreToRead);
+	// every write fails.
+	ReadOnly bool
+	save     *saveState // GoOnWithoutSaving
+	close    func()
 }
 
 // Close releases the store.
@@ -38,8 +42,10 @@ func (s *Store) Close() {
 }
 
 // OpenStore opens the configured store (the store key), creating it if
-// needed; nil when the store is off. A store that cannot be opened is a
-// setup error that says how to run without one.
+// needed; nil when the store is off. A store whose disk is full or that is
+// read-only is a *StoreError (ErrStoreUnwritable) that names it and says
+// what to do; another store that cannot be opened is a setup error that
+// says how to run without one.
 func OpenStore(ctx context.Context, cfg *config.Config) (*Store, error) {
 	loc, err := cfg.StoreLocation()
 	if err != nil {
@@ -48,8 +54,52 @@ func OpenStore(ctx context.Context, cfg *config.Config) (*Store, error) {
 	if loc == "" {
 		return nil, nil
 	}
+	return openStore(ctx, loc)
+}
+
+// OpenStoreToRead opens the configured store for a command that only
+// reads it (listing and showing runs): as OpenStore does, or, when an
+// SQLite store exists but cannot be written — a read-only file system or
+// directory, a full disk — read-only (Store.ReadOnly).
+func OpenStoreToRead(ctx context.Context, cfg *config.Config) (*Store, error) {
+	loc, err := cfg.StoreLocation()
+	if err != nil {
+		return nil, &setupError{err}
+	}
+	if loc == "" {
+		return nil, nil
+	}
+	st, err := openStore(ctx, loc)
+	if err == nil || config.IsPostgres(loc) || !errors.Is(err, ErrStoreUnwritable) {
+		return st, err
+	}
+	if fi, statErr := os.Stat(loc); statErr != nil || fi.Size() == 0 {
+		return nil, err // nothing to read: the store was never made
+	}
 	where := config.RedactDSN(loc)
+	lite, roErr := sqlite.OpenReadOnly(ctx, loc)
+	if roErr != nil {
+		return nil, setupErr("opening the run store %s read-only, as it cannot be written (%v): %w", where, err, roErr)
+	}
+	runs, roErr := runstore.OpenSQLiteReadOnly(ctx, lite.DB())
+	if roErr != nil {
+		_ = lite.Close()
+		return nil, setupErr("opening the run store %s read-only, as it cannot be written (%v): %w", where, err, roErr)
+	}
+	return &Store{Checkpointer: lite, Runs: runs, Where: where, ReadOnly: true, close: func() { _ = lite.Close() }}, nil
+}
+
+// openStore opens the store at loc, a DSN or a file, creating it if needed.
+func openStore(ctx context.Context, loc string) (*Store, error) {
+	where := config.RedactDSN(loc)
+	file := loc
+	if config.IsPostgres(loc) {
+		file = ""
+	}
 	fail := func(err error) error {
+		if se := classifyStoreErr(where, file, err); se != nil {
+			return se
+		}
 		return setupErr("opening the run store %s: %w (set --store to another file or DSN, or --no-save to keep nothing)", where, err)
 	}
 	if config.IsPostgres(loc) {
@@ -180,6 +230,7 @@ type Tracker struct {
 	logger *slog.Logger
 	// Resumed: the run started in an earlier process (Continue).
 	Resumed bool
+	save    *saveState
 }
 
 // Ref names the tracked run in its documents; empty for a nil Tracker (a
@@ -208,7 +259,7 @@ func (s *Store) Begin(ctx context.Context, kind runstore.Kind, question, thread 
 	if err := s.Runs.Create(ctx, run); err != nil {
 		return nil, fmt.Errorf("recording the run in %s: %w", s.Where, err)
 	}
-	return &Tracker{runs: s.Runs, Run: run, logger: orDiscard(logger)}, nil
+	return &Tracker{runs: s.Runs, Run: run, logger: orDiscard(logger), save: s.save}, nil
 }
 
 // Continue marks a stored run as running again, in this process, run being
@@ -230,7 +281,7 @@ func (s *Store) Continue(ctx context.Context, run *runstore.Run, logger *slog.Lo
 		}
 		return nil, fmt.Errorf("recording the run in %s: %w", s.Where, err)
 	}
-	return &Tracker{runs: s.Runs, Run: run, logger: orDiscard(logger), Resumed: true}, nil
+	return &Tracker{runs: s.Runs, Run: run, logger: orDiscard(logger), Resumed: true, save: s.save}, nil
 }
 
 func host(run *runstore.Run) {
@@ -253,13 +304,14 @@ func (t *Tracker) Journal() research.CallJournal {
 	if t == nil {
 		return nil
 	}
-	return runJournal{runs: t.runs, id: t.Run.ID}
+	return runJournal{runs: t.runs, id: t.Run.ID, save: t.save}
 }
 
 // runJournal is a run's calls in the run store.
 type runJournal struct {
 	runs runstore.Store
 	id   string
+	save *saveState // the store's, once saving stopped
 }
 
 // recordTimeout bounds recording a call once the run is cancelled: the
@@ -278,9 +330,17 @@ func (j runJournal) Recall(ctx context.Context, key string) ([]byte, bool, error
 }
 
 func (j runJournal) Record(ctx context.Context, key string, data []byte) error {
+	if j.save.failed() != nil {
+		return nil // the run is not kept: its calls neither
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	return j.runs.RecordCall(ctx, j.id, key, data)
+	err := j.runs.RecordCall(ctx, j.id, key, data)
+	if j.save != nil && tolerable(ctx, err) {
+		j.save.fail(err) // the run goes on without saving
+		return nil
+	}
+	return err
 }
 
 // Progress records the tokens and model calls spent so far. A failure to
@@ -290,7 +350,14 @@ func (t *Tracker) Progress(ctx context.Context, tokens int64, calls int) {
 		return
 	}
 	t.Run.Tokens, t.Run.Calls, t.Run.Updated = tokens, calls, time.Now().UTC()
+	if t.save.failed() != nil {
+		return // the run is not kept: its progress neither
+	}
 	if err := t.runs.Update(context.WithoutCancel(ctx), t.Run); err != nil {
+		if t.save != nil {
+			t.save.fail(err) // the run goes on without saving
+			return
+		}
 		t.logger.Warn("could not record the run's progress", "run", t.Run.ID, "err", err)
 	}
 }

@@ -145,6 +145,24 @@ func openSQL(ctx context.Context, db sqlDB, d dialect) (*sqlStore, error) {
 	return s, nil
 }
 
+// openSQLReadOnly returns the store of db, which it only reads, after
+// checking that its tables are of this version.
+func openSQLReadOnly(ctx context.Context, db sqlDB, d dialect) (*sqlStore, error) {
+	var version int64
+	err := scanOne(ctx, db, []any{&version}, `SELECT value FROM research_runs_meta WHERE key = 'schema_version'`)
+	switch {
+	case errors.Is(err, errNoRows):
+		return nil, fmt.Errorf("runstore: the tables of runs (research_runs…) in %s have no version: open the store once where it can be written, to set them up", d.name)
+	case err != nil:
+		return nil, fmt.Errorf("runstore: reading the version of the tables of runs (research_runs…) in %s: %w (if the store has never kept a run, open it once where it can be written)", d.name, err)
+	case version > schemaVersion:
+		return nil, fmt.Errorf("runstore: the table research_runs has version %d, and this version of deepgraph reads up to %d: upgrade deepgraph", version, schemaVersion)
+	case version < schemaVersion:
+		return nil, fmt.Errorf("runstore: the tables of runs (research_runs…) in %s have version %d and need an upgrade to %d, which a read-only open cannot make: open the store once where it can be written", d.name, version, schemaVersion)
+	}
+	return &sqlStore{db: db, d: d}, nil
+}
+
 // backfillThreads gives each thread of the stored runs its row: kind and
 // title from its oldest run (by started, then id), created when that run
 // started and updated when its newest did.

@@ -21,7 +21,23 @@ import (
 // rely on that lock. The caller keeps db and closes it
 // after the last use of the store.
 func OpenSQLite(ctx context.Context, db *sql.DB) (Store, error) {
-	return openSQL(ctx, sqliteDB{stdConn{db}, db}, dialect{
+	return openSQL(ctx, sqliteDB{stdConn{db}, db}, sqliteDialect())
+}
+
+// OpenSQLiteReadOnly returns the Store in the SQLite database of db for
+// reading only — db opened read-only, as the checkpoint store's
+// sqlite.OpenReadOnly does — without creating or upgrading its tables:
+// List, Get, ThreadRuns, ListThreads, Events and Call read them, and every
+// write fails as SQLite refuses it. Tables that are missing, or of an older
+// version that needs an upgrade, are refused with an error saying to open
+// the store once where it can be written.
+func OpenSQLiteReadOnly(ctx context.Context, db *sql.DB) (Store, error) {
+	return openSQLReadOnly(ctx, sqliteDB{stdConn{db}, db}, sqliteDialect())
+}
+
+// sqliteDialect is SQLite's SQL.
+func sqliteDialect() dialect {
+	return dialect{
 		name: "SQLite",
 		// Times are microseconds since the Unix epoch, NULL when unset;
 		// Settings, Report and an event's data are BLOBs holding the JSON
@@ -81,7 +97,7 @@ func OpenSQLite(ctx context.Context, db *sql.DB) (Store, error) {
 		hasCost:     `SELECT count(*) FROM pragma_table_info('research_runs') WHERE name = 'cost_usd'`,
 		addCost:     `ALTER TABLE research_runs ADD COLUMN cost_usd REAL`,
 		transient:   csqlite.Transient,
-	})
+	}
 }
 
 // sqliteDB is a database/sql handle as a sqlDB.

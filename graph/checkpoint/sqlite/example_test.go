@@ -75,3 +75,43 @@ func Example() {
 	// first attempt failed: true
 	// [search write]
 }
+
+// A store that may not be written — on a read-only disk, or for a command
+// that only reads it — is opened read-only: what it holds can be read, and
+// a write is refused.
+func ExampleOpenReadOnly() {
+	dir, err := os.MkdirTemp("", "deepgraph-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "runs.db")
+	ctx := context.Background()
+
+	store, err := sqlite.Open(ctx, path)
+	if err != nil {
+		panic(err)
+	}
+	if err := store.Put(ctx, &graph.Checkpoint{Thread: "report-1", ID: "c1", Step: 1, Source: graph.SourceLoop}); err != nil {
+		panic(err)
+	}
+	if err := store.Close(); err != nil {
+		panic(err)
+	}
+
+	ro, err := sqlite.OpenReadOnly(ctx, path)
+	if err != nil {
+		panic(err)
+	}
+	defer ro.Close()
+	cp, err := ro.Get(ctx, graph.Ref{Thread: "report-1"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("newest checkpoint:", cp.ID, "step", cp.Step)
+	err = ro.Put(ctx, &graph.Checkpoint{Thread: "report-1", ID: "c2", Parent: "c1", Step: 2, Source: graph.SourceLoop})
+	fmt.Println("write refused:", err != nil)
+	// Output:
+	// newest checkpoint: c1 step 1
+	// write refused: true
+}

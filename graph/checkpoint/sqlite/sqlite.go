@@ -226,7 +226,7 @@ func (s *Saver) DB() *sql.DB { return s.db }
 // Close closes the store, once the operations under way are done; later
 // ones fail.
 func (s *Saver) Close() error {
-	if err := errors.Join(s.writer.Close(), s.db.Close()); err != nil {
+	if err := s.closeHandles(); err != nil {
 		return fmt.Errorf("sqlite: closing %s: %w", s.path, err)
 	}
 	return nil
