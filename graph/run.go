@@ -1094,6 +1094,21 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 			t.upd, t.err = upd, nil
 			break
 		}
+		if pu, ok, own, bad := r.fromChild(t, err); ok {
+			t.upd, t.err = pu, nil
+			break
+		} else if own != nil {
+			// A Command to the parent graph: this run stops with it, and
+			// the parent's task that runs this graph applies it.
+			t.err = own
+			return
+		} else if bad != nil {
+			t.err = bad
+			if r.cp != nil {
+				r.record(t, TaskWrite{Err: t.err.Error()})
+			}
+			return
+		}
 		if a >= attempts || ctx.Err() != nil || !n.policy.RetryOn(err) {
 			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				t.err = err // the run or the step was cancelled: not this node's fault

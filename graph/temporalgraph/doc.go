@@ -45,6 +45,10 @@
 // engine's compact checkpoints are not used (Codec keeps large states
 // small in the history).
 //
+// A Command to the parent graph (graph.ToParent) from a node inside a
+// subgraph works as in-process: the subgraph runs inside its node's
+// activity, whose result is the Command's update, routed in the parent.
+//
 // Progress — the step, the tasks in flight, the timeline and the pending
 // interrupts — is a query (QueryProgress, Run.Progress); Run.Follow streams
 // the timeline to a terminal. Options.Progress decides what the timeline
