@@ -61,7 +61,11 @@
 // AddFanOut connect them; Start and End are the entry and exit. A node can
 // also route itself by returning a Command: Writes(...).Goto("next") or
 // .Send(...). A compiled graph can be a node of another graph: AddSubgraph
-// for the same state type, AddMappedSubgraph for another.
+// for the same state type, AddMappedSubgraph for another. A node inside a
+// subgraph can hand control back to its parent with ToParent: the parent
+// applies the update as the subgraph node's own and follows its Goto. A
+// node added with Defer waits, when routed to, until no other branch has
+// work left, then runs once (LangGraph's defer=True).
 //
 // Compile checks the whole graph and reports every problem at once, each
 // naming its offender: unknown nodes in edges, nodes unreachable from Start,

@@ -50,6 +50,7 @@ type node[S any] struct {
 	timeout   time.Duration
 	hasTO     bool
 	sub       bool // a subgraph (drawn differently)
+	deferred  bool // Defer: runs when nothing else is pending
 }
 
 type edge struct{ from, to string }
@@ -96,6 +97,7 @@ type nodeOptions struct {
 	timeout time.Duration
 	hasTO   bool
 	dests   []string
+	defer_  bool
 }
 
 // WithRetry retries the node on failure according to p (see RetryPolicy).
@@ -114,6 +116,15 @@ func WithTimeout(d time.Duration) NodeOption {
 func Destinations(nodes ...string) NodeOption {
 	return func(o *nodeOptions) { o.dests = append(o.dests, nodes...) }
 }
+
+// Defer makes the node deferred (LangGraph's defer=True): when routed to,
+// it waits until every other pending branch of the run has finished — no
+// task but deferred ones is left — and then runs once, however many
+// branches routed to it. Use it for a node that sums up a fan-out whose
+// branches have different lengths. A checkpoint lists the deferred nodes
+// waiting (Checkpoint.Deferred), so a resumed run keeps them. Only nodes
+// on the state can be deferred, not task nodes (AddTask).
+func Defer() NodeOption { return func(o *nodeOptions) { o.defer_ = true } }
 
 // AddNode adds a node that runs on the state.
 func (g *Graph[S]) AddNode(name string, fn NodeFunc[S], opts ...NodeOption) *Graph[S] {
@@ -169,7 +180,10 @@ func (g *Graph[S]) addNode(name string, run func(context.Context, *S, any) (Upda
 	for _, opt := range opts {
 		opt(&o)
 	}
-	n := &node[S]{name: name, run: run, payload: payload, decodeArg: decode, dests: o.dests, retry: o.retry, timeout: o.timeout, hasTO: o.hasTO}
+	if o.defer_ && payload != nil {
+		g.problems = append(g.problems, fmt.Errorf("task node %q: graph.Defer applies to nodes on the state, not to task nodes reached by Send", name))
+	}
+	n := &node[S]{name: name, run: run, payload: payload, decodeArg: decode, dests: o.dests, retry: o.retry, timeout: o.timeout, hasTO: o.hasTO, deferred: o.defer_}
 	g.nodes[name] = n
 	g.order = append(g.order, name)
 	return n

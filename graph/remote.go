@@ -164,12 +164,22 @@ func (c *Compiled[S]) RunTask(ctx context.Context, in TaskInput, observe func(Ev
 		}()
 	}
 	upd, err := r.attempt(&taskCtx{Context: ctx, info: t.info}, t)
+	var final error // a failure no retry can change
+	if pu, ok, own, bad := r.fromChild(t, err); ok {
+		upd, err = pu, nil
+	} else if own != nil {
+		final = &NodeError{Node: n.name, Step: in.Step, Err: own}
+	} else if bad != nil {
+		final = bad
+	}
 	if observe != nil {
 		close(stop) // the node's own Emits happened before it returned
 		<-drained
 	}
 	var out TaskOutcome
 	switch {
+	case final != nil:
+		err = final
 	case len(h.rejected) > 0:
 		err = &NodeError{Node: n.name, Step: in.Step, Err: h.rejected[0]}
 	case len(h.raised) > 0:

@@ -141,7 +141,10 @@ type run[S any] struct {
 	routed      []int    // per node: the planning round that routed it
 	joinSeen    [][]bool // per join, per source
 	setters     []setter[S]
-	collect     *[]Write[S] // same-state subgraph: every write, in merge order
+	// deferred are the deferred nodes (Defer) routed to and waiting for
+	// every other branch to finish, by index; nil in most runs.
+	deferred []int
+	collect  *[]Write[S] // same-state subgraph: every write, in merge order
 
 	tr *runTrace // nil: no tracer in the run's context
 	bp *breaks   // the run's breakpoints: the graph's, or its own
@@ -398,6 +401,7 @@ func (r *run[S]) begin(in S) error {
 	if err := r.plan(r.c.start, nil); err != nil {
 		return err
 	}
+	r.releaseDeferred()
 	r.tasks, r.next = r.next, r.tasks[:0]
 	return r.checkpoint(parent)
 }
@@ -564,6 +568,14 @@ func (r *run[S]) load(cp *Checkpoint) error {
 				}
 			}
 		}
+	}
+	r.deferred = r.deferred[:0]
+	for _, name := range cp.Deferred {
+		idx, ok := r.c.byName[name]
+		if !ok || !r.c.nodes[idx].deferred {
+			return fmt.Errorf("graph: thread %q: checkpoint %s has %q waiting as a deferred node, which this graph does not have as one (graph.Defer)", r.thread, cp.ID, name)
+		}
+		r.deferred = append(r.deferred, idx)
 	}
 	r.tasks = r.tasks[:0]
 	for _, pt := range cp.Next {
@@ -815,6 +827,7 @@ func (r *run[S]) superstep(ctx context.Context) error {
 		}
 	}
 	r.planJoins()
+	r.releaseDeferred()
 	r.tasks, r.next = r.next, tasks
 	if err := r.checkpoint(r.cpID); err != nil {
 		return err
@@ -1094,6 +1107,21 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 			t.upd, t.err = upd, nil
 			break
 		}
+		if pu, ok, own, bad := r.fromChild(t, err); ok {
+			t.upd, t.err = pu, nil
+			break
+		} else if own != nil {
+			// A Command to the parent graph: this run stops with it, and
+			// the parent's task that runs this graph applies it.
+			t.err = own
+			return
+		} else if bad != nil {
+			t.err = bad
+			if r.cp != nil {
+				r.record(t, TaskWrite{Err: t.err.Error()})
+			}
+			return
+		}
 		if a >= attempts || ctx.Err() != nil || !n.policy.RetryOn(err) {
 			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				t.err = err // the run or the step was cancelled: not this node's fault
@@ -1302,6 +1330,18 @@ func (r *run[S]) plan(n *cnode[S], t *task[S]) error {
 	return nil
 }
 
+// releaseDeferred schedules the deferred nodes waiting when the next step has no
+// other task: every other branch has finished.
+func (r *run[S]) releaseDeferred() {
+	if len(r.next) > 0 || len(r.deferred) == 0 {
+		return
+	}
+	for _, idx := range r.deferred {
+		r.next = append(r.next, task[S]{node: r.c.nodes[idx]})
+	}
+	r.deferred = r.deferred[:0]
+}
+
 func (r *run[S]) planJoins() {
 	for ji, seen := range r.joinSeen {
 		all := true
@@ -1326,6 +1366,12 @@ func (r *run[S]) route(b *branch[S]) (route Route, err error) {
 
 func (r *run[S]) schedule(idx int) {
 	if idx == endIdx || r.planned[idx] == r.step {
+		return
+	}
+	if r.c.nodes[idx].deferred {
+		if !slices.Contains(r.deferred, idx) {
+			r.deferred = append(r.deferred, idx)
+		}
 		return
 	}
 	r.planned[idx] = r.step
@@ -1414,6 +1460,9 @@ func (r *run[S]) checkpoint(parent string) error {
 		if len(names) > 0 {
 			cp.Joins = append(cp.Joins, JoinProgress{To: r.c.nodes[r.c.joins[ji].to].name, Seen: names})
 		}
+	}
+	for _, idx := range r.deferred {
+		cp.Deferred = append(cp.Deferred, r.c.nodes[idx].name)
 	}
 	if r.carry {
 		if cp.Writes, err = r.records(); err != nil {

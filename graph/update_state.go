@@ -164,6 +164,9 @@ func (r *run[S]) edit(cp *Checkpoint, u Update[S], asNode string) error {
 	if err != nil {
 		return err
 	}
+	if len(kept) == 0 {
+		r.releaseDeferred()
+	}
 	for _, t := range r.next {
 		pending := t.node.payload == nil && slices.ContainsFunc(kept, func(k task[S]) bool { return k.node == t.node && !k.done })
 		if !pending {

@@ -45,6 +45,13 @@
 // engine's compact checkpoints are not used (Codec keeps large states
 // small in the history).
 //
+// A Command to the parent graph (graph.ToParent) from a node inside a
+// subgraph works as in-process: the subgraph runs inside its node's
+// activity, whose result is the Command's update, routed in the parent.
+//
+// Deferred nodes (graph.Defer) work as in-process: the engine's loop in
+// the workflow plans them.
+//
 // Progress — the step, the tasks in flight, the timeline and the pending
 // interrupts — is a query (QueryProgress, Run.Progress); Run.Follow streams
 // the timeline to a terminal. Options.Progress decides what the timeline

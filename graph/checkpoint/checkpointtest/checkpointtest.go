@@ -99,11 +99,12 @@ func checkpoint(thread, id, parent string, step int) *graph.Checkpoint {
 			{Node: "plain"},
 			{Node: "task", Arg: json.RawMessage(`{"query":"q","id":7}`)},
 		},
-		Joins:   []graph.JoinProgress{{To: "join", Seen: []string{"x", "y"}}},
-		Created: time.Date(2026, 11, 24, 10, 30, 15, 123456000, time.UTC).Add(time.Duration(step) * time.Second),
-		Source:  graph.SourceLoop,
-		Ran:     []string{"plain", "task"},
-		Run:     "run-1",
+		Joins:    []graph.JoinProgress{{To: "join", Seen: []string{"x", "y"}}},
+		Deferred: []string{"sum"},
+		Created:  time.Date(2026, 11, 24, 10, 30, 15, 123456000, time.UTC).Add(time.Duration(step) * time.Second),
+		Source:   graph.SourceLoop,
+		Ran:      []string{"plain", "task"},
+		Run:      "run-1",
 	}
 }
 
@@ -128,6 +129,7 @@ func equalCheckpoint(t *testing.T, want, got *graph.Checkpoint) {
 		jsonEqOrEmpty(t, want.Next[i].Arg, got.Next[i].Arg, fmt.Sprintf("Next[%d].Arg", i))
 	}
 	assert.Equal(t, normJoins(want.Joins), normJoins(got.Joins), "Joins")
+	assert.Equal(t, emptyNil(want.Deferred), emptyNil(got.Deferred), "Deferred")
 	assert.True(t, want.Created.Truncate(time.Microsecond).Equal(got.Created.Truncate(time.Microsecond)),
 		"Created: want %s, got %s", want.Created, got.Created)
 	assert.Equal(t, want.Source, got.Source, "Source")

@@ -307,6 +307,54 @@ func Shapes() []Shape {
 			Want:  State{Log: []string{"before", "x", "y", "sibling", "after"}, N: 11},
 		},
 		{
+			// A deferred node (graph.Defer) reached by a short and a long
+			// branch runs once, after both.
+			Name: "deferred node",
+			Build: func() (*graph.Compiled[State], error) {
+				g := New()
+				for _, n := range []string{"a", "a2", "b"} {
+					g.AddNode(n, LogNode(n))
+				}
+				g.AddNode("sum", func(_ context.Context, s State) (graph.Update[State], error) {
+					return graph.Writes(N.Set(len(s.Log))), nil
+				}, graph.Defer())
+				g.AddEdge(graph.Start, "a")
+				g.AddEdge(graph.Start, "b")
+				g.AddSequence("a", "a2", "sum", graph.End)
+				g.AddEdge("b", "sum")
+				return g.Compile()
+			},
+			Tasks: 4,
+			Want:  State{Log: []string{"a", "b", "a2"}, N: 3},
+		},
+		{
+			// An inner node's Command to the parent (graph.ToParent): its
+			// update replaces the subgraph's writes and routes in the parent.
+			Name: "Command to the parent graph",
+			Build: func() (*graph.Compiled[State], error) {
+				inner := New()
+				inner.AddNode("x", LogNode("x"))
+				inner.AddNode("up", func(_ context.Context, s State) (graph.Update[State], error) {
+					return graph.Update[State]{}, graph.ToParent(graph.Writes(Log.Add("up"), N.Set(s.N+1)).Goto("human"))
+				})
+				inner.AddNode("never", LogNode("never"))
+				inner.AddSequence(graph.Start, "x", "up", "never", graph.End)
+				sub, err := inner.Compile()
+				if err != nil {
+					return nil, err
+				}
+				g := New()
+				g.AddSubgraph("sub", sub, graph.Destinations("human", graph.End))
+				g.AddNode("human", LogNode("human"))
+				g.AddEdge(graph.Start, "sub")
+				g.AddEdge("human", graph.End)
+				return g.Compile()
+			},
+			In:    State{N: 1},
+			Tasks: 2,
+			Want:  State{Log: []string{"up", "human"}, N: 2},
+		},
+		{
 			// The state of the last completed step comes back with the
 			// error.
 			Name:           "recursion limit",
