@@ -247,7 +247,10 @@ func TestExecAgentEndsLeaveNoProcess(t *testing.T) {
 				require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(ws, "started.txt")); return err == nil },
 					30*time.Second, 10*time.Millisecond, "the command never started its processes")
 				sh := waitForPIDs(t, ws, "sh")["sh"]
-				require.Len(t, sleeping(t, tag), 9, "the command runs eight escapees and its own sleep")
+				// The escapees start in the background: started.txt may come
+				// before the last of them has exec'd sleep.
+				require.Eventually(t, func() bool { return len(sleeping(t, tag)) == 9 }, 8*time.Second, 10*time.Millisecond,
+					"the command runs eight escapees and its own sleep")
 				if sc.signal != 0 {
 					require.NoError(t, helper.Process.Signal(sc.signal))
 				}
@@ -291,10 +294,12 @@ func TestExecAgentHelper(t *testing.T) {
 	defer stop()
 	switch os.Getenv("DG_EXEC_AGENT_MODE") {
 	case "tool-timeout":
-		opts.Timeout = 3 * time.Second
+		// Long enough for the test to see all nine processes start on a
+		// loaded machine before the timeout ends them.
+		opts.Timeout = 10 * time.Second
 	case "run-timeout":
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 3*time.Second)
+		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 	}
 	tool, err := NewBash(opts)
