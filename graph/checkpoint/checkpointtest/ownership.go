@@ -43,13 +43,13 @@ func tagGraph(t *testing.T, store graph.Checkpointer, tag string, fail func() bo
 	})
 	g.AddEdge(graph.Start, "start")
 	graph.AddFanOut(g, "start", "work", func(s State) []string {
-		var todo []string
+		var pending []string
 		for _, it := range s.Items {
 			if !strings.Contains(it, "@") {
-				todo = append(todo, it)
+				pending = append(pending, it)
 			}
 		}
-		return todo
+		return pending
 	})
 	g.AddEdge("work", graph.End)
 	c, err := g.Compile(graph.WithCheckpointer(store))
