@@ -51,21 +51,7 @@ func (p *Pool) Model(ctx context.Context, cfg *config.Config, spec string) (llm.
 // telemetry (telemetry.ContextWith), this run's models, searches and page
 // reads are spans; the pooled ones stay unwrapped.
 func (p *Pool) Research(ctx context.Context, cfg *config.Config, cp graph.Checkpointer) (*Research, error) {
-	models, err := p.models.models(ctx, cfg, p.logger)
-	if err != nil {
-		return nil, err
-	}
-	tel := telemetry.From(ctx)
-	traceModels(tel, models)
-	plan, err := ChooseBackend(cfg, models.Spec(llm.RoleResearch))
-	if err != nil {
-		return nil, err
-	}
-	backend, err := p.backend(ctx, cfg, plan)
-	if err != nil {
-		return nil, err
-	}
-	return newResearch(cfg, models, tracedBackend(tel, backend), cp, false)
+	return p.ResearchWrapped(ctx, cfg, cp, BackendWrap{})
 }
 
 func (p *Pool) backend(ctx context.Context, cfg *config.Config, plan Plan) (*Backend, error) {
@@ -125,6 +111,9 @@ func (p *Pool) ResearchWrapped(ctx context.Context, cfg *config.Config, cp graph
 // wrappedBackend returns a copy of b with its searcher and page reader
 // wrapped.
 func wrappedBackend(b *Backend, wrap BackendWrap) *Backend {
+	if wrap.Searcher == nil && wrap.Reader == nil {
+		return b
+	}
 	out := *b
 	sb, ok := b.Backend.(*research.SearchBackend)
 	if !ok {
