@@ -168,6 +168,27 @@ func (a *researchAPI) settings(cfg agentserver.RunConfig) (app.Settings, error) 
 	return set, err
 }
 
+// lastHuman is the last human message of a run's input, checked: there is
+// one, it is UTF-8 and at most max characters long. what names it in the
+// errors ("question", "task").
+func lastHuman(msgs []agentserver.Message, what string, max int) (string, error) {
+	text := ""
+	for _, m := range msgs {
+		if m.Type == agentserver.MessageHuman {
+			text = strings.TrimSpace(m.Content)
+		}
+	}
+	switch n := utf8.RuneCountInString(text); {
+	case text == "":
+		return "", fmt.Errorf("the input has no %s: send {messages: [{type: \"human\", content: %s}]}", what, what)
+	case !utf8.ValidString(text):
+		return "", fmt.Errorf("the %s is not valid UTF-8", what)
+	case n > max:
+		return "", fmt.Errorf("the %s has %d characters; this server takes at most %d", what, n, max)
+	}
+	return text, nil
+}
+
 // input reads a research run's input: the last human message is the
 // question; review, in the input or the configuration, pauses for the
 // queries.
@@ -179,19 +200,9 @@ func (a *researchAPI) input(cfg agentserver.RunConfig, raw json.RawMessage) (res
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return research.State{}, nil, fmt.Errorf("the input is {messages: [{type: \"human\", content: question}]}: %w", err)
 	}
-	question := ""
-	for _, m := range in.Messages {
-		if m.Type == agentserver.MessageHuman {
-			question = strings.TrimSpace(m.Content)
-		}
-	}
-	switch n := utf8.RuneCountInString(question); {
-	case question == "":
-		return research.State{}, nil, errors.New("the input has no question: send {messages: [{type: \"human\", content: question}]}")
-	case !utf8.ValidString(question):
-		return research.State{}, nil, errors.New("the question is not valid UTF-8")
-	case n > a.maxQuestion:
-		return research.State{}, nil, fmt.Errorf("the question has %d characters; this server takes at most %d", n, a.maxQuestion)
+	question, err := lastHuman(in.Messages, "question", a.maxQuestion)
+	if err != nil {
+		return research.State{}, nil, err
 	}
 	set, err := a.settings(cfg)
 	if err != nil {

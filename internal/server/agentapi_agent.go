@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/deepgraph/deepgraph/agentserver"
 	"github.com/deepgraph/deepgraph/graph"
@@ -77,21 +75,11 @@ func (a *agentAPI) input(cfg agentserver.RunConfig, raw json.RawMessage) (nodes.
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return nodes.AgentState{}, nil, fmt.Errorf("the input is {messages: [{type: \"human\", content: task}]}: %w", err)
 	}
-	task := ""
-	for _, m := range in.Messages {
-		if m.Type == agentserver.MessageHuman {
-			task = strings.TrimSpace(m.Content)
-		}
+	task, err := lastHuman(in.Messages, "task", a.maxQuestion)
+	if err != nil {
+		return nodes.AgentState{}, nil, err
 	}
-	switch n := utf8.RuneCountInString(task); {
-	case task == "":
-		return nodes.AgentState{}, nil, errors.New("the input has no task: send {messages: [{type: \"human\", content: task}]}")
-	case !utf8.ValidString(task):
-		return nodes.AgentState{}, nil, errors.New("the task is not valid UTF-8")
-	case n > a.maxQuestion:
-		return nodes.AgentState{}, nil, fmt.Errorf("the task has %d characters; this server takes at most %d", n, a.maxQuestion)
-	}
-	_, err := a.shape.State(context.Background(), graph.Thread(cfg.ThreadID))
+	_, err = a.shape.State(context.Background(), graph.Thread(cfg.ThreadID))
 	switch {
 	case err == nil:
 		return nodes.AgentState{}, nil, errors.New("an agent thread takes one task: create a new thread for this one")
