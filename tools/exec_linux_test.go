@@ -223,6 +223,10 @@ func TestExecAgentEndsLeaveNoProcess(t *testing.T) {
 	for _, c := range containments() {
 		for _, sc := range scenarios {
 			t.Run(c.String()+"/"+sc.name, func(t *testing.T) {
+				// Each scenario has its own agent process and counts only
+				// the sleeps with its own tag: they run side by side, most
+				// of their time spent waiting for a timeout or a signal.
+				t.Parallel()
 				ws, err := filepath.EvalSymlinks(t.TempDir())
 				require.NoError(t, err)
 				b := make([]byte, 6)
@@ -251,9 +255,13 @@ func TestExecAgentEndsLeaveNoProcess(t *testing.T) {
 				// before the last of them has exec'd sleep.
 				require.Eventually(t, func() bool { return len(sleeping(t, tag)) == 9 }, 8*time.Second, 10*time.Millisecond,
 					"the command runs eight escapees and its own sleep")
-				if sc.signal != 0 {
-					require.NoError(t, helper.Process.Signal(sc.signal))
+				// The end comes now that all nine run: a signal, or SIGUSR1,
+				// which fires the tool's timeout or the run's deadline.
+				end := sc.signal
+				if end == 0 {
+					end = syscall.SIGUSR1
 				}
+				require.NoError(t, helper.Process.Signal(end))
 				waited := make(chan error, 1)
 				go func() { waited <- helper.Wait() }()
 				select {
@@ -292,20 +300,27 @@ func TestExecAgentHelper(t *testing.T) {
 	opts := ExecOptions{AllowExec: true, Workspace: ws, Timeout: time.Hour, KillGrace: 200 * time.Millisecond}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	switch os.Getenv("DG_EXEC_AGENT_MODE") {
-	case "tool-timeout":
-		// Long enough for the test to see all nine processes start on a
-		// loaded machine before the timeout ends them.
-		opts.Timeout = 10 * time.Second
-	case "run-timeout":
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-	}
 	tool, err := NewBash(opts)
 	require.NoError(t, err)
 	if os.Getenv("DG_EXEC_AGENT_FALLBACK") == "true" {
 		contain(t, tool, procgroup.Group)
+	}
+	// The timeouts fire when the test sends SIGUSR1, once it has seen all
+	// nine processes start, rather than after a duration a loaded machine
+	// might not start them within.
+	fired := make(chan os.Signal, 1)
+	signal.Notify(fired, syscall.SIGUSR1)
+	defer signal.Stop(fired)
+	switch os.Getenv("DG_EXEC_AGENT_MODE") {
+	case "tool-timeout":
+		fire := manualTimeout(t, tool)
+		go func() { <-fired; fire() }()
+	case "run-timeout":
+		// The run's context ends as at its deadline.
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		go func() { <-fired; cancel(context.DeadlineExceeded) }()
 	}
 	res, err := runCmd(t, ctx, tool, "command", escapeCommand(os.Getenv("DG_EXEC_AGENT_TAG")))
 	t.Logf("result: %+v, error: %v", res, err)
