@@ -83,8 +83,12 @@ func ownLosers(t *testing.T, stores []graph.Checkpointer) {
 	wg.Wait()
 	close(out)
 	won := map[string]bool{}
+	lost := map[string]error{}
 	busy := 0
 	for o := range out {
+		if o.err != nil {
+			lost[o.run] = o.err
+		}
 		switch {
 		case o.err == nil:
 			won[o.run] = true
@@ -103,7 +107,7 @@ func ownLosers(t *testing.T, stores []graph.Checkpointer) {
 	for _, it := range snap.State.Items {
 		if !strings.Contains(it, "@") {
 			inputs = append(inputs, it)
-			assert.True(t, won[it], "input %s is in the thread, but its run did not finish: a loser's input", it)
+			assert.True(t, won[it], "input %s is in the thread, but its run did not finish: a loser's input (the run ended with: %v)", it, lost[it])
 			assert.Contains(t, snap.State.Items, it+"@"+it, "run %s's input was worked on by run %s itself", it, it)
 		}
 	}
@@ -111,7 +115,7 @@ func ownLosers(t *testing.T, stores []graph.Checkpointer) {
 	hist, err := g.History(ctx(t), graph.Thread("contended"), 0)
 	require.NoError(t, err)
 	for _, h := range hist {
-		assert.True(t, won[h.Run], "checkpoint %s was written by run %s, which did not finish", h.CheckpointID, h.Run)
+		assert.True(t, won[h.Run], "checkpoint %s was written by run %s, which did not finish (it ended with: %v)", h.CheckpointID, h.Run, lost[h.Run])
 	}
 }
 

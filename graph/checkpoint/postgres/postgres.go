@@ -22,6 +22,10 @@ type Saver struct {
 	ownsPool bool
 	maxBytes int
 	sql      statements
+
+	// beforeLeaseRead, set by tests only, runs in TakeThread before it
+	// reads who holds the thread.
+	beforeLeaseRead func()
 }
 
 // Option configures a Saver.

@@ -435,3 +435,28 @@ func TestQueriesUseIndexes(t *testing.T) {
 		}
 	}
 }
+
+// TestTakeThreadWhileHolderLeaves: a run asks for a thread at the moment its
+// holder gives it back. TakeThread either refuses (the holder still had it
+// when it looked) or takes the thread — it never reports the thread taken
+// while nobody holds it, which let such a run write its input to a thread
+// that another run then took (TestOwnership/LosersWriteNothing).
+func TestTakeThreadWhileHolderLeaves(t *testing.T) {
+	ss := savers(t, 2)
+	holder, taker := ss[0], ss[1]
+	ctx := t.Context()
+	_, err := holder.TakeThread(ctx, "t", "holder", time.Minute)
+	require.NoError(t, err)
+	taker.beforeLeaseRead = func() {
+		require.NoError(t, holder.ReleaseThread(ctx, "t", "holder"))
+	}
+	l, err := taker.TakeThread(ctx, "t", "taker", time.Minute)
+	if err != nil {
+		require.ErrorIs(t, err, graph.ErrThreadBusy)
+		return
+	}
+	assert.Equal(t, "taker", l.Run)
+	// The lease is the taker's: a write of another run is refused.
+	err = holder.Put(ctx, checkpoint("t", "by-another", "", 0))
+	require.ErrorIs(t, err, graph.ErrThreadBusy, "TakeThread said run taker holds the thread; a write of another run must be refused")
+}

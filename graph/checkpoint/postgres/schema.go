@@ -72,7 +72,7 @@ type statements struct {
 	createThread, lockThread, newest, parentExists, insert, insertBlobs, insertWrites string
 	putWrites, writeCheck, getNewest, getByID, seq, list, listParts                   string
 	lockForDelete, deleteThread, pruneList, pruneDelete, pruneBlobs                   string
-	takeLease, readLease, releaseLease, stopLease, storedBytes                        string
+	takeLease, releaseLease, stopLease, storedBytes                                   string
 	version, setVersion                                                               string
 }
 
@@ -165,13 +165,13 @@ func newStatements(schema string) statements {
 		// Deletes the channel values no checkpoint in $2/$3 refers to.
 		pruneBlobs: qualify(`DELETE FROM deepgraph_blobs b WHERE b.thread = $1
 			AND (b.channel, b.version) NOT IN (SELECT * FROM unnest($2::text[], $3::text[]))`),
-		// Takes or renews the lease of $1 for run $2 for $3 microseconds,
-		// unless another run holds a live one.
+		// Takes or renews the lease of $1 for run $2 for $3 microseconds;
+		// TakeThread holds the row, locked, and has checked that no other
+		// run holds a live lease.
 		takeLease: qualify(`UPDATE deepgraph_threads
 			SET lease_run = $2, lease_until = now() + $3::bigint * interval '1 microsecond', lease_stop = (lease_run = $2 AND lease_stop)
-			WHERE thread = $1 AND (lease_run IN ('', $2) OR lease_until <= now())
+			WHERE thread = $1
 			RETURNING lease_until, lease_stop`),
-		readLease:    qualify(`SELECT lease_run, lease_until FROM deepgraph_threads WHERE thread = $1`),
 		releaseLease: qualify(`UPDATE deepgraph_threads SET lease_run = '', lease_until = 'epoch', lease_stop = false WHERE thread = $1 AND lease_run = $2`),
 		stopLease: qualify(`UPDATE deepgraph_threads SET lease_stop = true
 			WHERE thread = $1 AND lease_run <> '' AND lease_until > now() RETURNING lease_run, lease_until`),

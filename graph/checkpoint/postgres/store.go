@@ -126,8 +126,7 @@ func (s *Saver) put(ctx context.Context, cp *graph.Checkpoint, attempt int, data
 
 // inTx runs fn in a transaction, and again in a new one while it fails
 // with a transient error. Each of its uses is idempotent: DeleteThread and
-// Prune delete what is there (Prune's count is of the last attempt), and
-// TakeThread takes again a lease its run holds.
+// Prune delete what is there (Prune's count is of the last attempt).
 func (s *Saver) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
 		return pgx.BeginFunc(ctx, s.pool, fn)
@@ -426,26 +425,43 @@ func (s *Saver) Prune(ctx context.Context, thread string, p graph.Prune) (int, e
 	return n, nil
 }
 
-// TakeThread implements graph.Checkpointer, in one transaction.
+// TakeThread implements graph.Checkpointer, in one transaction: it locks
+// the thread's row, reads its lease and takes it unless another run holds
+// it. The row stays locked from the read to the change, so the lease
+// TakeThread decides on is the one it replaces: a holder that gives the
+// thread back meanwhile waits for this transaction, and never leaves it
+// deciding on a lease that is no longer there.
 func (s *Saver) TakeThread(ctx context.Context, thread, run string, ttl time.Duration) (graph.Lease, error) {
 	if thread == "" || run == "" {
 		return graph.Lease{}, errors.New("postgres: a lease needs a thread and a run")
 	}
 	got := graph.Lease{Thread: thread, Run: run}
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, s.sql.createThread, thread); err != nil {
-			return err
-		}
-		err := tx.QueryRow(ctx, s.sql.takeLease, thread, run, ttl.Microseconds()).Scan(&got.Until, &got.Stop)
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return err
+	err := retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
+		if s.beforeLeaseRead != nil {
+			s.beforeLeaseRead()
 		}
 		var l lease
-		l.live = true
-		if err := tx.QueryRow(ctx, s.sql.readLease, thread).Scan(&l.run, &l.until); err != nil {
+		// One round trip begins the transaction, creates the thread's row
+		// if it is new, locks it and reads its lease.
+		b := &pgx.Batch{}
+		b.BeginTx(pgx.TxOptions{})
+		b.Queue(s.sql.createThread, thread)
+		b.Queue(s.sql.lockThread, thread).QueryRow(func(r pgx.Row) error { return r.Scan(&l.run, &l.until, &l.live) })
+		br := s.pool.SendBatch(ctx, b)
+		tx := br.Tx()
+		defer func() { _ = tx.Rollback(ctx) }() // a no-op after Commit
+		if err := br.Close(); err != nil {
 			return err
 		}
-		return l.busy(thread, run)
+		if err := l.busy(thread, run); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, s.sql.takeLease, thread, run, ttl.Microseconds()).Scan(&got.Until, &got.Stop); err != nil {
+			return err
+		}
+		// An attempt after one whose commit's reply was lost finds the
+		// lease its own, and renews it.
+		return tx.Commit(ctx)
 	})
 	var busy *graph.ThreadBusyError
 	switch {
