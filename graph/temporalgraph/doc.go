@@ -45,6 +45,9 @@
 // engine's compact checkpoints are not used (Codec keeps large states
 // small in the history).
 //
+// The node cache (graph.WithCachePolicy) is refused: New fails for a graph
+// with cache policies, since the workflow must not read a cache.
+//
 // A Command to the parent graph (graph.ToParent) from a node inside a
 // subgraph works as in-process: the subgraph runs inside its node's
 // activity, whose result is the Command's update, routed in the parent.

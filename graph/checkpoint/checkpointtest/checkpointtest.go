@@ -81,6 +81,7 @@ func Run(t *testing.T, open func(t *testing.T) graph.Checkpointer) {
 		{"GraphEditPausedThread", testGraphEditPausedThread},
 		{"GraphSubgraphResume", testGraphSubgraphResume},
 		{"GraphDurability", testGraphDurability},
+		{"GraphNodeCache", testGraphNodeCache},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
