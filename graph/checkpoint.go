@@ -273,6 +273,9 @@ type TaskWrite struct {
 	Subgraphs []string `json:"subgraphs,omitempty"`
 	// Time is when the record was made.
 	Time time.Time `json:"time,omitzero"`
+	// Cached: Update came from the node cache (WithCachePolicy); the node
+	// did not run.
+	Cached bool `json:"cached,omitempty"`
 }
 
 // Finished reports whether the task finished (its update is recorded).

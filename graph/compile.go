@@ -22,6 +22,7 @@ type settings struct {
 	maxBytes     int
 	lease        time.Duration
 	durability   DurabilityMode
+	cache        Cache
 }
 
 // DefaultRecursionLimit is the number of steps a run may take unless
@@ -173,6 +174,16 @@ func (g *Graph[S]) Compile(opts ...Option) (*Compiled[S], error) {
 		bad("lease %s: it must be at least 10ms (graph.WithLease)", st.lease)
 	}
 
+	if st.defaults.cache != nil {
+		bad("graph.WithNodeDefaults: a cache policy is set per node, for the node's input type: pass graph.WithCachePolicy to AddNode or AddTask")
+	}
+	if st.cache == nil {
+		for _, name := range g.order {
+			if g.nodes[name].cache != nil {
+				bad("node %q has a cache policy (graph.WithCachePolicy), and the graph has no cache: compile it with graph.WithCache(graph.NewMemoryCache()) or another Cache", name)
+			}
+		}
+	}
 	c := &Compiled[S]{g: g, fields: g.fields, byName: map[string]int{}, set: st}
 	for _, f := range g.fields {
 		if f.reduces() {

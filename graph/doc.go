@@ -105,6 +105,21 @@
 // InitialInterval retries without waiting. Invoke returns, with an error, the state
 // as of the last completed step.
 //
+// # Node cache
+//
+// A node with a cache policy (WithCachePolicy, LangGraph's CachePolicy)
+// runs once per key of its input — the state for AddNode, the payload for
+// AddTask, keyed by the SHA-256 of its JSON unless the policy's Key says
+// otherwise — for the policy's TTL: a later task on an input with the same
+// key takes the stored update and the node does not run. The results live
+// in the graph's Cache (WithCache; MemoryCache in memory, or your own over
+// a database); Compiled.ClearCache forgets them. A reused task has no
+// EventTaskStart, and its EventTaskEnd and its record in the checkpointer
+// (TaskState.Cached) say Cached. Failures and interrupts are not cached; a
+// task resuming with answers to its interrupts runs. A run with a
+// TaskRunner (and so graph/temporalgraph) refuses a graph with cache
+// policies.
+//
 // # Streaming
 //
 // Stream yields Events as the run goes: the state the run starts from (an

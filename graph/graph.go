@@ -49,8 +49,9 @@ type node[S any] struct {
 	retry     *RetryPolicy
 	timeout   time.Duration
 	hasTO     bool
-	sub       bool // a subgraph (drawn differently)
-	deferred  bool // Defer: runs when nothing else is pending
+	sub       bool       // a subgraph (drawn differently)
+	deferred  bool       // Defer: runs when nothing else is pending
+	cache     *cacheSpec // WithCachePolicy
 }
 
 type edge struct{ from, to string }
@@ -98,6 +99,7 @@ type nodeOptions struct {
 	hasTO   bool
 	dests   []string
 	defer_  bool
+	cache   *cacheSpec
 }
 
 // WithRetry retries the node on failure according to p (see RetryPolicy).
@@ -183,7 +185,16 @@ func (g *Graph[S]) addNode(name string, run func(context.Context, *S, any) (Upda
 	if o.defer_ && payload != nil {
 		g.problems = append(g.problems, fmt.Errorf("task node %q: graph.Defer applies to nodes on the state, not to task nodes reached by Send", name))
 	}
-	n := &node[S]{name: name, run: run, payload: payload, decodeArg: decode, dests: o.dests, retry: o.retry, timeout: o.timeout, hasTO: o.hasTO, deferred: o.defer_}
+	if c := o.cache; c != nil && c.key != nil {
+		in := payload
+		if in == nil {
+			in = reflect.TypeFor[S]()
+		}
+		if c.in != in && !(c.in.Kind() == reflect.Interface && in.Implements(c.in)) {
+			g.problems = append(g.problems, fmt.Errorf("node %q: its CachePolicy's Key takes %s, and the node's input is %s (the state for AddNode, the payload for AddTask)", name, c.in, in))
+		}
+	}
+	n := &node[S]{name: name, run: run, payload: payload, decodeArg: decode, dests: o.dests, retry: o.retry, timeout: o.timeout, hasTO: o.hasTO, deferred: o.defer_, cache: o.cache}
 	g.nodes[name] = n
 	g.order = append(g.order, name)
 	return n

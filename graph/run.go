@@ -184,6 +184,11 @@ type task[S any] struct {
 	failed string
 	// subgraphs are the namespaces of the subgraph runs the task made.
 	subgraphs []string
+	// cacheKey is where the task's result goes in the node cache (nil
+	// when its node has no cache policy); cached: its update came from
+	// the cache.
+	cacheKey *CacheKey
+	cached   bool
 }
 
 // taskHold is a task's interrupt record. rec: the task has a record in the
@@ -280,6 +285,9 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 			return nil, fmt.Errorf("graph: PauseBefore and PauseAfter pause the run for Resume: it needs graph.Thread(id) and a checkpointer")
 		}
 		r.bp = &bp
+	}
+	if cached := c.CachedNodes(); rs.runner != nil && len(cached) > 0 {
+		return nil, fmt.Errorf("graph: node %q has a cache policy (graph.WithCachePolicy), which a run with a TaskRunner does not apply: compile the graph without cache policies to run it this way", cached[0])
 	}
 	if rs.runner != nil && r.bp.any {
 		return nil, fmt.Errorf("graph: breakpoints (WithInterruptBefore, WithInterruptAfter, PauseBefore, PauseAfter) pause a run for Resume, which a run with a TaskRunner does not do: call graph.Interrupt in the node instead, which the runner resolves")
@@ -604,7 +612,7 @@ func (r *run[S]) load(cp *Checkpoint) error {
 			if err != nil {
 				return fmt.Errorf("graph: thread %q: decoding the update of task %d (%s): %w", r.thread, w.Task, w.Node, err)
 			}
-			t.upd, t.done, t.subgraphs = u, true, w.Subgraphs
+			t.upd, t.done, t.subgraphs, t.cached = u, true, w.Subgraphs, w.Cached
 			if len(w.Interrupts) > 0 {
 				t.hold = &taskHold{rec: true, pause: w.Interrupts, answers: w.Answers}
 			}
@@ -872,10 +880,17 @@ func (r *run[S]) execute(ctx context.Context) error {
 	if r.runner != nil {
 		return r.executeRemote(ctx)
 	}
+	for i := range r.tasks {
+		r.tasks[i].info = taskInfo{path: r.prefix + r.tasks[i].node.name, step: r.step, index: i, sink: r.out}
+	}
+	if r.c.set.cache != nil {
+		if err := r.fromCache(ctx); err != nil || r.stop {
+			return err
+		}
+	}
 	pending := 0
 	for i := range r.tasks {
 		t := &r.tasks[i]
-		t.info = taskInfo{path: r.prefix + t.node.name, step: r.step, index: i, sink: r.out}
 		if t.runnable() {
 			pending++
 			if r.emit != nil && r.wants(EventTaskStart) && !r.emit(Event[S]{Kind: EventTaskStart, Step: r.step, Node: t.node.name, Task: i, Arg: t.arg}) {
@@ -1146,15 +1161,21 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 			return
 		}
 	}
-	if r.cp != nil {
+	if r.cp != nil || t.cacheKey != nil {
 		data, err := json.Marshal(t.upd)
 		switch {
 		case err != nil:
-			t.err = &NodeError{Node: r.prefix + n.name, Step: r.step, Err: fmt.Errorf("its update cannot be checkpointed as JSON: %w", err)}
-		case len(data) > r.c.set.maxBytes:
+			t.err = &NodeError{Node: r.prefix + n.name, Step: r.step, Err: fmt.Errorf("its update cannot be checkpointed or cached as JSON: %w", err)}
+		case r.cp != nil && len(data) > r.c.set.maxBytes:
 			t.err = &NodeError{Node: r.prefix + n.name, Step: r.step, Err: r.c.tooLarge("its update", len(data))}
 		default:
-			r.record(t, TaskWrite{Update: data})
+			if err := r.toCache(ctx, t, data); err != nil {
+				t.err = &NodeError{Node: r.prefix + n.name, Step: r.step, Err: err}
+				return
+			}
+			if r.cp != nil {
+				r.record(t, TaskWrite{Update: data})
+			}
 		}
 	}
 }

@@ -58,6 +58,9 @@ type TaskState[S any] struct {
 	// Subgraphs are the namespaces of the subgraphs the task ran: read
 	// them with State(ctx, graph.Thread(id).In(ns)) on the subgraph.
 	Subgraphs []string
+	// Cached: Update came from the node cache (WithCachePolicy); the node
+	// did not run.
+	Cached bool
 }
 
 // Waiting returns the interrupts the task waits on: those without an
@@ -180,7 +183,7 @@ func (r *run[S]) snapshot(cp *Checkpoint, current bool) Snapshot[S] {
 		Created: cp.Created, Source: cp.Source, Ran: cp.Ran, Run: cp.Run, Interrupts: interrupts}
 	for i := range r.tasks {
 		t := &r.tasks[i]
-		ts := TaskState[S]{ID: t.id, Node: t.node.name, Arg: t.arg, Done: t.done, Update: t.upd, Err: t.failed, Subgraphs: t.subgraphs}
+		ts := TaskState[S]{ID: t.id, Node: t.node.name, Arg: t.arg, Done: t.done, Update: t.upd, Err: t.failed, Subgraphs: t.subgraphs, Cached: t.cached}
 		if t.hold != nil {
 			for _, pi := range t.hold.pause {
 				ir := InterruptRecord{PendingInterrupt: pi}

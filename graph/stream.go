@@ -64,6 +64,9 @@ type Event[S any] struct {
 	Err    error // EventTaskEnd of a failed task
 	State  S     // EventStep, EventEnd and EventInterrupt
 	Value  any   // EventCustom
+	// Cached: the EventTaskEnd of a task whose update came from the node
+	// cache (WithCachePolicy); the node did not run.
+	Cached bool
 	// Interrupts are what an EventInterrupt waits on.
 	Interrupts []PendingInterrupt
 }

@@ -188,7 +188,7 @@ func (r *run[S]) records() ([]TaskWrite, error) {
 		if !t.done && t.hold == nil {
 			continue
 		}
-		w := TaskWrite{Task: i, Node: t.node.name, Err: t.failed, Subgraphs: t.subgraphs, Time: now}
+		w := TaskWrite{Task: i, Node: t.node.name, Err: t.failed, Subgraphs: t.subgraphs, Time: now, Cached: t.cached}
 		if t.hold != nil {
 			w.Interrupts, w.Answers = t.hold.pause, t.hold.answers
 		}

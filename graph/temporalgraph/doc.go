@@ -43,7 +43,11 @@
 // from its start and its inner nodes that had finished run again — make
 // such inner nodes nodes of the parent graph, or keep them cheap; and the
 // engine's compact checkpoints are not used (Codec keeps large states
-// small in the history).
+// small in the history). A checkpointer the graph was compiled with
+// (graph.WithCheckpointer) is not written to by a run on Temporal.
+//
+// The node cache (graph.WithCachePolicy) is refused: New fails for a graph
+// with cache policies, since the workflow must not read a cache.
 //
 // A Command to the parent graph (graph.ToParent) from a node inside a
 // subgraph works as in-process: the subgraph runs inside its node's

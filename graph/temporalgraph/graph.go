@@ -63,6 +63,9 @@ func New[S any](name string, c *graph.Compiled[S], opts Options[S]) (*Graph[S], 
 	if c == nil {
 		return nil, fmt.Errorf("temporalgraph: graph %q: the compiled graph is nil", name)
 	}
+	if cached := c.CachedNodes(); len(cached) > 0 {
+		return nil, fmt.Errorf("temporalgraph: graph %q: node %q has a cache policy (graph.WithCachePolicy), which a run on Temporal does not apply — the workflow must not read a cache, and each task's result is kept in the run's history: compile the graph for Temporal without cache policies", name, cached[0])
+	}
 	if opts.Version == "" {
 		opts.Version = "v1"
 	}

@@ -50,6 +50,16 @@ func TestNew(t *testing.T) {
 	assert.Equal(t, "research@v2.task", g.ActivityName())
 }
 
+func TestNewRefusesCachePolicies(t *testing.T) {
+	g := graphtest.New()
+	g.AddNode("a", graphtest.LogNode("a"), graph.WithCachePolicy(graph.CachePolicy[graphtest.State]{}))
+	g.AddSequence(graph.Start, "a", graph.End)
+	c, err := g.Compile(graph.WithCache(graph.NewMemoryCache()))
+	require.NoError(t, err)
+	_, err = temporalgraph.New("cached", c, temporalgraph.Options[graphtest.State]{})
+	require.ErrorContains(t, err, `temporalgraph: graph "cached": node "a" has a cache policy (graph.WithCachePolicy), which a run on Temporal does not apply`)
+}
+
 func TestFingerprint(t *testing.T) {
 	fp := func(c *graph.Compiled[graphtest.State], opts temporalgraph.Options[graphtest.State]) string {
 		return newGraph(t, "fp", c, opts).Fingerprint()

@@ -22,6 +22,9 @@ import (
 //     task record);
 //   - Loop100/durability=sync|async|exit: Loop100 in each DurabilityMode,
 //     ns/step being the cost per node;
+//   - SlowLoop20/durability=sync|async|exit: 20 steps of a node that takes
+//     1 ms, in each mode: ns/step less 1 ms is what the mode adds to a
+//     node that works (async overlaps the writes with the next node);
 //   - PutWrites/serial and PutWrites/parallel: one task record per call, as
 //     a finished task stores it, from one goroutine and from 16 per CPU (the
 //     tasks of a fan-out finishing together), reporting writes/s;
@@ -56,6 +59,14 @@ func Benchmark(b *testing.B, open func(b *testing.B) graph.Checkpointer) {
 				return benchshapes.Loop(100, opts...)
 			}
 			benchShape(b, open(b), loop, benchshapes.LoopState{}, func(s benchshapes.LoopState) bool { return s.N == 100 }, 100, 100, graph.Durability(mode))
+		})
+	}
+	for _, mode := range []graph.DurabilityMode{graph.DurabilitySync, graph.DurabilityAsync, graph.DurabilityExit} {
+		// Nodes that take time, as model calls do: async writes a step
+		// while the next one works, which Loop100's instant nodes leave
+		// nothing to overlap with.
+		b.Run("SlowLoop20/durability="+mode.String(), func(b *testing.B) {
+			benchShape(b, open(b), slowLoop, State{}, func(s State) bool { return len(s.Log) == slowSteps }, slowSteps, slowSteps, graph.Durability(mode))
 		})
 	}
 	b.Run("PutWrites/serial", func(b *testing.B) {
@@ -93,6 +104,31 @@ func Benchmark(b *testing.B, open func(b *testing.B) graph.Checkpointer) {
 			parent = id
 		}
 	})
+}
+
+// slowSteps and slowNode: SlowLoop20 is slowSteps steps of a node that
+// takes slowNode.
+const (
+	slowSteps = 20
+	slowNode  = time.Millisecond
+)
+
+// slowLoop is a loop of slowSteps steps of one node that waits slowNode
+// and logs a line.
+func slowLoop(opts ...graph.Option) (*graph.Compiled[State], error) {
+	g := graph.New[State](fItems, fLog, fNote)
+	g.AddNode("work", func(ctx context.Context, _ State) (graph.Update[State], error) {
+		time.Sleep(slowNode) // the node's own work
+		return graph.Writes(fLog.Add("step")), nil
+	})
+	g.AddEdge(graph.Start, "work")
+	g.AddConditional("work", func(s State) graph.Route {
+		if len(s.Log) >= slowSteps {
+			return graph.Goto(graph.End)
+		}
+		return graph.Goto("work")
+	}, "work", graph.End)
+	return g.Compile(opts...)
 }
 
 // benchShape runs the compiled shape once per iteration on a new thread,

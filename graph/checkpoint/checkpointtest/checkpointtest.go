@@ -19,7 +19,9 @@
 //
 // Crash checks durability across processes: it kills a process running a
 // graph with SIGKILL in the middle of a parallel step and resumes the run in
-// another.
+// another. CrashDurability checks, with SIGKILL, what each durability mode
+// (sync, async, exit) keeps of a run killed mid-step, and that a resume goes
+// on from it.
 //
 // Benchmark measures a store as the engine uses it — the engine's benchmark
 // graphs run on it, task records and checkpoints written one by one — with
@@ -81,6 +83,7 @@ func Run(t *testing.T, open func(t *testing.T) graph.Checkpointer) {
 		{"GraphEditPausedThread", testGraphEditPausedThread},
 		{"GraphSubgraphResume", testGraphSubgraphResume},
 		{"GraphDurability", testGraphDurability},
+		{"GraphNodeCache", testGraphNodeCache},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, open(t)) })

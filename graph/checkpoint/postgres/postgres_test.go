@@ -52,6 +52,22 @@ func TestCrash(t *testing.T) {
 	})
 }
 
+// TestCrashDurability kills runs in each durability mode with SIGKILL and
+// checks what the server kept; the children find the schema and the server
+// in the location, "schema dsn".
+func TestCrashDurability(t *testing.T) {
+	dsn := testDSN(t)
+	checkpointtest.CrashDurability(t, freshSchema(t, dsn)+" "+dsn, func(location string) (graph.Checkpointer, error) {
+		schema, dsn, _ := strings.Cut(location, " ")
+		s, err := Open(context.Background(), dsn, WithSchema(schema))
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(s.Close)
+		return s, nil
+	})
+}
+
 func checkpoint(thread, id, parent string, step int) *graph.Checkpoint {
 	return &graph.Checkpoint{Format: graph.CheckpointFormat, Thread: thread, ID: id, Parent: parent, Step: step,
 		State: json.RawMessage(fmt.Sprintf(`{"step":%d}`, step)), Next: []graph.PendingTask{{Node: "work"}},

@@ -76,6 +76,18 @@ func TestCrashSafety(t *testing.T) {
 	})
 }
 
+// TestCrashDurability kills runs in each durability mode with SIGKILL and
+// checks what the file kept.
+func TestCrashDurability(t *testing.T) {
+	checkpointtest.CrashDurability(t, filepath.Join(t.TempDir(), "crashdur.db"), func(location string) (graph.Checkpointer, error) {
+		s, err := Open(context.Background(), location)
+		if err == nil {
+			t.Cleanup(func() { _ = s.Close() })
+		}
+		return s, err
+	})
+}
+
 // TestSaversRacePut has Savers opened separately on one file — as separate
 // processes would — continue the same checkpoint at once: one wins each
 // round, the others are refused with the conflict error.
