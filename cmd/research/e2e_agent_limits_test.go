@@ -14,6 +14,7 @@ import (
 // workspace is checked, and --format json gives its document, also when it
 // fails.
 func TestE2EAgentLimits(t *testing.T) {
+	t.Parallel()
 	agentEnv := func(t *testing.T, oa *fakeOpenAI) []string {
 		return env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL()})
 	}

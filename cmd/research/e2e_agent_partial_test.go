@@ -11,6 +11,7 @@ import (
 // An agent run that fails after some steps shows what it had done: on
 // stdout, and in the stored run's document.
 func TestE2EAgentFailureShowsThePartialResult(t *testing.T) {
+	t.Parallel()
 	create := oaCall{Name: "str_replace_editor", Args: `{"command":"create","path":"notes.md","file_text":"# Notes\n"}`}
 	oa := newFakeOpenAI(t, agentScript(
 		oaReply{Content: "First I write the notes file.", ToolCalls: []oaCall{create}},

@@ -67,6 +67,7 @@ func startBrowsing(t *testing.T, more ...string) (*started, string, int) {
 // TestE2EBrowserEndsWithTheRun: a run that times out, and one stopped
 // with Ctrl-C (SIGINT), leave no browser process and no profile behind.
 func TestE2EBrowserEndsWithTheRun(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -97,6 +98,7 @@ func TestE2EBrowserEndsWithTheRun(t *testing.T) {
 // runs after — takes its browser's whole process tree with it; the profile
 // it could not remove is removed by the next run that starts a browser.
 func TestE2EBrowserDiesWithTheAgent(t *testing.T) {
+	t.Parallel()
 	p, tmp, before := startBrowsing(t)
 	dirs, _ := filepath.Glob(filepath.Join(tmp, "deepgraph-browser-*"))
 	require.Len(t, dirs, 1)

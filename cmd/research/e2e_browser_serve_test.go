@@ -24,6 +24,7 @@ import (
 // action's time and its model is told so; once the first run ends, a
 // third run gets the browser. Each run's browser is gone when it ends.
 func TestE2EBrowserServe(t *testing.T) {
+	t.Parallel()
 	chromium := chromiumForE2E(t)
 	shop, _ := newShop(t)
 	web, _ := newFakeWeb(t)
@@ -132,6 +133,7 @@ func fakeproviders0(c oaCallCtx) string {
 // element number from the state each result ends with; when the client
 // goes, the browser goes.
 func TestE2EBrowserMCP(t *testing.T) {
+	t.Parallel()
 	chromium := chromiumForE2E(t)
 	shop, searches := newShop(t)
 	g := newFakeGemini(t)

@@ -180,6 +180,7 @@ func (s *browsingScript) transcript() string {
 // it read; the citation is checked against the pages the browser read, and
 // nothing of the browser is left after the run.
 func TestE2EBrowserThreeStepTask(t *testing.T) {
+	t.Parallel()
 	chromium := chromiumForE2E(t)
 	shop, searches := newShop(t)
 	script := &browsingScript{shop: shop.URL + "/"}
@@ -241,6 +242,7 @@ func envValue(envv []string, name string) string {
 // a step tagged [browser] runs on it (the browser and terminate, the page
 // state before each step), and the summary cites the page it read.
 func TestE2EBrowserFlowStep(t *testing.T) {
+	t.Parallel()
 	chromium := chromiumForE2E(t)
 	shop, _ := newShop(t)
 	product := shop.URL + "/product/blue-mug"

@@ -13,6 +13,7 @@ import (
 const expensivePrices = `{"openai:gpt-4.1-mini":{"input":1000,"output":1000,"cached_input":1000}}`
 
 func TestE2ECostInTimelineAndReport(t *testing.T) {
+	t.Parallel()
 	_, _, _, vars := searchSetup(t)
 	res := run(t, env(t, vars), "--model", "openai:gpt-4.1-mini", "--effort", "low", "Raft?")
 	require.Equal(t, 0, res.code, res)
@@ -48,6 +49,7 @@ func TestE2ECostInTimelineAndReport(t *testing.T) {
 }
 
 func TestE2EUnknownPriceSaysUnknown(t *testing.T) {
+	t.Parallel()
 	_, _, _, vars := searchSetup(t)
 	res := run(t, env(t, vars), "--format", "json", "--model", "compatible:my-model", "--effort", "low", "Raft?")
 	require.Equal(t, 0, res.code, res)
@@ -68,6 +70,7 @@ func TestE2EUnknownPriceSaysUnknown(t *testing.T) {
 }
 
 func TestE2EMaxCostStopsTheRun(t *testing.T) {
+	t.Parallel()
 	oa, _, _, vars := searchSetup(t)
 	vars["DEEPGRAPH_PRICES"] = expensivePrices
 	// $0.13 a call: the query call ($0.13 < $0.20) and the research call

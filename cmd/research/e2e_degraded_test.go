@@ -14,6 +14,7 @@ import (
 // -v: warnings on the timeline, a loud last line, a note atop the report
 // and warnings in the JSON document.
 func TestE2EEveryPageRefusedIsSaid(t *testing.T) {
+	t.Parallel()
 	_, _, webRec, vars := searchSetup(t)
 	res := run(t, env(t, vars), "--model", "openai:gpt-4.1-mini", "--loops", "1", "How does Raft elect a leader?")
 	require.Equal(t, 0, res.code, res)

@@ -66,6 +66,7 @@ func searchedFor(q string) func(geminiRequest) bool {
 }
 
 func TestE2EKilledRunResumes(t *testing.T) {
+	t.Parallel()
 	g := newFakeGemini(t)
 	hang := g.hangOn("Euro 2024 Torschützenkönig")
 	envv := geminiEnv(t, g, nil)
@@ -155,6 +156,7 @@ func TestE2EKilledRunResumes(t *testing.T) {
 }
 
 func TestE2EReviewWithoutATerminal(t *testing.T) {
+	t.Parallel()
 	g := newFakeGemini(t)
 	envv := geminiEnv(t, g, nil)
 	res := run(t, envv, "--review", "Wer gewann die Euro 2024?")
@@ -211,6 +213,7 @@ func TestE2EReviewWithoutATerminal(t *testing.T) {
 }
 
 func TestE2EAgentQuestionWithoutATerminal(t *testing.T) {
+	t.Parallel()
 	ask := oaCall{Name: "ask_human", Args: `{"question":"Which city should the notes cover?"}`}
 	oa := newFakeOpenAI(t, func(c oaCallCtx) oaReply {
 		for _, r := range c.req.toolResults() {
@@ -249,6 +252,7 @@ func TestE2EAgentQuestionWithoutATerminal(t *testing.T) {
 }
 
 func TestE2EFollowUpOnAThread(t *testing.T) {
+	t.Parallel()
 	g := newFakeGemini(t)
 	envv := geminiEnv(t, g, nil)
 	first := run(t, envv, "--loops", "1", "Wer gewann die Euro 2024?")
@@ -276,6 +280,7 @@ func TestE2EFollowUpOnAThread(t *testing.T) {
 }
 
 func TestE2ERunsRemoveAndPrune(t *testing.T) {
+	t.Parallel()
 	g := newFakeGemini(t)
 	envv := geminiEnv(t, g, nil)
 	var ids []string
@@ -311,6 +316,7 @@ func TestE2ERunsRemoveAndPrune(t *testing.T) {
 }
 
 func TestE2ENoSaveAndBadStores(t *testing.T) {
+	t.Parallel()
 	g := newFakeGemini(t)
 	envv := geminiEnv(t, g, nil)
 	res := run(t, envv, "--no-save", "--loops", "1", "Wer gewann?")
@@ -337,6 +343,7 @@ func TestE2ENoSaveAndBadStores(t *testing.T) {
 
 // TestE2EPostgresStore keeps runs in PostgreSQL when a server is there.
 func TestE2EPostgresStore(t *testing.T) {
+	t.Parallel()
 	dsn := os.Getenv("DEEPGRAPH_TEST_POSTGRES")
 	if dsn == "" {
 		t.Skip("PostgreSQL tests skipped: set DEEPGRAPH_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable to run them (.ci/run sets it when a server answers on 127.0.0.1:5432)")

@@ -39,6 +39,7 @@ func evalScript(t *testing.T, hang *atomic.Value) func(c oaCallCtx) oaReply {
 }
 
 func TestEvalEndToEnd(t *testing.T) {
+	t.Parallel()
 	hang := &atomic.Value{}
 	oa := newFakeOpenAI(t, evalScript(t, hang))
 	corpus, err := filepath.Abs("../../eval/testdata/corpus")

@@ -13,6 +13,7 @@ import (
 // collector gets one flow run with its status, and its cost by role —
 // the planner's, the agent's and the researcher's calls.
 func TestE2EFlowMetrics(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		blocked bool

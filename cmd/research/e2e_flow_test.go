@@ -42,6 +42,7 @@ func flowScript(t *testing.T, ws string, blocked bool) func(c oaCallCtx) oaReply
 }
 
 func TestE2EFlow(t *testing.T) {
+	t.Parallel()
 	t.Run("research step, file-writing step, summary with sources", func(t *testing.T) {
 		web, _ := newFakeWeb(t)
 		sx := newFakeSearXNG(t, web.URL)
@@ -120,6 +121,7 @@ func TestE2EFlow(t *testing.T) {
 }
 
 func TestParsePlanAnswer(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, false, parsePlanAnswer("").Reject)
 	assert.Empty(t, parsePlanAnswer("yes").Steps)
 	r := parsePlanAnswer("no: too risky")
@@ -134,6 +136,7 @@ func TestParsePlanAnswer(t *testing.T) {
 // prints what its finished steps found (Markdown), or its JSON document
 // marked incomplete with the error, instead of nothing.
 func TestE2EFlowFailureKeepsFinishedSteps(t *testing.T) {
+	t.Parallel()
 	for _, format := range []string{"markdown", "json"} {
 		t.Run(format, func(t *testing.T) {
 			web, _ := newFakeWeb(t)

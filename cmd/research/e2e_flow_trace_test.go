@@ -13,6 +13,7 @@ import (
 // A flow — its planner, the researcher executor's deep-search run and the
 // agent executor's run with its tools — is one trace.
 func TestE2EFlowIsOneTrace(t *testing.T) {
+	t.Parallel()
 	web, _ := newFakeWeb(t)
 	sx := newFakeSearXNG(t, web.URL)
 	ws := t.TempDir()

@@ -30,6 +30,7 @@ func readsUnder(web *recorder, path string) int {
 // the search and the pages served from the run store: resume repeats no
 // finished search, page read or model call.
 func TestE2EResumeRepeatsNoPaidCall(t *testing.T) {
+	t.Parallel()
 	web, webRec := newFakeWeb(t)
 	sx := newFakeSearXNG(t, web.URL)
 	var hang atomic.Bool
@@ -97,6 +98,7 @@ func TestE2EResumeRepeatsNoPaidCall(t *testing.T) {
 // TestE2EOneSearchDown: one query's search fails after its retries; the
 // run answers from the other, warns which query failed, and exits 0.
 func TestE2EOneSearchDown(t *testing.T) {
+	t.Parallel()
 	_, sx, _, vars := searchSetup(t)
 	sx.setRespond(func(q string) (int, any) {
 		if q == "raft log replication" {

@@ -17,6 +17,7 @@ import (
 // (server-everything, over stdio) reach the model as server.tool, travel
 // on the OpenAI wire as server__tool, and their results come back.
 func TestE2EAgentWithMCPServer(t *testing.T) {
+	t.Parallel()
 	bin := npmtest.Bin(t, npmtest.ServerEverything, npmtest.ServerEverythingVersion, "mcp-server-everything")
 	node := npmtest.Node(t)
 	oa := newFakeOpenAI(t, agentScript(

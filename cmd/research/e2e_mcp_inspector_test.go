@@ -26,6 +26,7 @@ import (
 // With $DEEPGRAPH_ARTIFACTS set, the answers are saved there as
 // inspector-*.json.
 func TestE2EMCPInspector(t *testing.T) {
+	t.Parallel()
 	bin := npmtest.Bin(t, npmtest.InspectorCLI, npmtest.InspectorCLIVersion, "mcp-inspector-cli")
 	// The Inspector finds its package.json relative to the directory it
 	// runs in: its build directory.

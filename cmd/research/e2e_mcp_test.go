@@ -86,6 +86,7 @@ func contentText(t *testing.T, res *mcp.CallToolResult) string {
 // call whose request to Gemini ends, and a clean exit when the client
 // closes.
 func TestE2EMCPStdio(t *testing.T) {
+	t.Parallel()
 	g := newFakeGemini(t)
 	envv := geminiEnv(t, g, nil)
 	c := newMCPClient()
@@ -190,6 +191,7 @@ func TestE2EMCPStdio(t *testing.T) {
 // web_search over stdio, with a search provider configured: the agent's
 // tool, against the fake SearXNG.
 func TestE2EMCPWebSearch(t *testing.T) {
+	t.Parallel()
 	_, _, _, vars := searchSetup(t)
 	c := newMCPClient()
 	cs, _, _ := stdioSession(t, c, binary, env(t, vars), "--model", "openai:gpt-4.1-mini")
@@ -209,6 +211,7 @@ var mcpServingRe = regexp.MustCompile(`Serving MCP at (http://127\.0\.0\.1:\d+)/
 // Over streamable HTTP: a deep research, the Host check, the token, and
 // SIGTERM; an address beyond loopback without a token refuses to start.
 func TestE2EMCPHTTP(t *testing.T) {
+	t.Parallel()
 	g := newFakeGemini(t)
 	envv := geminiEnv(t, g, nil)
 	s := startBin(t, envv, "mcp", "--http", "127.0.0.1:0")
@@ -314,6 +317,7 @@ func httpStatus(t *testing.T, method, url, host, origin string) (int, string) {
 // In stdio mode stdout carries the protocol and nothing else, even with
 // debug logging: every line is a JSON-RPC message.
 func TestE2EMCPStdoutIsProtocol(t *testing.T) {
+	t.Parallel()
 	g := newFakeGemini(t)
 	cmd := exec.Command(binary, "-v", "mcp")
 	cmd.Env = geminiEnv(t, g, nil)
@@ -355,6 +359,7 @@ func TestE2EMCPStdoutIsProtocol(t *testing.T) {
 // goes on: the requests after each are answered, and the process ends only
 // when its input does, with status 0.
 func TestE2EMCPStdioMalformedMessages(t *testing.T) {
+	t.Parallel()
 	g := newFakeGemini(t)
 	cmd := exec.Command(binary, "mcp")
 	cmd.Env = geminiEnv(t, g, nil)

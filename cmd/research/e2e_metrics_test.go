@@ -88,6 +88,7 @@ func runsByKindStatus(ms []*metricspb.Metric) map[string]int64 {
 // trace file: the collector gets the run's metrics at exit — its status,
 // the model calls and tokens by role, the searches, and what it cost.
 func TestE2EMetricsOverOTLP(t *testing.T) {
+	t.Parallel()
 	_, _, _, vars := searchSetup(t)
 	collector := newMetricsCollector(t)
 	vars["OTEL_EXPORTER_OTLP_ENDPOINT"] = collector.srv.URL

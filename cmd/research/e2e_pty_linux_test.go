@@ -38,6 +38,7 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 // TestE2EReviewOnATerminal answers --review's pauses as a person at the
 // terminal does: new queries at the first, Enter (approve) at the second.
 func TestE2EReviewOnATerminal(t *testing.T) {
+	t.Parallel()
 	g := newFakeGemini(t)
 	envv := geminiEnv(t, g, nil)
 	master, slave := openPTY(t)
@@ -86,6 +87,7 @@ func TestE2EReviewOnATerminal(t *testing.T) {
 // call gets its result — the fake refuses a request that breaks OpenAI's
 // rule, as OpenAI does) and the answer reaches the model.
 func TestE2EAgentQuestionOnATerminal(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	ask := oaCall{Name: "ask_human", Args: `{"question":"Which city should the notes cover?"}`}
 	write := oaCall{Name: "str_replace_editor", Args: `{"command":"create","path":"draft.md","file_text":"draft\n"}`}

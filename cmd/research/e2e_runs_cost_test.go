@@ -30,6 +30,7 @@ func listRuns(t *testing.T, e []string) []runCost {
 // the config's prices when it gives them, and "unknown" (JSON null) for a
 // model without a price.
 func TestE2ERunsShowCost(t *testing.T) {
+	t.Parallel()
 	_, _, _, vars := searchSetup(t)
 	e := env(t, vars)
 	res := run(t, e, "--model", "openai:gpt-4.1-mini", "--effort", "low", "Raft?")
@@ -73,6 +74,7 @@ func TestE2ERunsShowCost(t *testing.T) {
 
 // TestE2ERunsAgentCost: an agent run's cost is recorded when it finishes.
 func TestE2ERunsAgentCost(t *testing.T) {
+	t.Parallel()
 	oa := newFakeOpenAI(t, agentScript(oaReply{Content: "All done."}))
 	e := env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL(), "DEEPGRAPH_PRICES": expensivePrices})
 	res := run(t, e, "agent", "--model", "openai:gpt-4.1-mini", "--workspace", t.TempDir(), "Say done")

@@ -21,6 +21,7 @@ var servingRe = regexp.MustCompile(`Serving (http://127\.0\.0\.1:\d+)`)
 // drains — the run in flight is recorded as interrupted — and the next
 // serve --resume-interrupted finishes it.
 func TestE2EServe(t *testing.T) {
+	t.Parallel()
 	g := newFakeGemini(t)
 	hang := g.hangOn("Euro 2024 Torschützenkönig")
 	envv := geminiEnv(t, g, nil)

@@ -53,6 +53,7 @@ const (
 )
 
 func TestE2EStoreReadOnly(t *testing.T) {
+	t.Parallel()
 	g := newFakeGemini(t)
 	envv := geminiEnv(t, g, nil)
 	dir := t.TempDir()
@@ -88,6 +89,7 @@ func TestE2EStoreReadOnly(t *testing.T) {
 }
 
 func TestE2EStoreDiskFullAtOpen(t *testing.T) {
+	t.Parallel()
 	g := newFakeGemini(t)
 	envv := geminiEnv(t, g, nil)
 	dir := t.TempDir()
@@ -119,6 +121,7 @@ func TestE2EStoreDiskFullAtOpen(t *testing.T) {
 // goes on, its report is printed, a warning names the store and says the
 // run cannot be resumed, and the exit status is 8.
 func TestE2EStoreFailsMidRun(t *testing.T) {
+	t.Parallel()
 	g := newFakeGemini(t)
 	reached := make(chan struct{})
 	release := make(chan struct{})

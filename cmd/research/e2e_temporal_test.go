@@ -151,6 +151,7 @@ func waitStatus(t *testing.T, c client.Client, id string, want enumspb.WorkflowE
 }
 
 func TestE2ETemporalRun(t *testing.T) {
+	t.Parallel()
 	addr := temporalAddress(t)
 	m := mark(t)
 	queue := "e2e-run-" + m
@@ -264,6 +265,7 @@ func TestE2ETemporalRun(t *testing.T) {
 }
 
 func TestE2ETemporalRefusals(t *testing.T) {
+	t.Parallel()
 	// No server needed: the flags are refused before any connection.
 	for _, tc := range []struct {
 		args []string
@@ -291,6 +293,7 @@ func TestE2ETemporalRefusals(t *testing.T) {
 		{[]string{"batch", "/no/such/file.txt", "--temporal", "localhost:7233", "--out", "x"}, "research batch /no/such/file.txt: no such file or directory"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Parallel()
 			res := run(t, env(t, nil), tc.args...)
 			assert.Equal(t, exitUsage, res.code, res)
 			assert.Contains(t, res.stderr, tc.want)
@@ -336,6 +339,7 @@ func hows(s batchSummary) []string {
 }
 
 func TestE2ETemporalBatch(t *testing.T) {
+	t.Parallel()
 	addr := temporalAddress(t)
 	m := mark(t)
 	queue := "e2e-batch-" + m
@@ -399,6 +403,7 @@ func TestE2ETemporalBatch(t *testing.T) {
 }
 
 func TestE2ETemporalBatchDetachAndAttach(t *testing.T) {
+	t.Parallel()
 	addr := temporalAddress(t)
 	m := mark(t)
 	queue := "e2e-attach-" + m
@@ -455,6 +460,7 @@ func searchesFor(sx *fakeSearXNG, query string) int {
 // follow-up; and without a terminal the run waits on Temporal for an
 // answer sent as the command says.
 func TestE2ETemporalReview(t *testing.T) {
+	t.Parallel()
 	addr := temporalAddress(t)
 	m := mark(t)
 	queue := "e2e-review-" + m
@@ -540,6 +546,7 @@ func TestE2ETemporalReview(t *testing.T) {
 // past it is timed out with its incomplete report, the others done; each
 // row is priced for the workers' models.
 func TestE2ETemporalBatchTimeoutAndCost(t *testing.T) {
+	t.Parallel()
 	addr := temporalAddress(t)
 	m := mark(t)
 	queue := "e2e-batch-timeout-" + m
@@ -579,6 +586,7 @@ func TestE2ETemporalBatchTimeoutAndCost(t *testing.T) {
 // TestE2ETemporalWorkerHeartbeat checks that research worker --heartbeat
 // reaches Temporal: the tasks' heartbeat timeout is three beats.
 func TestE2ETemporalWorkerHeartbeat(t *testing.T) {
+	t.Parallel()
 	addr := temporalAddress(t)
 	m := mark(t)
 	queue := "e2e-heartbeat-" + m
@@ -606,6 +614,7 @@ func TestE2ETemporalWorkerHeartbeat(t *testing.T) {
 // TestE2ETemporalReviewWithoutAWorker answers a review while no worker is
 // up: the answer waits, as the run does, and a worker that comes takes it.
 func TestE2ETemporalReviewWithoutAWorker(t *testing.T) {
+	t.Parallel()
 	addr := temporalAddress(t)
 	m := mark(t)
 	queue := "e2e-review-lost-" + m
@@ -632,6 +641,7 @@ func TestE2ETemporalReviewWithoutAWorker(t *testing.T) {
 // TestE2ETemporalCtrlCWithoutAWorker: with no worker to write the
 // cancelled run's report, Ctrl-C does not wait for it.
 func TestE2ETemporalCtrlCWithoutAWorker(t *testing.T) {
+	t.Parallel()
 	addr := temporalAddress(t)
 	m := mark(t)
 	p := startBin(t, env(t, nil), "--temporal", addr, "--task-queue", "e2e-no-worker-"+m, "What is Raft? "+m)

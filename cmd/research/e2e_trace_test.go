@@ -107,6 +107,7 @@ func spanAttr(s telemetry.OTLPSpan, key string) (string, bool) {
 }
 
 func TestE2ETraceFileAndOTLPExport(t *testing.T) {
+	t.Parallel()
 	_, _, _, vars := searchSetup(t)
 	var otlpPosts atomic.Int32
 	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -161,6 +162,7 @@ func TestE2ETraceFileAndOTLPExport(t *testing.T) {
 }
 
 func TestE2ETraceGRPCProtocolIsAUsageError(t *testing.T) {
+	t.Parallel()
 	_, _, _, vars := searchSetup(t)
 	vars["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://127.0.0.1:1"
 	vars["OTEL_EXPORTER_OTLP_PROTOCOL"] = "grpc"

@@ -15,6 +15,7 @@ import (
 // instead; questions that merely start like a command, a quoted question
 // and one after "--" still run.
 func TestE2EMistypedCommand(t *testing.T) {
+	t.Parallel()
 	oa, _, _, vars := searchSetup(t)
 	for _, tc := range []struct {
 		args []string
@@ -52,6 +53,7 @@ func TestE2EMistypedCommand(t *testing.T) {
 
 // The typo rule of mistypedCommand: what counts as one typo of a command.
 func TestIsTypo(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		word, name string
 		want       bool
@@ -81,6 +83,7 @@ func TestIsTypo(t *testing.T) {
 // --format json prints a document even when the run fails: incomplete,
 // with the error, as the README promises.
 func TestE2EJSONOnFailure(t *testing.T) {
+	t.Parallel()
 	_, sx, _, vars := searchSetup(t)
 	sx.setRespond(func(string) (int, any) {
 		return http.StatusServiceUnavailable, map[string]any{"error": "maintenance"}
@@ -98,6 +101,7 @@ func TestE2EJSONOnFailure(t *testing.T) {
 
 // A question piped in beyond the limit is refused, not cut silently.
 func TestE2EStdinTooLong(t *testing.T) {
+	t.Parallel()
 	oa, _, _, vars := searchSetup(t)
 	long := strings.Repeat("why is the sky blue? ", 4000) // 84 KB
 	res := runIn(t, strings.NewReader(long), env(t, vars), "--model", "openai:gpt-4.1-mini")
@@ -109,6 +113,7 @@ func TestE2EStdinTooLong(t *testing.T) {
 // A question given as arguments has the same cap as one piped in: 100 KB
 // is refused before any model call, not sent (it was 210k tokens).
 func TestE2EQuestionArgTooLong(t *testing.T) {
+	t.Parallel()
 	oa, _, _, vars := searchSetup(t)
 	long := strings.Repeat("why is the sky blue? ", 5000) // 105 KB
 	res := run(t, env(t, vars), "--model", "openai:gpt-4.1-mini", long)

@@ -14,6 +14,7 @@ import (
 
 // Where the report goes is checked before anything is paid for.
 func TestE2EOutIsCheckedFirst(t *testing.T) {
+	t.Parallel()
 	oa, _, _, vars := searchSetup(t)
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -43,6 +44,7 @@ func TestE2EOutIsCheckedFirst(t *testing.T) {
 
 // A late write failure says where the report is kept.
 func TestOutputSaysWhereTheReportIsKept(t *testing.T) {
+	t.Parallel()
 	c := newCLI(strings.NewReader(""), &strings.Builder{}, &strings.Builder{})
 	c.out = filepath.Join(t.TempDir(), "gone", "report.md")
 	c.runID = "k3f9x2mq"
@@ -55,6 +57,7 @@ func TestOutputSaysWhereTheReportIsKept(t *testing.T) {
 // The JSON document names its run and thread: research show, resume and
 // --thread take them; a run not kept has neither.
 func TestE2EJSONNamesItsRun(t *testing.T) {
+	t.Parallel()
 	_, _, _, vars := searchSetup(t)
 	envv := env(t, vars)
 	res := run(t, envv, "--model", "openai:gpt-4.1-mini", "--effort", "low", "--format", "json", "Raft?")
@@ -90,6 +93,7 @@ func TestE2EJSONNamesItsRun(t *testing.T) {
 // run says so — on the timeline, in the summary and with exit 7 — after
 // printing it.
 func TestE2EStoppedReviewCitesNothing(t *testing.T) {
+	t.Parallel()
 	g := newFakeGemini(t)
 	envv := geminiEnv(t, g, nil)
 	res := run(t, envv, "--review", "--format", "json", "Wer gewann die Euro 2024?")
@@ -122,6 +126,7 @@ func TestE2EStoppedReviewCitesNothing(t *testing.T) {
 // A warning — a search provider that failed over to the next — is one
 // readable timeline line, not slog's key=value text.
 func TestE2EWarningsAreTimelineLines(t *testing.T) {
+	t.Parallel()
 	_, _, _, vars := searchSetup(t)
 	vars["DEEPGRAPH_SEARCH"] = "tavily,searxng"
 	vars["TAVILY_API_KEY"] = tavilyKey
@@ -138,6 +143,7 @@ func TestE2EWarningsAreTimelineLines(t *testing.T) {
 // Errors name what to do and no internal package; unknown flags suggest
 // the near ones.
 func TestE2EErrorsSpeakToPeople(t *testing.T) {
+	t.Parallel()
 	envv := env(t, nil)
 	res := run(t, envv, "show", "nosuch")
 	require.Equal(t, exitUsage, res.code, res)
@@ -162,6 +168,7 @@ func TestE2EErrorsSpeakToPeople(t *testing.T) {
 // Each command's help lists the flags it reads, the global ones on one
 // line; research help flags lists them all; --version and completion work.
 func TestE2EHelpFitsTheCommand(t *testing.T) {
+	t.Parallel()
 	envv := env(t, nil)
 	show := run(t, envv, "show", "--help")
 	require.Equal(t, 0, show.code, show)
@@ -203,6 +210,7 @@ func TestE2EHelpFitsTheCommand(t *testing.T) {
 // A page the agent may not read (a loopback address) tells the person how
 // to allow it — once — while the model is only told it was refused.
 func TestE2EAgentRefusedPageNamesTheFlag(t *testing.T) {
+	t.Parallel()
 	web, webRec := newFakeWeb(t)
 	fetch := oaCall{Name: "fetch_page", Args: `{"url":"` + web.URL + `/notes"}`}
 	oa := newFakeOpenAI(t, agentScript(
