@@ -205,7 +205,8 @@ var table = []entry{
 		"Most think steps of an agent run.", func(c *Config) *int { return &c.Agent.MaxSteps })),
 	withEnv(durationKey("agent.tool_timeout", "--tool-timeout", 2*time.Minute, time.Second, 24*time.Hour,
 		"Bound on one tool call of the agent (python_execute and bash are killed with their child processes when it passes); "+
-			"the model is told the call did not finish. ask_human and deep_research are bounded by --timeout only.",
+			"the model is told the call did not finish. ask_human and deep_research are bounded by --timeout only: a person takes the time they take, "+
+			"and a research run takes minutes by design (rounds of searches, page reads and model calls, each bounded by its own timeouts), which this bound would cut short.",
 		func(c *Config) *time.Duration { return &c.Agent.ToolTimeout })),
 	withEnv(toolsKey()),
 	withEnv(boolKey("agent.browser", "--browser", false,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,7 +49,8 @@ func TestCallModelRetriesABrokenStream(t *testing.T) {
 func TestCallModelDoesNotRetryOtherErrors(t *testing.T) {
 	for _, want := range []error{
 		&APIError{Provider: "acme", Status: 400, Message: "bad"},
-		&APIError{Provider: "acme", Status: 503, Message: "down"}, // the transport already retried it
+		&APIError{Provider: "acme", Status: 501, Message: "not implemented"},
+		&APIError{Provider: "acme", Message: "request failed", Err: errors.New("tls: bad certificate")},
 		errors.New("acme: building the request: no"),
 	} {
 		attempts := 0
@@ -56,9 +58,70 @@ func TestCallModelDoesNotRetryOtherErrors(t *testing.T) {
 			attempts++
 			return nil, want
 		})
-		assert.Equal(t, want, err)
+		assert.Equal(t, want.Error(), err.Error())
+		var wantAPI *APIError
+		if errors.As(want, &wantAPI) {
+			var got *APIError
+			require.ErrorAs(t, err, &got)
+			assert.Equal(t, wantAPI.Status, got.Status)
+			assert.Equal(t, 1, got.Attempts)
+		} else {
+			assert.ErrorIs(t, err, want)
+		}
 		assert.Equal(t, 1, attempts, "%v", want)
+		assert.True(t, IsFinal(err), "the client decided: a node must not retry %v", want)
 	}
+}
+
+// One loop retries statuses, dropped connections and cut streams alike,
+// within one budget: a 503, then a cut stream, then a 429 are three retries
+// of one call, not three budgets.
+func TestCallModelOneBudgetForEveryKindOfFailure(t *testing.T) {
+	failures := []error{
+		&APIError{Provider: "acme", Status: 503, Message: "down"},
+		cut(Usage{}),
+		&APIError{Provider: "acme", Status: 429, Message: "slow down", RetryAfter: time.Microsecond},
+		&APIError{Provider: "acme", Message: "request failed", Err: fmt.Errorf("read: %w", syscall.ECONNRESET)},
+		&APIError{Provider: "acme", Status: 529, Message: "overloaded"},
+	}
+	for _, retries := range []int{-1, 0, 1, 2, 4} {
+		cfg := fastRetries
+		cfg.MaxRetries = retries
+		attempts := 0
+		_, err := CallModel(context.Background(), cfg, "acme", nil, func(context.Context, func(Delta)) (*Response, error) {
+			attempts++
+			return nil, failures[(attempts-1)%len(failures)]
+		})
+		require.Error(t, err)
+		want := retries + 1
+		switch {
+		case retries == 0:
+			want = DefaultMaxRetries + 1
+		case retries < 0:
+			want = 1
+		}
+		assert.Equal(t, want, attempts, "retries %d", retries)
+		var apiErr *APIError
+		require.ErrorAs(t, err, &apiErr)
+		if retries < 0 {
+			assert.False(t, IsFinal(err), "retries off: the caller's retries are the only ones")
+			assert.Zero(t, apiErr.Attempts)
+			continue
+		}
+		assert.True(t, IsFinal(err))
+		assert.Equal(t, want, apiErr.Attempts)
+	}
+}
+
+func TestCallModelGivesUpOnALongRetryAfter(t *testing.T) {
+	attempts := 0
+	_, err := CallModel(context.Background(), fastRetries, "acme", nil, func(context.Context, func(Delta)) (*Response, error) {
+		attempts++
+		return nil, &APIError{Provider: "acme", Status: 429, Message: "quota", RetryAfter: 2 * time.Hour}
+	})
+	assert.Equal(t, 1, attempts, "a Retry-After over a minute ends the retries at once")
+	assert.ErrorIs(t, err, ErrRateLimited)
+	assert.True(t, IsFinal(err))
 }
 
 func TestCallModelAlwaysBroken(t *testing.T) {
@@ -105,11 +168,26 @@ func TestCallModelHonoursCancellationBetweenAttempts(t *testing.T) {
 }
 
 func TestCallModelTimeoutBoundsTheRetries(t *testing.T) {
-	cfg := ClientConfig{RetryBackoff: time.Hour, MaxRetries: 5, Timeout: 20 * time.Millisecond}
-	_, err := CallModel(context.Background(), cfg, "acme", nil, func(context.Context, func(Delta)) (*Response, error) {
-		return nil, cut(Usage{})
+	t.Run("a wait that would outlast the timeout is not begun", func(t *testing.T) {
+		cfg := ClientConfig{RetryBackoff: time.Hour, MaxRetries: 5, Timeout: time.Minute}
+		attempts := 0
+		_, err := CallModel(context.Background(), cfg, "acme", nil, func(context.Context, func(Delta)) (*Response, error) {
+			attempts++
+			return nil, cut(Usage{})
+		})
+		assert.ErrorIs(t, err, ErrStreamBroken, "the last attempt's error")
+		assert.Equal(t, 1, attempts)
+		assert.True(t, IsFinal(err))
 	})
-	assert.ErrorIs(t, err, ErrTimeout)
+	t.Run("an attempt cut by the timeout", func(t *testing.T) {
+		cfg := ClientConfig{RetryBackoff: time.Microsecond, MaxRetries: 5, Timeout: 20 * time.Millisecond}
+		_, err := CallModel(context.Background(), cfg, "acme", nil, func(ctx context.Context, _ func(Delta)) (*Response, error) {
+			<-ctx.Done()
+			return nil, &APIError{Provider: "acme", Message: "request failed", Err: ctx.Err()}
+		})
+		assert.ErrorIs(t, err, ErrTimeout)
+		assert.True(t, IsFinal(err), "the call had its time")
+	})
 }
 
 func TestCallModelDropsLateDeltasOfAnAbandonedAttempt(t *testing.T) {

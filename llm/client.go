@@ -23,9 +23,16 @@ const (
 
 // ClientConfig is the transport behaviour every provider shares: retries with
 // exponential backoff and jitter on 429, 5xx, connection resets and timeouts
-// (honouring Retry-After), an optional bound on requests in flight for a
-// provider's rate limit, and a per-call timeout. The zero value means the
-// defaults.
+// and streams cut off (honouring Retry-After), an optional bound on requests
+// in flight for a provider's rate limit, and a per-call timeout. The zero
+// value means the defaults.
+//
+// There is one retry loop, CallModel's, and one retry budget per call:
+// MaxRetries retries whatever failed — a status, a dropped connection, a
+// stream cut after its 200 — within Timeout. The HTTP client (Client) does
+// not retry, nor do the vendors' SDKs, and the errors CallModel returns are
+// marked final (IsFinal) so that a graph node's retry policy does not send
+// the call again (nodes.ModelRetry).
 type ClientConfig struct {
 	// HTTPClient is the base client; its Transport is wrapped. Nil means
 	// http.DefaultTransport.
@@ -48,7 +55,8 @@ type ClientConfig struct {
 	RetryBackoff time.Duration
 }
 
-// Client returns the HTTP client a provider should use.
+// Client returns the HTTP client a provider should use: the concurrency
+// bound, and no retries (CallModel's loop is the one retry loop).
 func (c ClientConfig) Client() *http.Client {
 	var base http.RoundTripper
 	out := &http.Client{}
@@ -56,17 +64,16 @@ func (c ClientConfig) Client() *http.Client {
 		*out = *c.HTTPClient
 		base = c.HTTPClient.Transport
 	}
-	out.Transport = httpx.NewTransport(base, c.policy())
+	out.Transport = httpx.NewTransport(base, httpx.Policy{
+		MaxAttempts: 1,
+		Concurrency: httpx.Setting(c.MaxConcurrency, DefaultMaxConcurrency),
+	})
 	return out
 }
 
-// policy is the retry policy of the transport and of CallModel.
+// policy is CallModel's backoff.
 func (c ClientConfig) policy() httpx.Policy {
-	return httpx.Policy{
-		MaxAttempts:    httpx.Setting(c.MaxRetries, DefaultMaxRetries) + 1,
-		InitialBackoff: c.RetryBackoff,
-		Concurrency:    httpx.Setting(c.MaxConcurrency, DefaultMaxConcurrency),
-	}
+	return httpx.Policy{InitialBackoff: c.RetryBackoff}
 }
 
 // Call runs fn under the configured timeout. A timeout becomes an *APIError
@@ -98,13 +105,21 @@ func Call[R any](ctx context.Context, c ClientConfig, provider string, fn func(c
 }
 
 // CallModel runs a provider's model call with the resilience every provider
-// shares: Call's per-call timeout (retries included), and retries of a reply
-// whose stream broke off after its 200 — an error matching ErrStreamBroken,
-// which the HTTP transport cannot retry because the response had already
-// begun. It retries at most c.MaxRetries times (0 means DefaultMaxRetries,
-// negative none) with the transport's backoff and jitter, and stops as soon as
-// ctx ends. Other errors are returned at once: statuses and connection
-// failures before the reply are the transport's to retry.
+// shares: Call's per-call timeout (retries included), and the one retry loop
+// of model calls. It retries an attempt that failed with a retryable status
+// (408, 429, 5xx but 501 and 505, Anthropic's 529), a connection dropped,
+// reset or refused before the reply, or a reply whose stream broke off after
+// its 200 (ErrStreamBroken) — at most c.MaxRetries times (0 means
+// DefaultMaxRetries, negative none), with exponential backoff and jitter, or
+// the provider's Retry-After when longer. It stops at once when ctx ends,
+// when the provider asks to wait over a minute, or when the wait would
+// outlast the call's deadline; other errors are returned at once.
+//
+// Every *APIError it returns is marked final (IsFinal) with the number of
+// attempts (APIError.Attempts): the call had its budget, and a retry above
+// it — a graph node's retry policy — would multiply the sends. With retries
+// off (negative MaxRetries) the error is not marked: the caller's own
+// retries are then the only ones.
 //
 // attempt sends the call once. It must deliver its deltas to the onDelta it
 // is given — nil when the caller did not stream (onDelta, from
@@ -115,16 +130,18 @@ func Call[R any](ctx context.Context, c ClientConfig, provider string, fn func(c
 // dropped. Tokens a failed attempt reported (APIError.Usage) are added to the
 // final Response's Usage, or to the final error's.
 //
-// When every attempt broke, the last attempt's *APIError is returned with
-// its message saying how many attempts were cut off.
+// When every attempt broke off mid-stream, the last attempt's *APIError is
+// returned with its message saying how many attempts were cut off.
 func CallModel(ctx context.Context, c ClientConfig, provider string, onDelta func(Delta),
 	attempt func(ctx context.Context, onDelta func(Delta)) (*Response, error)) (*Response, error) {
 	retries := httpx.Setting(c.MaxRetries, DefaultMaxRetries)
 	policy := c.policy()
-	return Call(ctx, c, provider, func(ctx context.Context) (*Response, error) {
+	n := 0
+	resp, err := Call(ctx, c, provider, func(ctx context.Context) (*Response, error) {
 		var spent Usage // reported by failed attempts
 		restart := false
-		for n := 1; ; n++ {
+		for {
+			n++
 			if restart {
 				onDelta(Delta{Restart: true})
 			}
@@ -141,18 +158,79 @@ func CallModel(ctx context.Context, c ClientConfig, provider string, onDelta fun
 			if errors.As(err, &apiErr) {
 				spent = spent.Add(apiErr.Usage)
 			}
-			if ctx.Err() != nil || !errors.Is(err, ErrStreamBroken) {
-				return nil, err
+			if ctx.Err() != nil || !retryable(err) {
+				return nil, withUsage(err, spent)
 			}
 			if n > retries {
-				return nil, brokenEverywhere(provider, err, n, spent)
+				if errors.Is(err, ErrStreamBroken) {
+					return nil, brokenEverywhere(provider, err, n, spent)
+				}
+				return nil, withUsage(err, spent)
 			}
-			if werr := policy.Wait(ctx, n); werr != nil {
-				return nil, err
+			var after time.Duration
+			if apiErr != nil {
+				after = apiErr.RetryAfter
+			}
+			if werr := policy.WaitAfter(ctx, n, after); werr != nil {
+				return nil, withUsage(err, spent)
 			}
 		}
 	})
+	if err != nil && retries > 0 {
+		return nil, markFinal(err, n)
+	}
+	return resp, err
 }
+
+// retryable reports whether a failed attempt is worth another: a stream
+// cut off, a retryable status, or a round trip that got no reply for a
+// reason that may pass (a dropped or refused connection, a network timeout).
+func retryable(err error) bool {
+	if errors.Is(err, ErrStreamBroken) {
+		return true
+	}
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	if apiErr.Status != 0 {
+		return httpx.RetryableStatus(apiErr.Status)
+	}
+	return apiErr.Err != nil && httpx.RetryableError(apiErr.Err)
+}
+
+// withUsage gives an *APIError the usage of every failed attempt; another
+// error is returned as it is.
+func withUsage(err error, spent Usage) error {
+	apiErr, ok := err.(*APIError)
+	if !ok || spent == (Usage{}) {
+		return err
+	}
+	out := *apiErr
+	out.Usage = spent
+	return &out
+}
+
+// markFinal marks the error of a call CallModel retried as far as its
+// budget allowed (see IsFinal): an *APIError gets Attempts and the mark,
+// another error is wrapped. The caller's cancellation is returned as it is.
+func markFinal(err error, attempts int) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if apiErr, ok := err.(*APIError); ok {
+		out := *apiErr
+		out.Attempts, out.final = attempts, true
+		return &out
+	}
+	return &finalError{err: err}
+}
+
+// finalError marks an error that is not an *APIError as final.
+type finalError struct{ err error }
+
+func (e *finalError) Error() string { return e.err.Error() }
+func (e *finalError) Unwrap() error { return e.err }
 
 // brokenEverywhere is the error of a call whose every attempt broke off.
 func brokenEverywhere(provider string, err error, attempts int, spent Usage) error {

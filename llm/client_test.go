@@ -121,6 +121,8 @@ func statusSequence(t *testing.T, statuses ...int) (*httptest.Server, *atomic.In
 	return srv, &hits
 }
 
+// The HTTP client does not retry: CallModel's loop is the one retry loop,
+// and counts every send of a call against one budget.
 func TestClientRetries(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -138,12 +140,35 @@ func TestClientRetries(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, hits := statusSequence(t, tt.statuses...)
-			c := ClientConfig{MaxRetries: tt.maxRetries, RetryBackoff: time.Millisecond}.Client()
-			resp, err := c.Get(srv.URL)
+			cfg := ClientConfig{MaxRetries: tt.maxRetries, RetryBackoff: time.Millisecond}
+			client := cfg.Client()
+			resp, err := client.Get(srv.URL)
 			require.NoError(t, err)
 			resp.Body.Close()
-			assert.Equal(t, tt.wantStatus, resp.StatusCode)
-			assert.Equal(t, tt.wantHits, hits.Load())
+			assert.Equal(t, tt.statuses[0], resp.StatusCode)
+			assert.Equal(t, int32(1), hits.Load(), "the HTTP client sends once")
+
+			srv, hits = statusSequence(t, tt.statuses...)
+			_, err = CallModel(context.Background(), cfg, "x", nil, func(ctx context.Context, _ func(Delta)) (*Response, error) {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+				require.NoError(t, err)
+				resp, err := client.Do(req)
+				if err != nil {
+					return nil, &APIError{Provider: "x", Err: err}
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					return nil, &APIError{Provider: "x", Status: resp.StatusCode}
+				}
+				return &Response{Content: "ok"}, nil
+			})
+			var apiErr *APIError
+			if tt.wantStatus == http.StatusOK {
+				require.NoError(t, err)
+			} else if assert.ErrorAs(t, err, &apiErr) {
+				assert.Equal(t, tt.wantStatus, apiErr.Status)
+			}
+			assert.Equal(t, tt.wantHits, hits.Load(), "CallModel's sends")
 		})
 	}
 }

@@ -88,7 +88,8 @@
 // # Resilience
 //
 // Providers take a ClientConfig: retries with exponential backoff and
-// jitter on 429, 5xx and dropped connections (honouring Retry-After), an
+// jitter on 429, 5xx, dropped connections and streams cut off (honouring
+// Retry-After), all in one loop, CallModel's, with one budget per call; an
 // optional bound on requests in flight (MaxConcurrency: none by default, so
 // a run's fan-out is never split into waves; set it for a provider's rate
 // limit, on a client every run sharing that quota uses), and a per-call
@@ -97,13 +98,17 @@
 // rejected key, the environment variable it came from — never the key.
 // Callers branch with errors.Is on ErrRateLimited, ErrAuth, ErrBadRequest,
 // ErrUnavailable, ErrTimeout, ErrStreamBroken, ErrUnsupported; IsTransient
-// says whether an error is worth trying again later (the retry condition of
-// the model-calling nodes of packages nodes and research).
+// says whether an error is worth trying again later, and IsFinal whether the
+// client already did (the retry condition of the model-calling nodes of
+// packages nodes and research is IsTransient and not IsFinal, so that a
+// node's retries do not multiply the client's: with retries 3 a call is
+// sent at most 4 times, not 4 per node attempt).
 //
 // A stream cut off after its 200 — the connection dropped, the body ended
 // before the API's final event, an "overloaded" error event mid-stream — is
-// beyond the transport's retries: the response had begun. CallModel retries
-// such a call whole, within the same budget (MaxRetries, backoff, timeout).
+// retried like a status or a dropped connection: CallModel sends such a
+// call again whole, within the same budget (MaxRetries, backoff, timeout).
+// The HTTP client (ClientConfig.Client) and the vendors' SDKs do not retry.
 // A provider adopts it thus. Generate runs the request through CallModel,
 // passing the request's OnDelta, and streams each attempt to the callback
 // CallModel hands it (nil when not streaming), never to Request.OnDelta:

@@ -46,6 +46,23 @@ func IsTransient(err error) bool {
 		errors.Is(err, ErrStreamBroken) || errors.Is(err, ErrTimeout)
 }
 
+// IsFinal reports whether err is the error of a model call that its
+// client's one retry loop (CallModel, with retries on) has already retried
+// as far as its budget allows — attempts, Retry-After, the per-call timeout
+// — or found not worth retrying. Sending the call again from a layer above
+// (a graph node's retry policy) would multiply the call's sends: retry
+// policies of nodes that call a model retry only errors that are transient
+// and not final (nodes.ModelRetry does this). Errors of models whose client
+// does not retry (retries off, fakes, your own Model) are never final.
+func IsFinal(err error) bool {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && apiErr.final {
+		return true
+	}
+	var f *finalError
+	return errors.As(err, &f)
+}
+
 // APIError is a failed call to a provider's API.
 type APIError struct {
 	Provider   string        // "gemini", "openai", …
@@ -58,6 +75,11 @@ type APIError struct {
 	// stream cut off after its first events), so accounting can count them;
 	// zero when it reported none.
 	Usage Usage
+	// Attempts is how many times CallModel sent the call, retries
+	// included; 0 when the error did not come from CallModel's retry loop.
+	Attempts int
+
+	final bool // CallModel spent the call's retry budget (IsFinal)
 }
 
 func (e *APIError) Error() string {

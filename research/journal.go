@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"strconv"
+	"sync"
 )
 
 // CallJournal keeps the results of the external calls a run pays for — the
@@ -28,17 +29,43 @@ type CallJournal interface {
 
 // Journal records the run's searches and page reads in j, and serves
 // those it recorded already from there (see CallJournal): pass the same
-// journal to Resume to not pay for them again.
+// journal to Resume to not pay for them again. Without it a run keeps
+// them in memory while it runs: a task run again after a transient
+// failure does not pay for them twice either.
 func Journal(j CallJournal) RunOption { return func(o *runOptions) { o.journal = j } }
 
 type journalKey struct{}
 
-// withJournal puts the run's journal in the context its tasks run in.
+// withJournal puts the run's journal in the context its tasks run in: j,
+// or, when the run has none, one in memory for the run, so that a task
+// its node runs again (a retried web_research) does not search and read
+// again what it had found (one budget per external call).
 func withJournal(ctx context.Context, j CallJournal) context.Context {
 	if j == nil {
-		return ctx
+		j = &memoryJournal{calls: map[string][]byte{}}
 	}
 	return context.WithValue(ctx, journalKey{}, j)
+}
+
+// memoryJournal is the journal of a run without one: it lasts as long as
+// the run's call (Run, Stream, Resume), not across a crash.
+type memoryJournal struct {
+	mu    sync.Mutex
+	calls map[string][]byte
+}
+
+func (m *memoryJournal) Recall(_ context.Context, key string) ([]byte, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	data, ok := m.calls[key]
+	return data, ok, nil
+}
+
+func (m *memoryJournal) Record(_ context.Context, key string, data []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls[key] = data
+	return nil
 }
 
 func journalOf(ctx context.Context) CallJournal {
@@ -60,7 +87,7 @@ func callKey(kind string, args ...string) string {
 
 // recorded returns the result of the call key: from the run's journal when
 // it holds it, else from call, recorded in the journal before it is
-// returned. Without a journal it is call(). A journal that cannot be read
+// returned. Without a journal (a Backend called outside a run) it is call(). A journal that cannot be read
 // or written is logged and passed by: the call is made, its result used.
 func recorded[T any](ctx context.Context, logger *slog.Logger, key string, call func() (T, error)) (T, error) {
 	j := journalOf(ctx)

@@ -14,6 +14,7 @@ import (
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/llm/fake"
 	"github.com/deepgraph/deepgraph/research"
+	"github.com/deepgraph/deepgraph/search"
 )
 
 // brokenStream is what a provider reports for a stream cut off after its 200
@@ -102,4 +103,27 @@ func TestModelRetryCanBeOverridden(t *testing.T) {
 	rep, err := newResearcher(t, m, &scripted{}, research.Config{ModelRetry: &graph.RetryPolicy{InitialInterval: time.Millisecond}}).Run(context.Background(), "question")
 	require.NoError(t, err)
 	assert.Equal(t, "final", rep.Answer)
+}
+
+// A web_research task that its node runs again — its summary failed with
+// a transient error of a model whose client does not retry — does not
+// search or read its pages again: a run without a journal keeps one in
+// memory (one budget per external call).
+func TestNodeRetryDoesNotRepeatTheSearch(t *testing.T) {
+	s := &countingSearcher{fakeSearcher: fakeSearcher{results: map[string][]search.Result{
+		"a": {{Title: "A", URL: "https://a.example/"}},
+	}}}
+	pages := &fakeReader{pages: map[string]string{"https://a.example/": "A page about a."}}
+	summary := fake.Contains("Summarise what the sources below say")
+	m := fake.New(queries("a"),
+		fake.Error(&llm.APIError{Provider: "fake", Status: 503, Message: "down"}).When(summary),
+		fake.Text("A is so [S1].").When(summary),
+		reflection(true, ""), fake.Text("final").When(fake.Contains("well-researched answer")))
+	b := &research.SearchBackend{Searcher: s, Reader: pages}
+	rep, err := newResearcher(t, m, b, research.Config{ModelRetry: &graph.RetryPolicy{MaxAttempts: 3}}).Run(context.Background(), "question")
+	require.NoError(t, err)
+	assert.Equal(t, "final", rep.Answer)
+	assert.Zero(t, m.Remaining(), "the summary was asked again")
+	assert.EqualValues(t, 1, s.n.Load(), "one search")
+	assert.Len(t, pages.read, 1, "one page read")
 }

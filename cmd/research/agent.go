@@ -60,7 +60,10 @@ untrusted tasks.
 
 --timeout bounds the whole run (what the agent had done is printed, and the
 exit status is 1); --tool-timeout bounds each tool call (the model is told the
-call did not finish). --format json prints the run's JSON document instead of
+call did not finish), except ask_human and deep_research, which only --timeout
+bounds: a person takes the time they take, and a research run takes minutes by
+design (rounds of searches, page reads and model calls, each with its own
+timeouts), which --tool-timeout would cut short. --format json prints the run's JSON document instead of
 the answer, also when the run fails (incomplete, with its error).
 
 Exit status: 0 the task is done; 1 the run failed or timed out; 2

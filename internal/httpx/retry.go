@@ -182,6 +182,30 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
+// RetryableError reports whether a failed round trip (no response) is worth
+// another try: a dropped, reset or refused connection, or a network timeout
+// — not the caller's cancellation or deadline.
+func RetryableError(err error) bool { return retryableError(err) }
+
+// WaitAfter pauses before retry number attempt (1 for the first retry) for
+// the policy's backoff with jitter, or retryAfter when that is longer, as the
+// Transport does between attempts. It returns an error without waiting
+// when retryAfter is over MaxRetryAfter (the server asks for longer than
+// retrying is worth) or when ctx's deadline comes before the wait would
+// end, and ctx's error if ctx ends first. Callers that retry a whole call
+// (the model clients' one retry loop) use it so every level backs off alike.
+func (p Policy) WaitAfter(ctx context.Context, attempt int, retryAfter time.Duration) error {
+	p = p.withDefaults()
+	if retryAfter > p.MaxRetryAfter {
+		return fmt.Errorf("the server asks to wait %s, over the %s retrying waits at most", retryAfter.Round(time.Second), p.MaxRetryAfter)
+	}
+	wait := max(backoff(p, attempt), retryAfter)
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+		return fmt.Errorf("the wait before the next attempt (%s) would outlast the call's deadline", wait.Round(time.Millisecond))
+	}
+	return p.Sleep(ctx, wait)
+}
+
 func retryableError(err error) bool {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false

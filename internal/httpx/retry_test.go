@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -504,4 +505,37 @@ func FuzzParseRetryAfter(f *testing.F) {
 			t.Fatalf("ParseRetryAfter(%q) = %v with ok=false", v, d)
 		}
 	})
+}
+
+func TestWaitAfter(t *testing.T) {
+	var waited []time.Duration
+	p := Policy{InitialBackoff: 10 * time.Millisecond, MaxRetryAfter: time.Minute,
+		Sleep: func(_ context.Context, d time.Duration) error { waited = append(waited, d); return nil }}
+	ctx := context.Background()
+
+	require.NoError(t, p.WaitAfter(ctx, 1, 0))
+	require.NoError(t, p.WaitAfter(ctx, 1, 3*time.Second))
+	require.Len(t, waited, 2)
+	assert.GreaterOrEqual(t, waited[0], 5*time.Millisecond, "the backoff, with equal jitter")
+	assert.LessOrEqual(t, waited[0], 10*time.Millisecond)
+	assert.Equal(t, 3*time.Second, waited[1], "a longer Retry-After wins")
+
+	err := p.WaitAfter(ctx, 1, 2*time.Minute)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "asks to wait 2m0s")
+
+	short, cancel := context.WithTimeout(ctx, time.Hour)
+	defer cancel()
+	p.MaxRetryAfter = 2 * time.Hour
+	err = p.WaitAfter(short, 1, 90*time.Minute)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "would outlast the call's deadline")
+	assert.Len(t, waited, 2, "no wait begun that could not help")
+}
+
+func TestRetryableError(t *testing.T) {
+	assert.True(t, RetryableError(fmt.Errorf("read: %w", syscall.ECONNRESET)))
+	assert.True(t, RetryableError(io.ErrUnexpectedEOF))
+	assert.False(t, RetryableError(context.Canceled))
+	assert.False(t, RetryableError(errors.New("tls: bad certificate")))
 }

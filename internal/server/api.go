@@ -40,9 +40,10 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 	case errors.Is(err, errBusy):
 		writeError(w, http.StatusConflict, codeConflict, err.Error()+": wait for it, answer it or cancel it first")
 	case errors.Is(err, errQueueFull):
-		w.Header().Set("Retry-After", strconv.Itoa(int(retryAfter.Seconds())))
+		after := s.runs.retryAfter()
+		w.Header().Set("Retry-After", strconv.Itoa(int(after.Seconds())))
 		writeError(w, http.StatusTooManyRequests, codeRateLimited, fmt.Sprintf("%v (%d running, %d waiting): try again in %s",
-			err, s.opts.MaxRunning, s.opts.QueueSize, retryAfter))
+			err, s.opts.MaxRunning, s.opts.QueueSize, after))
 	case errors.Is(err, errDraining):
 		w.Header().Set("Retry-After", "10")
 		writeError(w, http.StatusServiceUnavailable, codeUnavailable, err.Error())

@@ -54,6 +54,9 @@ type queue struct {
 	peak     int // most runs running at once (tests and load figures)
 	draining bool
 	workers  sync.WaitGroup
+	// drained measures how fast runs leave, for a full queue's
+	// Retry-After.
+	drained *drainMeter
 }
 
 // job is a run queued or running in this process.
@@ -71,7 +74,7 @@ type job struct {
 
 func newQueue(st *app.Store, eng Engine, logger *slog.Logger, redact func(string) string, maxRunning, queueSize int, tel *telemetry.Telemetry) *queue {
 	q := &queue{st: st, eng: eng, logger: logger, redact: redact, maxRunning: max(maxRunning, 1), queueSize: max(queueSize, 0), tel: tel,
-		active: map[string]*job{}, threads: map[string]bool{}}
+		active: map[string]*job{}, threads: map[string]bool{}, drained: newDrainMeter(nil)}
 	q.wake = sync.NewCond(&q.mu)
 	for range q.maxRunning {
 		q.workers.Add(1)
@@ -80,8 +83,9 @@ func newQueue(st *app.Store, eng Engine, logger *slog.Logger, redact func(string
 	return q
 }
 
-// retryAfter is the Retry-After of a full queue: about one run's time.
-const retryAfter = 30 * time.Second
+// retryAfter is the Retry-After of a full queue: one run's time at the
+// rate runs have been leaving it (drainMeter).
+func (q *queue) retryAfter() time.Duration { return q.drained.retryAfter() }
 
 // add queues a run, created (create) or resumed. The queue's bound and
 // the thread's are checked and a place reserved under the queue's lock, so
@@ -213,6 +217,7 @@ func (q *queue) leave(j *job) {
 	q.mu.Lock()
 	delete(q.active, j.run.ID)
 	q.mu.Unlock()
+	q.drained.ended()
 	close(j.done)
 }
 

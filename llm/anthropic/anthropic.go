@@ -136,8 +136,8 @@ func New(cfg Config) (*Model, error) {
 		option.WithoutEnvironmentDefaults(),
 		option.WithBaseURL(base.String() + "/"),
 		option.WithHTTPClient(cfg.Client.Client()),
-		// llm.CallModel and the client's transport retry; the SDK must not
-		// retry on top of them.
+		// llm.CallModel is the one retry loop; the SDK must not retry on
+		// top of it.
 		option.WithMaxRetries(0),
 		option.WithHeader("anthropic-version", APIVersion),
 		option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {

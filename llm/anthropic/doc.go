@@ -51,8 +51,9 @@
 //
 // # On the SDK
 //
-// The SDK's own retries are off (option.WithMaxRetries(0)): llm.CallModel and
-// the client's transport (llm.ClientConfig) are the one retry loop. Its
+// The SDK's own retries are off (option.WithMaxRetries(0)), and the HTTP
+// client of llm.ClientConfig does not retry: llm.CallModel is the one retry
+// loop, with one budget per call. Its
 // environment defaults are off too (option.WithoutEnvironmentDefaults): New
 // reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL itself, and nothing else
 // (auth tokens, profiles) is sent. One request middleware

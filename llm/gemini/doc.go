@@ -44,7 +44,8 @@
 //
 // Config.Client (llm.ClientConfig) sets retries with backoff on 429, 5xx and
 // dropped connections (honouring Retry-After), a bound on requests in
-// flight, and the per-call timeout; they are the only retries. 400, 401 and
+// flight, and the per-call timeout; llm.CallModel's loop makes the only
+// retries (one budget per call). 400, 401 and
 // 403 are never retried. Nothing is printed: Config.Logger gets debug
 // records, and everything else is in the returned errors.
 //

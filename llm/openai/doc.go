@@ -47,8 +47,9 @@
 //
 // # On the SDK
 //
-// The SDK's own retries are off (option.WithMaxRetries(0)): llm.CallModel and
-// the client's transport (llm.ClientConfig) are the one retry loop. One
+// The SDK's own retries are off (option.WithMaxRetries(0)), and the HTTP
+// client of llm.ClientConfig does not retry: llm.CallModel is the one retry
+// loop, with one budget per call. One
 // request middleware (llm/internal/sdkwire) adds Config.Header, keeps
 // keyless servers keyless (the SDK would send OPENAI_API_KEY from the
 // environment) and turns an error status into an error that keeps the body,

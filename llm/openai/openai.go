@@ -291,8 +291,8 @@ func newModel(cfg Config) (*Model, error) {
 		option.WithBaseURL(base.String() + "/"),
 		option.WithAPIKey(cfg.APIKey),
 		option.WithHTTPClient(cfg.Client.Client()),
-		// llm.CallModel and the client's transport retry; the SDK must not
-		// retry on top of them.
+		// llm.CallModel is the one retry loop; the SDK must not retry on
+		// top of it.
 		option.WithMaxRetries(0),
 		// The SDK reads OPENAI_ORG_ID and OPENAI_PROJECT_ID itself; only what
 		// Config says is sent.

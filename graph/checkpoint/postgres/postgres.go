@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/deepgraph/deepgraph/graph/checkpoint/internal/storecodec"
+	"github.com/deepgraph/deepgraph/graph/checkpoint/retry"
 )
 
 // maxSchemaName is PostgreSQL's limit on an identifier, in bytes; it
@@ -55,7 +56,8 @@ func WithMaxBytes(n int) Option {
 // Open connects to the database at dsn — a URL such as
 // postgres://user:password@host:5432/db?sslmode=require or key=value pairs,
 // as pgx reads them — with a pool of its own, and brings the tables up to
-// date. Close closes the pool.
+// date, waiting out a server that restarts meanwhile (transient errors are
+// retried as writes are, see package retry). Close closes the pool.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Saver, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -77,7 +79,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Saver, error) {
 }
 
 // New returns a Saver over a pool the caller owns — Close leaves it open —
-// and brings the tables up to date.
+// and brings the tables up to date (transient errors retried, as by Open).
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Saver, error) {
 	set := settings{maxBytes: storecodec.MaxBytes}
 	for _, o := range opts {
@@ -90,7 +92,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Saver, error
 		return nil, fmt.Errorf("postgres: the schema name %q is longer than PostgreSQL's %d bytes: choose a shorter one", set.schema, maxSchemaName)
 	}
 	s := &Saver{pool: pool, maxBytes: set.maxBytes, sql: newStatements(set.schema)}
-	if err := s.migrate(ctx, set.schema); err != nil {
+	// The setup is one transaction that checks the tables' version first,
+	// so running it again after a transient error (a server restarting,
+	// a connection cut) is safe: it finds its own earlier work done.
+	if err := retry.Do(ctx, Transient, func(ctx context.Context, _ int) error { return s.migrate(ctx, set.schema) }); err != nil {
 		where := "the search path's schema"
 		if set.schema != "" {
 			where = fmt.Sprintf("schema %q", set.schema)

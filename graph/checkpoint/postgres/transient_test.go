@@ -203,3 +203,20 @@ func TestRunSurvivesAdminShutdown(t *testing.T) {
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, len(history), len(steps)+1)
 }
+
+// Open waits out a server that is restarting: its table setup meets
+// refused connections for a second, and succeeds once they are accepted.
+func TestOpenSurvivesARestart(t *testing.T) {
+	dsn := testDSN(t)
+	schema := freshSchema(t, dsn)
+	viaProxy, proxy := proxied(t, dsn)
+	proxy.Cut(time.Second) // every connection refused for a second
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	s, err := Open(ctx, viaProxy, WithSchema(schema))
+	require.NoError(t, err, "the setup was not retried")
+	t.Cleanup(s.Close)
+	_, err = s.Get(ctx, graph.Ref{Thread: "none"})
+	assert.ErrorIs(t, err, graph.ErrCheckpointNotFound, "the tables are there")
+	assert.Equal(t, 1, proxy.Cuts())
+}
