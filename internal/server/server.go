@@ -174,7 +174,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // why.
 func (s *Server) mountAgentAPI() {
 	api, err := agentserver.New(agentserver.Options{Checkpointer: s.store.Checkpointer, Token: s.opts.Token,
-		CORSOrigins: slices.Clone(s.opts.CORSOrigins), Loopback: s.opts.Loopback, MaxBody: s.opts.MaxBody, Logger: s.log})
+		CORSOrigins: slices.Clone(s.opts.CORSOrigins), Loopback: s.opts.Loopback, MaxBody: s.opts.MaxBody, Logger: s.log,
+		MaxRunning: s.opts.MaxRunning, MaxQueued: s.opts.QueueSize})
 	// The assistants' metadata "deepgraph" is what the page reads before a
 	// run: the server's version and the efforts, back ends and models a
 	// run's configurable may choose.
