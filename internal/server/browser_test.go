@@ -147,6 +147,25 @@ func TestBrowser(t *testing.T) {
 	checkTimeline(t, f2.Timeline)
 	checkNoInjection(t, ctx)
 
+	// Reloaded, the page opens the thread from its URL: both turns, from
+	// the thread's runs and history, their timelines replayed from the
+	// runs' custom events; the list of past runs from threads/search.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("question"))))
+	pollJS(t, ctx, `document.querySelectorAll('#runs > article.run').length === 2 && document.body.dataset.state === 'done' &&
+		document.querySelectorAll('#timeline > li[data-kind="answered"]').length === 1 && document.querySelectorAll('#thread-list > li').length === 1`)
+	reopened := evalJS[[]pageRun](t, ctx, `[...document.querySelectorAll('#runs > article.run')].map((r) => ({
+		question: r.querySelector('.run-question')?.textContent ?? '',
+		status: r.querySelector('.run-status')?.textContent ?? '',
+		citations: r.querySelectorAll('a.citation').length,
+		sources: r.querySelectorAll('a.source-link').length,
+	}))`)
+	assert.Equal(t, runs, reopened, "the reopened thread shows what the page showed")
+	assert.Equal(t, question, evalJS[string](t, ctx, `document.querySelector('#thread-list .thread-name').textContent`))
+	f3 := readPage(t, ctx)
+	checkRunPage(t, f3, sourcesOf(t, ts, runs2[0]))
+	checkTimeline(t, f3.Timeline)
+	checkNoInjection(t, ctx)
+
 	// For the artifacts, the same page on a phone.
 	if os.Getenv("DEEPGRAPH_ARTIFACTS") != "" {
 		require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(375, 800, chromedp.EmulateMobile, chromedp.EmulatePortrait)))
