@@ -100,3 +100,34 @@ func TestBrowserReconnect(t *testing.T) {
 	checkRunPage(t, f, sourcesOf(t, ts, lgRun{RunID: runID, ThreadID: threadID}))
 	checkTimeline(t, f.Timeline) // each step once: nothing replayed twice, nothing lost
 }
+
+// TestBrowserCancel: Cancel stops a running run (POST …/runs/{id}/cancel);
+// the page shows it cancelled, raises no error, and takes a new question.
+func TestBrowserCancel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test: skipped in -short mode")
+	}
+	chromium := findChromium(t)
+	ts := startTestServer(t, filepath.Join(t.TempDir(), "runs.db"), newEngine(world{block: "query 1"}))
+	b := startBrowser(t, chromium)
+	ctx := b.ctx
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ts.http.URL), chromedp.WaitVisible(chromedp.ID("question"))))
+	b.proveDetectors(t)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.ID("question"), "A question whose search never ends"),
+		chromedp.Click(chromedp.ID("ask")),
+	))
+	// Running, its search under way: Cancel.
+	pollJS(t, ctx, `document.body.dataset.state === 'running' && document.querySelector('#timeline li[data-kind="searching"]') && !document.getElementById('run-cancel').hidden`)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("run-cancel"))))
+	pollJS(t, ctx, `document.body.dataset.state === 'interrupted'`)
+	assert.Equal(t, "interrupted", evalJS[string](t, ctx, `document.getElementById('run-status').textContent`))
+	assert.Equal(t, "The run was cancelled.", evalJS[string](t, ctx, `document.getElementById('answer-status').textContent`))
+	assert.True(t, evalJS[bool](t, ctx, `document.getElementById('error-box').hidden`), "a cancel is no error")
+	assert.True(t, evalJS[bool](t, ctx, `document.getElementById('run-cancel').hidden`))
+
+	threadID := evalJS[string](t, ctx, `decodeURIComponent((/^#thread=(.+)$/.exec(location.hash) || ['', ''])[1])`)
+	runID := evalJS[string](t, ctx, `document.getElementById('current-run').dataset.runId`)
+	assert.Equal(t, "interrupted", lgCall[lgRun](ts, "GET", "/threads/"+threadID+"/runs/"+runID, nil, 200).Status)
+	b.checkProblems(t)
+}
