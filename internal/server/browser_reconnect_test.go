@@ -124,6 +124,7 @@ func TestBrowserCancel(t *testing.T) {
 	assert.Equal(t, "interrupted", evalJS[string](t, ctx, `document.getElementById('run-status').textContent`))
 	assert.Equal(t, "The run was cancelled.", evalJS[string](t, ctx, `document.getElementById('answer-status').textContent`))
 	assert.True(t, evalJS[bool](t, ctx, `document.getElementById('error-box').hidden`), "a cancel is no error")
+	assert.True(t, evalJS[bool](t, ctx, `document.querySelector('#current-run .run-error').hidden`), "nor an error of the run")
 	assert.True(t, evalJS[bool](t, ctx, `document.getElementById('run-cancel').hidden`))
 
 	threadID := evalJS[string](t, ctx, `decodeURIComponent((/^#thread=(.+)$/.exec(location.hash) || ['', ''])[1])`)

@@ -286,7 +286,8 @@ export class RunView {
         break;
       }
       case 'error':
-        this.showError(str(data?.message) || str(data?.error) || 'The run reported an error.');
+        // A cancel ends its run with a CancelledError: no error to show.
+        if (data?.error !== 'CancelledError') this.showError(str(data?.message) || str(data?.error) || 'The run reported an error.');
         break;
       case 'metadata':
         if (this.status === 'queued' || !this.status) this.setStatus('running');
