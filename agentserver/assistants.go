@@ -17,6 +17,11 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request) {
 func (s *Server) assistantOf(a *assistant) assistantOut {
 	out := assistantOut{AssistantID: a.id, GraphID: a.graphID, Name: a.graphID, Config: json.RawMessage("{}"), Context: json.RawMessage("{}"),
 		Metadata: Metadata{"created_by": jsonString("system")}, Version: 1, CreatedAt: a.created, UpdatedAt: a.created}
+	for k, v := range a.info.metadata {
+		if k != "created_by" {
+			out.Metadata[k] = v
+		}
+	}
 	if a.info.description != "" {
 		d := a.info.description
 		out.Description = &d

@@ -81,7 +81,8 @@
 // Content-Location and Location; a loopback server answers only requests
 // naming a loopback host; bodies are JSON (application/json, or text/plain
 // as Studio sends it — never a form) and bounded by Options.MaxBody; the
-// threads kept are bounded by Options.MaxThreads (429 beyond).
+// threads kept are bounded by Options.MaxThreads, and the runs executing
+// and waiting by Options.MaxRunning and Options.MaxQueued (429 beyond).
 //
 // # Not served (yet)
 //

@@ -53,6 +53,13 @@ func Description[S any](text string) Option[S] {
 	return func(g *served[S]) { g.description = text }
 }
 
+// AssistantMetadata is the assistant's metadata, beside the "created_by"
+// LangGraph sets: what a client may read of the graph before a run, such
+// as the configuration choices a run may make.
+func AssistantMetadata[S any](md Metadata) Option[S] {
+	return func(g *served[S]) { g.metadata = cloneMetadata(md) }
+}
+
 // Values sets how a state is shown to clients (the values of /state,
 // /history and the values stream mode): the default is the state encoded
 // as JSON, which must be an object.
@@ -123,6 +130,7 @@ func Compiled[S any](c *graph.Compiled[S], opts ...Option[S]) Graph {
 type served[S any] struct {
 	c             *graph.Compiled[S]
 	description   string
+	metadata      Metadata
 	valuesOf      func(S) any
 	input         func(RunConfig, json.RawMessage) (S, []graph.Write[S], error)
 	build         func(context.Context, RunConfig) (RunSetup[S], error)
@@ -180,6 +188,7 @@ func (g *served[S]) stateInput(input json.RawMessage) (json.RawMessage, error) {
 // graphInfo is what the assistants endpoints say of a graph.
 type graphInfo struct {
 	description string
+	metadata    Metadata
 	nodes       []graphNode
 	edges       []graphEdge
 	stateSchema json.RawMessage
@@ -198,7 +207,7 @@ type graphEdge struct {
 }
 
 func (g *served[S]) describe() graphInfo {
-	info := graphInfo{description: g.description}
+	info := graphInfo{description: g.description, metadata: g.metadata}
 	info.nodes, info.edges = edgesOf(g.c.Mermaid())
 	schema, err := jsonschema.ForType(reflect.TypeFor[S](), &jsonschema.ForOptions{IgnoreInvalidTypes: true})
 	if err == nil {

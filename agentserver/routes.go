@@ -1,13 +1,11 @@
 package agentserver
 
 import (
-	"crypto/subtle"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"slices"
 	"strings"
+
+	"github.com/deepgraph/deepgraph/internal/guard"
 )
 
 var errEOF = io.EOF
@@ -55,42 +53,12 @@ func (s *Server) routes() {
 	h("GET /runs/{run_id}/stream", s.joinStream)
 }
 
-// Handler serves the API behind the server's guard: the Host check on
-// loopback, the Origin allow-list and CORS, the token, the body's type and
-// size.
+// Handler serves the API behind the server's guard (the checks research
+// serve applies to all its endpoints, internal/guard): the Host check on
+// loopback, the Origin allow-list and CORS, the token; then the body's
+// type and size.
 func (s *Server) Handler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hd := w.Header()
-		hd.Set("X-Content-Type-Options", "nosniff")
-		hd.Set("Cache-Control", "no-store")
-		if s.opts.Loopback && !loopbackHost(r.Host) {
-			hd.Set("Connection", "close")
-			writeError(w, http.StatusMisdirectedRequest, fmt.Sprintf("host %q is not this server's: it listens on loopback, so use http://127.0.0.1 or http://localhost", r.Host))
-			return
-		}
-		if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r) {
-			if !slices.Contains(s.opts.CORSOrigins, strings.ToLower(origin)) {
-				hd.Set("Connection", "close")
-				writeError(w, http.StatusForbidden, fmt.Sprintf("origin %s may not call this API; list it among the server's CORS origins to allow it", origin))
-				return
-			}
-			hd.Set("Access-Control-Allow-Origin", origin)
-			hd.Add("Vary", "Origin")
-			hd.Set("Access-Control-Expose-Headers", "Content-Location, Location, X-Pagination-Next, X-Pagination-Total")
-			if r.Method == http.MethodOptions {
-				hd.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
-				hd.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Last-Event-ID, X-Api-Key, X-Auth-Scheme")
-				hd.Set("Access-Control-Max-Age", "600")
-				w.WriteHeader(http.StatusNoContent)
-				return
-			}
-		}
-		if s.opts.Token != "" && r.URL.Path != "/ok" && !authorized(r, s.opts.Token) {
-			hd.Set("WWW-Authenticate", `Bearer realm="agentserver"`)
-			hd.Set("Connection", "close")
-			writeError(w, http.StatusUnauthorized, "this server needs its token: send it as x-api-key (the SDKs' apiKey) or Authorization: Bearer")
-			return
-		}
+	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Method != http.MethodGet {
 			// JSON, also as text/plain (LangGraph Studio sends it so); never
 			// a form, which a page of another site could post.
@@ -103,33 +71,15 @@ func (s *Server) Handler() http.Handler {
 		}
 		s.mux.ServeHTTP(w, r)
 	})
-}
-
-// authorized reports whether r carries token as x-api-key or as
-// Authorization: Bearer.
-func authorized(r *http.Request, token string) bool {
-	got := r.Header.Get("X-Api-Key")
-	if got == "" {
-		got, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	}
-	return got != "" && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1
-}
-
-func sameOrigin(origin string, r *http.Request) bool {
-	o := strings.ToLower(origin)
-	host := strings.ToLower(r.Host)
-	return o == "http://"+host || o == "https://"+host
-}
-
-func loopbackHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.Trim(strings.ToLower(host), "[]")
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	guarded := guard.Wrap(api, guard.Options{Token: s.opts.Token, Open: func(r *http.Request) bool { return r.URL.Path == "/ok" },
+		CORSOrigins: s.opts.CORSOrigins, Loopback: s.opts.Loopback,
+		AllowHeaders:  []string{"Authorization", "Content-Type", "Last-Event-ID", "X-Api-Key", "X-Auth-Scheme"},
+		ExposeHeaders: []string{"Content-Location", "Location", "X-Pagination-Next", "X-Pagination-Total"},
+		Realm:         "agentserver", TokenHint: "send it as x-api-key (the SDKs' apiKey) or Authorization: Bearer",
+		OriginHint: "list it among the server's CORS origins to allow it",
+		Refuse:     writeError})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		guarded.ServeHTTP(w, r)
+	})
 }

@@ -192,6 +192,18 @@ func (s *Server) newRun(r *http.Request, threadID string) (*run, error) {
 		}
 	}
 
+	// A place among the runs the server takes (MaxRunning, MaxQueued),
+	// given back if the run does not start.
+	if err := s.admit(); err != nil {
+		return nil, err
+	}
+	admitted := false
+	defer func() {
+		if !admitted {
+			s.release()
+		}
+	}()
+
 	var t *thread
 	if threadID == "" {
 		if t, err = s.newThread("", nil, ""); err != nil {
@@ -272,18 +284,47 @@ func (s *Server) newRun(r *http.Request, threadID string) (*run, error) {
 		}
 	}
 	ru.log.add("metadata", map[string]any{"run_id": ru.id, "thread_id": t.id, "attempt": 1})
+	admitted = true
 	go s.execute(ru)
 	return ru, nil
 }
 
-// execute runs a run once the runs before it on its thread have ended.
+// admit takes a place for a run among those the server takes.
+func (s *Server) admit() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.opts.MaxRunning > 0 && s.admitted >= s.opts.MaxRunning+s.opts.MaxQueued {
+		return fmt.Errorf("%w: its limit of %d running and %d waiting runs is reached: try again later",
+			errBusy, s.opts.MaxRunning, s.opts.MaxQueued)
+	}
+	s.admitted++
+	return nil
+}
+
+// release gives back a run's place.
+func (s *Server) release() {
+	s.mu.Lock()
+	s.admitted--
+	s.mu.Unlock()
+}
+
+// execute runs a run once the runs before it on its thread have ended
+// and one of the server's MaxRunning slots is free.
 func (s *Server) execute(ru *run) {
 	defer s.runsWG.Done()
 	defer close(ru.done)
 	defer ru.log.close()
+	defer s.release() // before the stream ends: a client may run again at once
 	if ru.prev != nil {
 		select {
 		case <-ru.prev.done:
+		case <-ru.ctx.Done():
+		}
+	}
+	if s.slots != nil && ru.ctx.Err() == nil {
+		select {
+		case s.slots <- struct{}{}:
+			defer func() { <-s.slots }()
 		case <-ru.ctx.Done():
 		}
 	}

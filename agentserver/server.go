@@ -43,6 +43,12 @@ type Options struct {
 	// DefaultMaxThreads): beyond it, creating one is refused with 429 until
 	// some are deleted, so that clients cannot fill its memory.
 	MaxThreads int
+	// MaxRunning bounds the runs executing at once (0: no bound); the
+	// runs beyond it wait, pending, for one to end. MaxQueued bounds those
+	// waiting: a run beyond MaxRunning+MaxQueued is refused with 429 and
+	// Retry-After, so that clients cannot pile up work on the server's keys.
+	MaxRunning int
+	MaxQueued  int
 	// Logger logs refused requests and failed runs (default: none).
 	Logger *slog.Logger
 }
@@ -71,6 +77,10 @@ type Server struct {
 	threads    map[string]*thread
 	runs       map[string]*run
 	closing    bool
+	// admitted counts the runs pending or running (MaxRunning,
+	// MaxQueued); slots holds one token per executing run.
+	admitted int
+	slots    chan struct{}
 }
 
 // assistant is a served graph: LangGraph's "system" assistant of a graph.
@@ -105,6 +115,9 @@ func New(opts Options) (*Server, error) {
 		opts.CORSOrigins[i] = strings.ToLower(strings.TrimRight(o, "/"))
 	}
 	s := &Server{opts: opts, cp: opts.Checkpointer, log: opts.Logger, threads: map[string]*thread{}, runs: map[string]*run{}}
+	if opts.MaxRunning > 0 {
+		s.slots = make(chan struct{}, opts.MaxRunning)
+	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.mux = http.NewServeMux()
 	s.routes()
@@ -185,6 +198,7 @@ var (
 	errConflict   = errors.New("conflict")
 	errShutdown   = errors.New("the server is shutting down")
 	errTooMany    = errors.New("too many threads")
+	errBusy       = errors.New("the server is busy")
 )
 
 func badRequest(format string, args ...any) error {
@@ -221,6 +235,9 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusConflict, err.Error())
 	case errors.Is(err, errTooMany):
 		w.Header().Set("Retry-After", "60")
+		writeError(w, http.StatusTooManyRequests, err.Error())
+	case errors.Is(err, errBusy):
+		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusTooManyRequests, err.Error())
 	case errors.Is(err, errShutdown):
 		w.Header().Set("Retry-After", "10")

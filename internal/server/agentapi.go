@@ -50,6 +50,10 @@ type researchAPI struct {
 	cp          graph.Checkpointer
 	maxQuestion int
 	redact      func(string) string
+	// metadata is the assistants' metadata: what a run may choose.
+	metadata agentserver.Metadata
+	// report builds the report of a state (its Markdown is a value).
+	report func(research.State) *research.Report
 }
 
 // customEvent is the data of a custom event: deepgraph's timeline.
@@ -74,9 +78,20 @@ type researchValues struct {
 	Dropped  int                   `json:"dropped_citations"`
 	Usage    llm.UsageByRole       `json:"usage,omitempty"`
 	Review   *bool                 `json:"review,omitempty"`
+	// Markdown is the report once the turn has its answer: the answer and
+	// its numbered Sources list, as research prints it.
+	Markdown string `json:"markdown,omitempty"`
 }
 
-func researchValuesOf(s research.State) any {
+func (a *researchAPI) valuesOf(s research.State) any {
+	v := researchValuesOf(s)
+	if s.Answer != "" && a.report != nil {
+		v.Markdown = a.report(s).Markdown()
+	}
+	return v
+}
+
+func researchValuesOf(s research.State) researchValues {
 	v := researchValues{Messages: langchainMessages(s.Messages), Queries: s.Queries, Loops: s.Loops, Findings: len(s.Findings),
 		Gathered: len(s.Gathered()), Answer: s.Answer, Sources: s.Cited, Dropped: s.Dropped, Usage: s.Usage, Review: s.Review}
 	if v.Queries == nil {
@@ -345,9 +360,11 @@ func (a *researchAPI) serveGraphs(ctx context.Context, api *agentserver.Server) 
 	if err != nil {
 		return nil, fmt.Errorf("setting up the research graph: %s", a.redact(err.Error()))
 	}
+	a.report = shape.Researcher.ReportFrom
 	err = api.Serve(graphResearch, agentserver.Compiled(shape.Researcher.Graph(),
 		agentserver.Description[research.State]("Deep research: search the web in rounds, reflect, and answer with checked citations"),
-		agentserver.Values(researchValuesOf),
+		agentserver.AssistantMetadata[research.State](a.metadata),
+		agentserver.Values(a.valuesOf),
 		agentserver.Input(a.input),
 		agentserver.Interrupts[research.State](showReview, answerReview),
 		agentserver.Build(a.build)))

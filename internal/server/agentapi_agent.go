@@ -62,6 +62,7 @@ type agentAPI struct {
 	shape       *graph.Compiled[nodes.AgentState]
 	maxQuestion int
 	redact      func(string) string
+	metadata    agentserver.Metadata
 }
 
 func (a *agentAPI) settings() (app.Settings, error) {
@@ -109,9 +110,18 @@ type agentTimeline struct {
 	models map[string]string
 	prices llm.Prices
 	mu     sync.Mutex
+	// base is the task's usage before this run (its state's at the run's
+	// first event); based says it is read.
+	base  llm.UsageByRole
+	based bool
 }
 
 func (t *agentTimeline) observe(ev graph.Event[nodes.AgentState], out agentserver.Emitter) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.based {
+		t.base, t.based = ev.State.Usage, true
+	}
 	if ev.Kind != graph.EventCustom {
 		return
 	}
@@ -119,12 +129,12 @@ func (t *agentTimeline) observe(ev graph.Event[nodes.AgentState], out agentserve
 	if !ok {
 		return
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	act := agentActivity(ae)
 	act.ElapsedMS = time.Since(t.start).Milliseconds()
 	if t.meter != nil {
-		usage := t.meter.Snapshot()
+		// What the task spent so far: its earlier runs (before an
+		// ask_human was answered), then this run's calls.
+		usage := t.base.Merge(t.meter.Snapshot())
 		tot := usage.Total()
 		act.Tokens = app.Tokens(tot.Usage)
 		out.Custom(customEvent{Type: "activity", Activity: &act})
@@ -193,6 +203,7 @@ func (a *agentAPI) serve(ctx context.Context, api *agentserver.Server) (func(), 
 	a.shape = shape.Agent.Graph()
 	err = api.Serve(graphAgent, agentserver.Compiled(a.shape,
 		agentserver.Description[nodes.AgentState]("A ReAct agent with the server's tools: one task per thread"),
+		agentserver.AssistantMetadata[nodes.AgentState](a.metadata),
 		agentserver.Values(agentValuesOf),
 		agentserver.Input(a.input),
 		agentserver.Interrupts[nodes.AgentState](showQuestion, answerQuestion),

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -282,4 +283,37 @@ func TestAgentAPIAgentQuestion(t *testing.T) {
 	evs = ts.lgStream(path, map[string]any{"assistant_id": "agent", "input": map[string]any{"messages": []map[string]any{{"type": "human", "content": "more"}}}})
 	require.Len(t, lgOf(evs, "error"), 1)
 	assert.Contains(t, string(lgOf(evs, "error")[0].Data), "one task")
+}
+
+// The Agent Server API keeps the queue's bound: at most MaxRunning runs
+// execute and QueueSize wait; one more gets 429 with Retry-After; a run
+// cancelled gives its place back.
+func TestAgentAPIQueueBound(t *testing.T) {
+	ts := newTestServer(t, world{block: "query 1"}, queueOf(1, 0))
+	start := func(want int) (lgRun, []byte, http.Header) {
+		th := lgCall[struct {
+			ThreadID string `json:"thread_id"`
+		}](ts, "POST", "/threads", map[string]any{}, 200)
+		status, data, hdr := ts.do("POST", AgentAPIPrefix+"/threads/"+th.ThreadID+"/runs",
+			map[string]any{"assistant_id": "research", "input": map[string]any{"messages": []map[string]string{{"type": "human", "content": "q"}}}})
+		require.Equal(t, want, status, "%s", data)
+		var r lgRun
+		if status == 200 {
+			require.NoError(t, json.Unmarshal(data, &r))
+		}
+		return r, data, hdr
+	}
+	first, _, _ := start(200)
+	require.Eventually(t, func() bool {
+		return lgCall[lgRun](ts, "GET", "/threads/"+first.ThreadID+"/runs/"+first.RunID, nil, 200).Status == "running"
+	}, 30*time.Second, 10*time.Millisecond)
+	_, data, hdr := start(http.StatusTooManyRequests)
+	assert.Contains(t, string(data), "limit of 1 running and 0 waiting runs")
+	assert.Equal(t, "5", hdr.Get("Retry-After"))
+
+	status, _, _ := ts.do("POST", AgentAPIPrefix+"/threads/"+first.ThreadID+"/runs/"+first.RunID+"/cancel?wait=1", nil)
+	require.Equal(t, http.StatusNoContent, status)
+	second, _, _ := start(200)
+	status, _, _ = ts.do("POST", AgentAPIPrefix+"/threads/"+second.ThreadID+"/runs/"+second.RunID+"/cancel?wait=1", nil)
+	require.Equal(t, http.StatusNoContent, status)
 }

@@ -103,6 +103,11 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) info(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.choices())
+}
+
+// choices is what a run may choose on this server, with its version.
+func (s *Server) choices() Info {
 	c := s.eng.Choices()
 	info := Info{Version: s.opts.Version, Auth: s.opts.Token != "", Kinds: c.Kinds, Efforts: c.Efforts, DefaultEffort: c.DefaultEffort,
 		Backends: c.Backends, DefaultBackend: c.DefaultBackend, Models: c.Models, MaxQuestion: s.opts.MaxQuestion}
@@ -111,7 +116,7 @@ func (s *Server) info(w http.ResponseWriter, r *http.Request) {
 			*l = []string{}
 		}
 	}
-	writeJSON(w, http.StatusOK, info)
+	return info
 }
 
 func (s *Server) createThread(w http.ResponseWriter, r *http.Request) {

@@ -19,8 +19,6 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/deepgraph/deepgraph/internal/runstore"
 )
 
 // The browser test: the page of `research serve` in a real headless
@@ -81,10 +79,10 @@ func TestBrowser(t *testing.T) {
 	threadID := evalJS[string](t, ctx, `decodeURIComponent((/^#thread=(.+)$/.exec(location.hash) || ['', ''])[1])`)
 	require.NotEmpty(t, threadID, "the page shows the thread in the URL")
 	runID := evalJS[string](t, ctx, `document.getElementById('current-run').dataset.runId`)
-	run := call[Run](ts, "GET", "/threads/"+threadID+"/runs/"+runID, nil, 200)
-	require.Equal(t, runstore.StatusDone, run.Status)
-	assert.Equal(t, question, run.Input)
-	assert.Equal(t, "medium", run.Settings.Effort, "the effort picked in the page")
+	run := lgCall[lgRun](ts, "GET", "/threads/"+threadID+"/runs/"+runID, nil, 200)
+	require.Equal(t, "success", run.Status)
+	assert.Equal(t, question, run.question())
+	assert.JSONEq(t, `"medium"`, string(run.Kwargs.Config.Configurable["effort"]), "the effort picked in the page")
 
 	// What streamed: partial text, shorter than the whole streamed answer
 	// (read back from the run's event stream).
@@ -118,14 +116,13 @@ func TestBrowser(t *testing.T) {
 		document.getElementById('answer')?.dataset.streaming !== 'true'`)
 	assert.Equal(t, "done", evalJS[string](t, ctx, `document.body.dataset.state`))
 
-	// The API agrees: one thread, two runs.
-	th := call[ThreadDetail](ts, "GET", "/threads/"+threadID, nil, 200)
-	require.Len(t, th.Runs, 2, "the follow-up went on the same thread")
-	assert.Equal(t, 2, th.RunCount)
-	assert.Equal(t, runID, th.Runs[0].ID)
-	assert.Equal(t, followUp, th.Runs[1].Input)
-	assert.Equal(t, runstore.StatusDone, th.Runs[1].Status)
-	assert.Equal(t, th.Runs[1].ID, evalJS[string](t, ctx, `document.getElementById('current-run').dataset.runId`))
+	// The API agrees: one thread, two runs (newest first).
+	runs2 := lgCall[[]lgRun](ts, "GET", "/threads/"+threadID+"/runs", nil, 200)
+	require.Len(t, runs2, 2, "the follow-up went on the same thread")
+	assert.Equal(t, runID, runs2[1].RunID)
+	assert.Equal(t, followUp, runs2[0].question())
+	assert.Equal(t, "success", runs2[0].Status)
+	assert.Equal(t, runs2[0].RunID, evalJS[string](t, ctx, `document.getElementById('current-run').dataset.runId`))
 	assert.Equal(t, 1, evalJS[int](t, ctx, `document.querySelectorAll('#thread-list > li').length`), "still one thread in the list")
 
 	// The page shows both runs, the newest one with the stable ids.
@@ -146,8 +143,27 @@ func TestBrowser(t *testing.T) {
 		assert.Equal(t, 1, evalJS[int](t, ctx, `document.querySelectorAll('#`+id+`').length`), "one #%s, on the newest run", id)
 	}
 	f2 := readPage(t, ctx)
-	checkRunPage(t, f2, sourcesOf(t, ts, th.Runs[1]))
+	checkRunPage(t, f2, sourcesOf(t, ts, runs2[0]))
 	checkTimeline(t, f2.Timeline)
+	checkNoInjection(t, ctx)
+
+	// Reloaded, the page opens the thread from its URL: both turns, from
+	// the thread's runs and history, their timelines replayed from the
+	// runs' custom events; the list of past runs from threads/search.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("question"))))
+	pollJS(t, ctx, `document.querySelectorAll('#runs > article.run').length === 2 && document.body.dataset.state === 'done' &&
+		document.querySelectorAll('#timeline > li[data-kind="answered"]').length === 1 && document.querySelectorAll('#thread-list > li').length === 1`)
+	reopened := evalJS[[]pageRun](t, ctx, `[...document.querySelectorAll('#runs > article.run')].map((r) => ({
+		question: r.querySelector('.run-question')?.textContent ?? '',
+		status: r.querySelector('.run-status')?.textContent ?? '',
+		citations: r.querySelectorAll('a.citation').length,
+		sources: r.querySelectorAll('a.source-link').length,
+	}))`)
+	assert.Equal(t, runs, reopened, "the reopened thread shows what the page showed")
+	assert.Equal(t, question, evalJS[string](t, ctx, `document.querySelector('#thread-list .thread-name').textContent`))
+	f3 := readPage(t, ctx)
+	checkRunPage(t, f3, sourcesOf(t, ts, runs2[0]))
+	checkTimeline(t, f3.Timeline)
 	checkNoInjection(t, ctx)
 
 	// For the artifacts, the same page on a phone.
@@ -368,37 +384,30 @@ func watchStream(t *testing.T, ctx context.Context) streamWatch {
 	return w
 }
 
-// streamedAnswer is the answer as its tokens streamed, read back from the
-// run's event stream.
-func streamedAnswer(t *testing.T, ts *testServer, run Run) string {
+// streamedAnswer is the answer as its chunks streamed, read back from the
+// run's stream (its messages-tuple events).
+func streamedAnswer(t *testing.T, ts *testServer, run lgRun) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp := ts.stream(ctx, run, 0)
-	defer resp.Body.Close()
 	var sb strings.Builder
-	for _, ev := range readSSE(t, resp.Body, func(ev sseEvent) bool { return ev.Type == EventEnd }) {
-		if ev.Type == EventToken {
-			var tok struct{ Text string }
-			require.NoError(t, json.Unmarshal([]byte(ev.Data), &tok))
-			sb.WriteString(tok.Text)
+	for _, ev := range ts.lgJoin(run, "messages") {
+		var tuple []json.RawMessage
+		require.NoError(t, json.Unmarshal(ev.Data, &tuple))
+		var chunk struct{ Type, Content string }
+		require.NoError(t, json.Unmarshal(tuple[0], &chunk))
+		if chunk.Type == "ai" && chunk.Content == "" {
+			sb.Reset() // written again
 		}
+		sb.WriteString(chunk.Content)
 	}
 	return sb.String()
 }
 
-// sourcesOf returns the source URLs of a run's report.
-func sourcesOf(t *testing.T, ts *testServer, r Run) []string {
+// sourcesOf returns the source URLs of a run's answer: of the values its
+// last checkpoint holds.
+func sourcesOf(t *testing.T, ts *testServer, r lgRun) []string {
 	t.Helper()
-	got := call[Run](ts, "GET", "/threads/"+r.ThreadID+"/runs/"+r.ID, nil, 200)
-	var rep struct {
-		Sources []struct {
-			URL string `json:"url"`
-		} `json:"sources"`
-	}
-	require.NoError(t, json.Unmarshal(got.Report, &rep))
 	var urls []string
-	for _, s := range rep.Sources {
+	for _, s := range ts.lgRunValues(r).Sources {
 		urls = append(urls, s.URL)
 	}
 	return urls

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/deepgraph/deepgraph/internal/runstore"
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/llm/fake"
 )
@@ -21,8 +21,9 @@ import (
 // The page tells the truth about a run, in a real Chromium: the server's
 // version as it is ("test", not "vtest"); a review pause as a question in
 // view under the run's status, with the focus on it and no error shown; the
-// cost of the run; the report copied as Markdown and downloaded as Markdown
-// and JSON, byte for byte the API's; and an agent's steps with the tokens
+// cost of the run (its runs' custom cost events); the report copied as
+// Markdown and downloaded as Markdown and JSON, byte for byte the thread's
+// values; and an agent's steps with the tokens
 // they spent.
 func TestBrowserTruth(t *testing.T) {
 	if testing.Short() {
@@ -86,21 +87,30 @@ func TestBrowserTruth(t *testing.T) {
 	pollJS(t, ctx, `document.body.dataset.state === 'done' && !document.getElementById('report-actions').hidden`)
 	runID := evalJS[string](t, ctx, `document.getElementById('current-run').dataset.runId`)
 	threadID := evalJS[string](t, ctx, `decodeURIComponent((/^#thread=(.+)$/.exec(location.hash) || ['', ''])[1])`)
-	run := call[Run](ts, "GET", "/threads/"+threadID+"/runs/"+runID, nil, 200)
-	require.Equal(t, runstore.StatusDone, run.Status)
-	require.NotNil(t, run.CostUSD)
+	// The turn: the run that asked, then the one that answered the review.
+	runs := lgCall[[]lgRun](ts, "GET", "/threads/"+threadID+"/runs", nil, 200)
+	require.Len(t, runs, 2)
+	slices.Reverse(runs)
+	require.Equal(t, runID, runs[0].RunID)
+	require.NotNil(t, runs[1].Kwargs.Command, "the review was answered with command.resume")
+	assert.JSONEq(t, `{"decisions":[{"type":"approve"}]}`, string(runs[1].Kwargs.Command.Resume))
+	require.Equal(t, "success", runs[1].Status)
+	_, _, cost := ts.lgCosts(runs...)
+	require.NotNil(t, cost)
+	state := lgCall[struct {
+		Values json.RawMessage `json:"values"`
+	}](ts, "GET", "/threads/"+threadID+"/state", nil, 200)
 	var doc struct {
 		Markdown string            `json:"markdown"`
-		RunID    string            `json:"run_id"`
 		Sources  []json.RawMessage `json:"sources"`
 	}
-	require.NoError(t, json.Unmarshal(run.Report, &doc))
+	require.NoError(t, json.Unmarshal(state.Values, &doc))
 	// The summary, once the page has read the run's end: its duration
 	// (start to end, the review included), cost and sources.
-	want := fmt.Sprintf("%.1f s · %s · %d sources cited", float64(run.DurationMS)/1000, llm.USD(*run.CostUSD), len(doc.Sources))
+	durationMS := runs[1].UpdatedAt.UnixMilli() - runs[0].CreatedAt.UnixMilli()
+	want := fmt.Sprintf("%.1f s · %s · %d sources cited", float64(durationMS)/1000, llm.USD(*cost), len(doc.Sources))
 	pollJS(t, ctx, `document.getElementById('run-summary').textContent.includes(`+jsString(want)+`)`)
 	require.NotEmpty(t, doc.Markdown)
-	assert.Equal(t, runID, doc.RunID)
 
 	// Copy and downloads, caught on their way out of the page.
 	evalJS[chromedp.Void](t, ctx, `(() => {
@@ -127,7 +137,7 @@ func TestBrowserTruth(t *testing.T) {
 	require.Len(t, files, 2)
 	assert.Equal(t, "research-"+runID+".json", files[0].Name)
 	assert.Equal(t, "application/json", files[0].Type)
-	assert.JSONEq(t, string(run.Report), files[0].Text, "the JSON download is the run's document")
+	assert.JSONEq(t, string(state.Values), files[0].Text, "the JSON download is the thread's values")
 	assert.Equal(t, "research-"+runID+".md", files[1].Name)
 	assert.Equal(t, strings.TrimSpace(doc.Markdown)+"\n", files[1].Text)
 

@@ -1,21 +1,21 @@
 package server
 
 import (
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
+
+	"github.com/deepgraph/deepgraph/internal/guard"
 )
 
 // GuardOptions configure Guard: the security of an HTTP endpoint that runs
 // research on the operator's keys (research serve's API, research mcp
 // --http).
 type GuardOptions struct {
-	// Token, when set, is the bearer token every request must carry as
-	// Authorization: Bearer, but those Open lets through.
+	// Token, when set, is the token every request must carry, as
+	// Authorization: Bearer (or x-api-key), but those Open lets through.
 	Token string
 	// Open, when set, says which requests need no token (a health check).
 	Open func(*http.Request) bool
@@ -36,64 +36,31 @@ type GuardOptions struct {
 }
 
 // Guard applies to every request: security headers, the Host check on a
-// loopback endpoint, the Origin check and CORS, then the token. Refusals
-// are JSON errors, {"error":{"code":…,"message":…}}, that say how to get
-// through, sent with Connection: close so that a refused client does not
-// hold a connection (see internal/httpserve for the limits on those).
+// loopback endpoint, the Origin check and CORS, then the token (package
+// guard, the one implementation of these checks, which the Agent Server
+// API applies too). Refusals are JSON errors, {"error":{"code":…,
+// "message":…}}, that say how to get through, sent with Connection: close
+// so that a refused client does not hold a connection (see
+// internal/httpserve for the limits on those).
 func Guard(next http.Handler, o GuardOptions) http.Handler {
-	allowHeaders := strings.Join(o.AllowHeaders, ", ")
-	if allowHeaders == "" {
-		allowHeaders = "Authorization, Content-Type"
-	}
-	exposeHeaders := strings.Join(o.ExposeHeaders, ", ")
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("X-Frame-Options", "DENY")
-		if o.ContentSecurityPolicy != "" {
-			h.Set("Content-Security-Policy", o.ContentSecurityPolicy)
-		}
-		h.Set("Cross-Origin-Opener-Policy", "same-origin")
-		if o.Loopback && !loopbackHost(r.Host) {
-			h.Set("Connection", "close")
-			writeError(w, http.StatusMisdirectedRequest, codeForbidden,
-				fmt.Sprintf("host %q is not this server's: it listens on loopback, so use http://127.0.0.1 or http://localhost", r.Host))
-			return
-		}
-		if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r) {
-			if !slices.Contains(o.CORSOrigins, strings.ToLower(origin)) {
-				h.Set("Connection", "close")
-				writeError(w, http.StatusForbidden, codeForbidden,
-					fmt.Sprintf("origin %s may not call this API; list it under serve.cors_origins to allow it", origin))
-				return
+	return guard.Wrap(next, guard.Options{Token: o.Token, Open: o.Open, CORSOrigins: o.CORSOrigins, Loopback: o.Loopback,
+		ContentSecurityPolicy: o.ContentSecurityPolicy, AllowHeaders: o.AllowHeaders, ExposeHeaders: o.ExposeHeaders,
+		Realm: "deepgraph", TokenHint: tokenHint, OriginHint: "list it under serve.cors_origins to allow it",
+		Refuse: func(w http.ResponseWriter, status int, msg string) {
+			code := codeForbidden
+			if status == http.StatusUnauthorized {
+				code = codeUnauthorized
 			}
-			h.Set("Access-Control-Allow-Origin", origin)
-			h.Add("Vary", "Origin")
-			if exposeHeaders != "" {
-				h.Set("Access-Control-Expose-Headers", exposeHeaders)
-			}
-			if r.Method == http.MethodOptions {
-				h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE")
-				h.Set("Access-Control-Allow-Headers", allowHeaders)
-				h.Set("Access-Control-Max-Age", "600")
-				w.WriteHeader(http.StatusNoContent)
-				return
-			}
-		}
-		if o.Token != "" && (o.Open == nil || !o.Open(r)) && !Authorized(r, o.Token) {
-			writeUnauthorized(w)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+			writeError(w, status, code, msg)
+		}})
 }
 
-// Authorized reports whether r carries token as Authorization: Bearer.
-func Authorized(r *http.Request, token string) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) == 1
-}
+// tokenHint says how to send the token.
+const tokenHint = "send Authorization: Bearer <serve.token>"
+
+// Authorized reports whether r carries token (as Authorization: Bearer or
+// x-api-key).
+func Authorized(r *http.Request, token string) bool { return guard.Authorized(r, token) }
 
 // writeUnauthorized refuses a request without the token, and closes its
 // connection after the answer: a client without the token has nothing to
@@ -101,28 +68,7 @@ func Authorized(r *http.Request, token string) bool {
 func writeUnauthorized(w http.ResponseWriter) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="deepgraph"`)
 	w.Header().Set("Connection", "close")
-	writeError(w, http.StatusUnauthorized, codeUnauthorized, "this server needs its token: send Authorization: Bearer <serve.token>")
-}
-
-// sameOrigin reports whether a request's Origin is the server's own.
-func sameOrigin(origin string, r *http.Request) bool {
-	o := strings.ToLower(origin)
-	host := strings.ToLower(r.Host)
-	return o == "http://"+host || o == "https://"+host
-}
-
-// loopbackHost reports whether a Host header names this machine.
-func loopbackHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.Trim(strings.ToLower(host), "[]")
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	writeError(w, http.StatusUnauthorized, codeUnauthorized, "this server needs its token: "+tokenHint)
 }
 
 // IsLoopback reports whether an address to listen on (host:port) reaches

@@ -271,6 +271,13 @@ func newEngine(w world) *testEngine {
 
 func startTestServer(t testing.TB, path string, eng *testEngine, opts ...serverOption) *testServer {
 	t.Helper()
+	return startWrappedServer(t, path, eng, nil, opts...)
+}
+
+// startWrappedServer is startTestServer with wrap (when set) around the
+// server's handler: a test's middleware.
+func startWrappedServer(t testing.TB, path string, eng *testEngine, wrap func(http.Handler) http.Handler, opts ...serverOption) *testServer {
+	t.Helper()
 	ctx := context.Background()
 	st, err := app.OpenStore(ctx, &config.Config{Store: config.Store(path)})
 	require.NoError(t, err)
@@ -280,7 +287,11 @@ func startTestServer(t testing.TB, path string, eng *testEngine, opts ...serverO
 	}
 	srv := New(st, eng, o)
 	require.NoError(t, srv.Start(ctx))
-	hs := httptest.NewServer(checkedHandler(t, srv.Handler()))
+	h := srv.Handler()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	hs := httptest.NewServer(checkedHandler(t, h))
 	ts := &testServer{t: t, srv: srv, http: hs, store: st, eng: eng, token: o.Token, path: path}
 	t.Cleanup(ts.stop)
 	return ts

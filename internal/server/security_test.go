@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/deepgraph/deepgraph/internal/guard"
 )
 
 func withToken(tok string) serverOption { return func(o *Options, _ *testEngine) { o.Token = tok } }
@@ -101,9 +103,9 @@ func TestDNSRebinding(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusMisdirectedRequest, resp.StatusCode)
 	for _, h := range []string{"localhost:8080", "127.0.0.1", "[::1]:9", "app.localhost:1"} {
-		assert.True(t, loopbackHost(h), h)
+		assert.True(t, guard.LoopbackHost(h), h)
 	}
-	assert.False(t, loopbackHost("127.0.0.1.evil.example"))
+	assert.False(t, guard.LoopbackHost("127.0.0.1.evil.example"))
 }
 
 // The page's headers: a strict CSP and no sniffing or framing.

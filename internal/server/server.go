@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -173,13 +174,19 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // why.
 func (s *Server) mountAgentAPI() {
 	api, err := agentserver.New(agentserver.Options{Checkpointer: s.store.Checkpointer, Token: s.opts.Token,
-		CORSOrigins: slices.Clone(s.opts.CORSOrigins), Loopback: s.opts.Loopback, MaxBody: s.opts.MaxBody, Logger: s.log})
+		CORSOrigins: slices.Clone(s.opts.CORSOrigins), Loopback: s.opts.Loopback, MaxBody: s.opts.MaxBody, Logger: s.log,
+		MaxRunning: s.opts.MaxRunning, MaxQueued: s.opts.QueueSize})
+	// The assistants' metadata "deepgraph" is what the page reads before a
+	// run: the server's version and the efforts, back ends and models a
+	// run's configurable may choose.
+	choices, _ := json.Marshal(s.choices())
+	md := agentserver.Metadata{"deepgraph": choices}
 	if err == nil {
-		ra := &researchAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact}
+		ra := &researchAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact, metadata: md}
 		s.closeAgents, err = ra.serveGraphs(context.Background(), api)
 	}
 	if err == nil && slices.Contains(s.eng.Choices().Kinds, runstore.KindAgent) {
-		aa := &agentAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact}
+		aa := &agentAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact, metadata: md}
 		closeResearch := s.closeAgents
 		closeAgent, aerr := aa.serve(context.Background(), api)
 		if aerr != nil {

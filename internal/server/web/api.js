@@ -1,4 +1,5 @@
-// api.js — JSON calls to the research server, with the bearer token.
+// api.js — JSON calls to the research server's API, the LangGraph Agent
+// Server API (served under API_BASE), with the bearer token.
 //
 // The token (when the server asks for one) lives in sessionStorage and is
 // sent as "Authorization: Bearer …" on every API call and stream. A 401
@@ -44,9 +45,15 @@ export class ApiError extends Error {
 }
 
 /**
- * api calls method path (a path on this server, e.g. "/threads") with an
- * optional JSON body and returns the decoded JSON (null for 204). It throws
- * ApiError for network failures (status 0) and error responses.
+ * API_BASE is where the Agent Server API is served on this origin; paths
+ * below and the Location headers of streams are relative to it.
+ */
+export const API_BASE = '/lg';
+
+/**
+ * api calls method path (a path of the API, e.g. "/threads") with an
+ * optional JSON body and returns the decoded JSON (null for 202 and 204).
+ * It throws ApiError for network failures (status 0) and error responses.
  */
 export async function api(method, path, body, { signal } = {}) {
   const headers = { Accept: 'application/json', ...authHeaders() };
@@ -57,12 +64,12 @@ export async function api(method, path, body, { signal } = {}) {
   }
   let res;
   try {
-    res = await fetch(path, init);
+    res = await fetch(API_BASE + path, init);
   } catch (err) {
     if (err && err.name === 'AbortError') throw err;
     throw new ApiError(0, 'network', 'Cannot reach the server. Check your connection and try again.');
   }
-  if (res.status === 204) return null;
+  if (res.status === 204 || res.status === 202) return null;
   if (!res.ok) throw await errorFrom(res);
   try {
     return await res.json();
@@ -71,16 +78,13 @@ export async function api(method, path, body, { signal } = {}) {
   }
 }
 
-/** errorFrom reads {"error":{"code","message"}} from a failed response. */
+/** errorFrom reads LangGraph's {"detail": message} from a failed response. */
 export async function errorFrom(res) {
   let code = '';
   let message = '';
   try {
     const doc = await res.json();
-    if (doc && typeof doc.error === 'object' && doc.error) {
-      code = typeof doc.error.code === 'string' ? doc.error.code : '';
-      message = typeof doc.error.message === 'string' ? doc.error.message : '';
-    }
+    if (doc && typeof doc.detail === 'string') message = doc.detail;
   } catch {
     // Not JSON (a proxy's page, an empty body): use the status below.
   }
@@ -108,15 +112,16 @@ export function parseRetryAfter(value) {
   return Math.max(0, Math.ceil((when - Date.now()) / 1000));
 }
 
-/** paths builds the API paths, escaping ids. */
+/** paths builds the API's paths, escaping ids. */
 export const paths = {
-  info: () => '/info',
-  threads: (limit, offset) => `/threads?limit=${limit}&offset=${offset}`,
+  assistants: () => '/assistants/search',
+  threadsSearch: () => '/threads/search',
   newThread: () => '/threads',
   thread: (tid) => `/threads/${encodeURIComponent(tid)}`,
-  runs: (tid) => `/threads/${encodeURIComponent(tid)}/runs`,
-  run: (tid, rid) => `/threads/${encodeURIComponent(tid)}/runs/${encodeURIComponent(rid)}`,
+  history: (tid) => `${paths.thread(tid)}/history`,
+  runs: (tid) => `${paths.thread(tid)}/runs?limit=100`,
+  runStream: (tid) => `${paths.thread(tid)}/runs/stream`,
+  run: (tid, rid) => `${paths.thread(tid)}/runs/${encodeURIComponent(rid)}`,
   cancel: (tid, rid) => `${paths.run(tid, rid)}/cancel`,
-  resume: (tid, rid) => `${paths.run(tid, rid)}/resume`,
-  stream: (tid, rid) => `${paths.run(tid, rid)}/stream`,
+  join: (tid, rid) => `${paths.run(tid, rid)}/stream`,
 };

@@ -2,6 +2,14 @@
 // live, read the cited answer, browse past runs, review queries, answer an
 // agent's question.
 //
+// It speaks the server's one API, the LangGraph Agent Server API (under
+// API_BASE): the assistants' metadata says what a run may choose; a
+// question is a run streamed on a thread (POST …/runs/stream with the
+// values, messages-tuple, updates and custom modes), joined again after a
+// drop at its Location with Last-Event-ID; a review or an agent's question
+// is the thread's interrupt, answered by a run with command.resume; past
+// runs are POST /threads/search, a thread's turns its runs and history.
+//
 // Modules:
 //   api.js       JSON calls, the bearer token, API errors
 //   sse.js       the event-stream client (fetch + reader, reconnects)
@@ -17,9 +25,9 @@
 // is untrusted: it only ever reaches the page as text nodes or as
 // http(s) hrefs checked by safeHref.
 
-import { api, auth, authHeaders, errorFrom, paths } from './api.js';
-import { streamRun, sleep, backoff } from './sse.js';
-import { RunView, isActive } from './runview.js';
+import { api, auth, authHeaders, errorFrom, paths, API_BASE, ApiError } from './api.js';
+import { streamRun } from './sse.js';
+import { RunView, isActive, pageStatus, questionOf } from './runview.js';
 import { InterruptCards } from './interrupt.js';
 import { $, el, clear, show, truncate, oneLine } from './dom.js';
 import { relativeTime, absoluteTime, plural } from './format.js';
@@ -85,7 +93,6 @@ const app = {
 // The callbacks each RunView uses.
 const actions = {
   cancel: (view) => cancelRun(view),
-  resume: (view) => resumeRun(view, {}),
   loadActivity: (view) => replayActivity(view),
   onChange: (view) => {
     if (view === app.primary) syncPrimary();
@@ -93,7 +100,7 @@ const actions = {
 };
 
 // The review and the agent's question: their answers resume the open run.
-const cards = new InterruptCards({ onAnswer: (body) => app.primary && resumeRun(app.primary, body), home: ui.askForm });
+const cards = new InterruptCards({ onAnswer: (resume) => app.primary && resumeRun(app.primary, resume), home: ui.askForm });
 
 // ---------------------------------------------------------------------------
 // Errors and the access token
@@ -142,15 +149,21 @@ ui.errorDismiss.addEventListener('click', () => {
 // ---------------------------------------------------------------------------
 // Server information: efforts, kinds, backends
 
+// The assistants the server serves; the research assistant's metadata
+// "deepgraph" holds the server's version and what a run may choose.
 async function loadInfo() {
-  let info;
+  let found;
   try {
-    info = await api('GET', paths.info());
+    found = await api('POST', paths.assistants(), { limit: 100 });
   } catch (err) {
     if (err.status !== 401) showError(err);
     return;
   }
-  app.info = info && typeof info === 'object' ? info : {};
+  const assistants = Array.isArray(found) ? found.filter((a) => a && typeof a === 'object') : [];
+  const research = assistants.find((a) => a.graph_id === 'research');
+  const md = research?.metadata?.deepgraph;
+  app.info = md && typeof md === 'object' ? { ...md } : {};
+  app.info.kinds = assistants.map((a) => str(a.graph_id)).filter((g) => g === 'research' || g === 'agent');
 
   const efforts = Array.isArray(app.info.efforts) && app.info.efforts.length ? app.info.efforts : DEFAULT_EFFORTS;
   const chosen = ui.effort.dataset.touched ? ui.effort.value : str(app.info.default_effort) || 'medium';
@@ -211,7 +224,7 @@ async function loadThreads(reset = false) {
   ui.threadsMore.disabled = true;
   let res;
   try {
-    res = await api('GET', paths.threads(limit, offset));
+    res = await api('POST', paths.threadsSearch(), { limit, offset, sort_by: 'updated_at', sort_order: 'desc' });
   } catch (err) {
     if (token === app.threadsToken && err.status !== 401) showError(err);
     return;
@@ -220,24 +233,39 @@ async function loadThreads(reset = false) {
   }
   if (token !== app.threadsToken) return; // a newer load won
   if (reset) clear(ui.threadList);
+  const threads = Array.isArray(res) ? res : [];
   const known = new Set([...ui.threadList.children].map((li) => li.dataset.threadId));
-  for (const t of Array.isArray(res?.threads) ? res.threads : []) {
+  for (const t of threads) {
     if (!t || typeof t !== 'object' || known.has(str(t.thread_id))) continue;
+    // Only the threads that ran (a question, a task) are past runs.
+    if (!t.metadata || typeof t.metadata !== 'object' || !t.metadata.graph_id) continue;
     known.add(str(t.thread_id));
     ui.threadList.append(threadItem(t));
   }
-  app.threadsNext = typeof res?.next_offset === 'number' ? res.next_offset : null;
+  app.threadsNext = threads.length === limit ? offset + limit : null;
   show(ui.threadsMore, app.threadsNext !== null);
   show(ui.threadsEmpty, ui.threadList.children.length === 0);
   markCurrentThread();
 }
 
+// The statuses of a thread, as the page names them.
+const THREAD_STATUS = { idle: 'idle', busy: 'busy', interrupted: 'needs-input', error: 'failed' };
+
+/** threadTitle is a thread's first question (or its agent's task). */
+function threadTitle(t) {
+  const v = t.values && typeof t.values === 'object' ? t.values : {};
+  if (typeof v.task === 'string' && v.task) return v.task;
+  const msgs = Array.isArray(v.messages) ? v.messages : [];
+  const first = msgs.find((m) => m && m.type === 'human');
+  return first ? str(first.content) : '';
+}
+
 function threadItem(t) {
   const id = str(t.thread_id);
-  const status = str(t.status) || 'idle';
-  const updated = str(t.updated || t.created);
-  const title = truncate(oneLine(t.title), 140) || 'Untitled thread';
-  const runs = Number(t.run_count) || 0;
+  const status = THREAD_STATUS[str(t.status)] || 'idle';
+  const updated = str(t.updated_at || t.created_at);
+  const title = truncate(oneLine(threadTitle(t)), 140) || 'Untitled thread';
+  const kind = str(t.metadata.graph_id);
   const button = el(
     'button',
     { type: 'button', class: 'thread-open' },
@@ -246,8 +274,7 @@ function threadItem(t) {
       'span',
       { class: 'thread-meta' },
       el('span', { class: `badge status-${status.replace(/[^a-z-]/g, '')}` }, status),
-      t.kind === 'agent' ? el('span', { class: 'thread-kind' }, 'agent') : null,
-      runs > 1 ? el('span', {}, `${runs} runs`) : null,
+      kind === 'agent' ? el('span', { class: 'thread-kind' }, 'agent') : null,
       updated ? el('time', { class: 'rel-time', datetime: updated, title: absoluteTime(updated) }, relativeTime(updated)) : null,
     ),
   );
@@ -361,40 +388,93 @@ function newThread() {
   ui.question.focus();
 }
 
+/** firstInterrupt is the value of the interrupt a thread waits on, or null. */
+function firstInterrupt(thread) {
+  const all = thread && typeof thread.interrupts === 'object' && thread.interrupts ? Object.values(thread.interrupts) : [];
+  for (const list of all) {
+    if (!Array.isArray(list)) continue;
+    for (const i of list) if (i && i.value && typeof i.value === 'object') return i.value;
+  }
+  return null;
+}
+
+/** isResume says whether a run answered an interrupt (command.resume). */
+function isResume(run) {
+  const c = run?.kwargs?.command;
+  return !!(c && typeof c === 'object' && c.resume !== undefined && c.resume !== null);
+}
+
+/**
+ * turnsOf groups a thread's runs (oldest first) into turns: a run that
+ * asked, then the runs that answered its interrupts.
+ */
+function turnsOf(runs) {
+  const turns = [];
+  for (const r of runs) {
+    if (!r || typeof r !== 'object') continue;
+    if (isResume(r) && turns.length) turns[turns.length - 1].push(r);
+    else turns.push([r]);
+  }
+  return turns;
+}
+
 async function openThread(id, { focus = false } = {}) {
   app.wantThread = id;
   const session = newSession();
-  let thread;
+  const { signal } = session;
+  let thread, runs, history;
   try {
-    thread = await api('GET', paths.thread(id), undefined, { signal: session.signal });
+    [thread, runs, history] = await Promise.all([
+      api('GET', paths.thread(id), undefined, { signal }),
+      api('GET', paths.runs(id), undefined, { signal }),
+      api('POST', paths.history(id), { limit: 1000 }, { signal }),
+    ]);
   } catch (err) {
-    if (err.name === 'AbortError' || session.signal.aborted) return;
+    if (err.name === 'AbortError' || signal.aborted) return;
     if (err.status === 404) {
       showError('That thread no longer exists.');
       if (hashThread() === id) setHash('');
     } else if (err.status !== 401) showError(err);
     return;
   }
-  if (session.signal.aborted || !thread || typeof thread !== 'object') return;
-  const runs = Array.isArray(thread.runs) ? thread.runs.filter((r) => r && typeof r === 'object') : [];
-  const { runs: _runs, values: _values, ...meta } = thread;
-  resetView(meta);
-  runs.forEach((run, i) => {
-    const last = i === runs.length - 1;
-    const view = addRunView(run, { historic: !last });
-    if (!last && !run.report && !isActive(run.status)) loadReport(view);
+  if (signal.aborted || !thread || typeof thread !== 'object') return;
+  const kind = thread.metadata?.graph_id === 'agent' ? 'agent' : 'research';
+  resetView({ thread_id: str(thread.thread_id), kind, title: threadTitle(thread) });
+  // The values each run ended with: its newest checkpoint (history is
+  // newest first).
+  const ended = new Map();
+  for (const h of Array.isArray(history) ? history : []) {
+    const rid = h && h.metadata ? str(h.metadata.run_id) : '';
+    if (rid && !ended.has(rid)) ended.set(rid, h.values);
+  }
+  const waiting = firstInterrupt(thread);
+  const turns = turnsOf((Array.isArray(runs) ? runs : []).slice().reverse()); // the API lists newest first
+  turns.forEach((turn, i) => {
+    const newest = i === turns.length - 1;
+    const view = addRunView({ thread_id: id, kind, question: questionOf(turn[0]), runs: turn }, { historic: !newest });
+    const lastRun = turn[turn.length - 1];
+    const status = pageStatus(lastRun.status, newest && !!waiting);
+    if (newest && (status === 'queued' || status === 'running')) {
+      view.setStatus(status);
+      return;
+    }
+    view.applyEnd(status, newest ? waiting : null, newest ? thread.values : ended.get(str(lastRun.run_id)));
   });
-  if (app.primary) {
-    app.primary.live = isActive(app.primary.status);
-    follow(app.primary); // the replay rebuilds the timeline and the answer
+  // The timelines and costs come from the runs' streams: replayed for the
+  // turns that ended, followed live for a run that runs.
+  for (const view of app.views) {
+    if (view === app.primary && isActive(view.status) && view.status !== 'needs-input') {
+      view.live = true;
+      replayActivity(view, view.runs.slice(0, -1)).then(() => follow(view, { run: view.last }));
+    } else replayActivity(view);
   }
   syncPrimary();
   if (focus) ui.threadTitle.focus();
 }
 
-/** addRunView appends a run's view; the newest run is the primary one. */
-function addRunView(run, { historic = false } = {}) {
-  const view = new RunView(run, actions, { historic });
+/** addRunView appends a turn's view; the newest turn is the primary one. */
+function addRunView(turn, { historic = false } = {}) {
+  const view = new RunView(turn, actions, { historic });
   app.views.push(view);
   ui.runs.append(view.root);
   show(ui.welcome, false);
@@ -406,18 +486,20 @@ function addRunView(run, { historic = false } = {}) {
   return view;
 }
 
-async function fetchRun(view, signal) {
-  try {
-    return await api('GET', paths.run(view.run.thread_id, view.id), undefined, { signal });
-  } catch (err) {
-    if (err.name !== 'AbortError' && err.status !== 401 && err.status !== 0) showError(err);
-    return null;
+/** dropView takes away the newest view (its run could not start). */
+function dropView(view) {
+  if (app.views[app.views.length - 1] !== view) return;
+  app.views.pop();
+  view.root.remove();
+  app.primary = null;
+  const prev = app.views[app.views.length - 1];
+  if (prev) {
+    prev.historic = false;
+    app.primary = prev;
+    prev.setPrimary(true);
   }
-}
-
-async function loadReport(view) {
-  const run = await fetchRun(view, app.session.signal);
-  if (run) view.applyRun(run);
+  show(ui.welcome, app.views.length === 0);
+  syncPrimary();
 }
 
 window.addEventListener('hashchange', () => {
@@ -434,95 +516,144 @@ ui.newThread.addEventListener('click', () => {
 // ---------------------------------------------------------------------------
 // Following a run's stream
 
-/**
- * follow reads the view's run stream until the run stops (done, failed,
- * interrupted or waiting for input). It starts after view.lastEventId, so
- * a reopened stream never repeats an entry.
- */
-async function follow(view) {
-  if (view.following) return;
-  view.following = true;
-  const { signal } = app.session;
-  let idle = 0;
+// The stream modes the page reads: the state's values (the answer, its
+// sources and an interrupt at the end), the answer's chunks, the updates
+// (an interrupt) and deepgraph's custom events (timeline, costs).
+const STREAM_MODES = ['values', 'messages-tuple', 'updates', 'custom'];
+
+/** runBody is the body of a run of kind on a thread, with more fields. */
+function runBody(kind, more) {
+  return { assistant_id: kind, stream_mode: STREAM_MODES, stream_resumable: true, on_disconnect: 'continue', ...more };
+}
+
+async function fetchRun(threadId, runId, signal) {
   try {
-    while (!signal.aborted) {
-      view.reopen = false;
-      const before = view.lastEventId;
-      const res = await streamRun({
-        url: paths.stream(view.run.thread_id, view.id),
-        headers: authHeaders,
-        lastEventId: view.lastEventId,
-        signal,
-        errorFrom,
-        onEvent: (type, data, id) => {
-          view.lastEventId = id;
-          onRunEvent(view, type, data);
-        },
-        onConnection: (state, info) => view.setConnection(state === 'retry' ? `Connection lost. Reconnecting in ${Math.round(info.delay / 1000)} s…` : ''),
-        // The server closed without an `end`: go on only while the run runs.
-        shouldReconnect: async () => {
-          const run = await fetchRun(view, signal);
-          if (run) view.applyRun(run, { report: false });
-          return !run || run.status === 'queued' || run.status === 'running';
-        },
-      });
-      if (signal.aborted || res.reason === 'aborted') return;
-      if (res.reason === 'error') {
-        if (res.error?.status === 401) return; // the token form is up; start() follows again
-        showError(res.error);
-        // No stream (e.g. its events are gone): show what the API knows.
-        const run = await fetchRun(view, signal);
-        if (run && !signal.aborted) view.applyRun(run);
-        return;
-      }
-      // The stream ended: take the run's own status (and its report, when
-      // the stream did not carry one).
-      const run = await fetchRun(view, signal);
-      if (signal.aborted) return;
-      if (run) view.applyRun(run);
-      if (view === app.primary) loadThreads(true);
-      // Go on when the run was resumed meanwhile, or when the `end` was an
-      // older one (a replay of a run resumed since).
-      const stale = run && (run.status === 'queued' || run.status === 'running' || (res.reason === 'end' && res.status && res.status !== run.status));
-      if (!view.reopen && !stale) return;
-      idle = view.lastEventId > before ? 0 : idle + 1;
-      if (idle > 6) return;
-      if (idle > 1) await sleep(backoff(idle - 2), signal);
-    }
-  } finally {
-    view.following = false;
-    view.setConnection('');
+    return await api('GET', paths.run(threadId, runId), undefined, { signal });
+  } catch (err) {
+    if (err.name !== 'AbortError' && err.status !== 401 && err.status !== 0) showError(err);
+    return null;
   }
 }
 
-function onRunEvent(view, type, data) {
-  view.handle(type, data);
-  if (view !== app.primary) return;
-  // A run followed live raises its errors in the alert too.
-  if (type === 'error' && view.live) showError(str(data?.message) || 'The run reported an error.');
-}
-
-/** replayActivity fills an earlier run's timeline from its stream. */
-async function replayActivity(view) {
-  view.clearTimeline();
+/**
+ * follow reads a run's stream into the view until the run ends: a run it
+ * starts (opts.body, POST …/runs/stream) or one it joins (opts.run). After
+ * a drop it joins again at the stream's Location with Last-Event-ID, so
+ * no event shows twice. opts.started(ok) is called once the run started,
+ * or could not.
+ */
+async function follow(view, { body, run, started = () => {} } = {}) {
+  if (view.following) {
+    started(false);
+    return;
+  }
+  view.following = true;
+  const token = (view.followToken = (view.followToken || 0) + 1);
   const { signal } = app.session;
-  // A run resumed after a pause has several `end` events: read on until
-  // the one that matches the run's status (a few rounds at most).
-  for (let round = 0; round < 8 && !signal.aborted; round++) {
+  const tid = view.run.thread_id;
+  let runId = run ? str(run.run_id) : '';
+  let ok = false;
+  const begin = (id) => {
+    if (runId && ok) return;
+    runId = runId || id;
+    ok = true;
+    if (!view.runs.some((r) => r.run_id === runId)) view.addRun({ run_id: runId, thread_id: tid, status: 'pending', kwargs: body || {} });
+    started(true);
+  };
+  try {
     const res = await streamRun({
-      url: paths.stream(view.run.thread_id, view.id),
+      url: API_BASE + (body ? paths.runStream(tid) : paths.join(tid, runId)),
+      body,
+      base: API_BASE,
       headers: authHeaders,
-      lastEventId: view.lastEventId,
       signal,
       errorFrom,
+      onOpen: (r) => {
+        const m = /\/runs\/([^/]+)$/.exec(r.headers.get('Content-Location') || '');
+        if (m) begin(decodeURIComponent(m[1]));
+        else if (runId) begin(runId);
+      },
       onEvent: (type, data, id) => {
         view.lastEventId = id;
-        view.handle(type, data); // historic views keep only activity events
+        if (type === 'metadata' && data && typeof data.run_id === 'string') begin(data.run_id);
+        onRunEvent(view, type, data, runId);
       },
-      shouldReconnect: async () => false,
+      onConnection: (state, info) => view.setConnection(state === 'retry' ? `Connection lost. Reconnecting in ${Math.round(info.delay / 1000)} s…` : ''),
+      // The stream closed: go on while the run still runs (a cut connection).
+      shouldReconnect: async () => {
+        const r = runId ? await fetchRun(tid, runId, signal) : null;
+        return !!r && (r.status === 'pending' || r.status === 'running');
+      },
     });
-    if (res.reason === 'error' && res.error?.status !== 401) showError(res.error);
-    if (res.reason !== 'end' || !res.status || res.status === view.status) return;
+    if (signal.aborted || res.reason === 'aborted') return;
+    if (res.reason === 'error') {
+      if (!ok) started(false);
+      if (res.error?.status === 401) return; // the token form is up; start() opens the thread again
+      showError(res.error instanceof ApiError ? res.error : new ApiError(0, 'network', 'The run could not be started: the server did not answer.'));
+      if (!ok) return;
+    }
+    // The stream is over: an answer to the run's interrupt may start the
+    // next run while this one's end is read.
+    view.following = false;
+    await settle(view, runId, signal);
+  } finally {
+    if (view.followToken === token) {
+      view.following = false;
+      view.setConnection('');
+    }
+  }
+}
+
+/**
+ * settle shows how a run ended: its status, the interrupt its thread waits
+ * on, the state's values (the answer and its sources).
+ */
+async function settle(view, runId, signal) {
+  const tid = view.run.thread_id;
+  let run, thread;
+  try {
+    [run, thread] = await Promise.all([api('GET', paths.run(tid, runId), undefined, { signal }), api('GET', paths.thread(tid), undefined, { signal })]);
+  } catch (err) {
+    if (err.name !== 'AbortError' && err.status !== 401) showError(err);
+    return;
+  }
+  if (signal.aborted || !run || !thread) return;
+  view.addRun(run);
+  // A newer run of the turn (an answer sent meanwhile) shows its own end.
+  if (view.following || view.last?.run_id !== runId) return;
+  const waiting = firstInterrupt(thread);
+  view.applyEnd(pageStatus(run.status, !!waiting), waiting, thread.values);
+  if (view === app.primary) loadThreads(true);
+}
+
+function onRunEvent(view, type, data, runId) {
+  view.handle(type, data, runId);
+  if (view !== app.primary) return;
+  // A run followed live raises its errors in the alert too; a cancel is
+  // no error.
+  if (type === 'error' && view.live && data?.error !== 'CancelledError') showError(str(data?.message) || 'The run reported an error.');
+}
+
+/**
+ * replayActivity fills a turn's timeline and costs from its runs' streams
+ * (their custom events), by default all of them.
+ */
+async function replayActivity(view, runs = view.runs) {
+  view.activityLoaded = true;
+  view.clearTimeline();
+  const { signal } = app.session;
+  for (const r of runs) {
+    if (signal.aborted) return;
+    const rid = str(r.run_id);
+    const res = await streamRun({
+      url: `${API_BASE}${paths.join(view.run.thread_id, rid)}?stream_mode=custom`,
+      base: API_BASE,
+      headers: authHeaders,
+      signal,
+      errorFrom,
+      onEvent: (type, data) => view.handle(type, data, rid),
+    });
+    if (res.reason === 'error' && res.error?.status !== 401 && res.error?.status !== 404) showError(res.error);
   }
 }
 
@@ -539,12 +670,13 @@ function syncPrimary() {
   updateAskHint();
 }
 
+/** cancelRun cancels the turn's running run; its stream then ends. */
 async function cancelRun(view) {
+  const last = view.last;
+  if (!last) return;
   view.cancelBtn.disabled = true;
   try {
-    const run = await api('POST', paths.cancel(view.run.thread_id, view.id), {});
-    view.applyRun(run, { report: false });
-    loadThreads(true);
+    await api('POST', paths.cancel(view.run.thread_id, last.run_id), {});
   } catch (err) {
     showError(err);
   } finally {
@@ -552,25 +684,20 @@ async function cancelRun(view) {
   }
 }
 
-/** resumeRun posts an answer (or {} for an interrupted run) and follows on. */
-async function resumeRun(view, body) {
+/** resumeRun answers the interrupt the turn waits on: a run with command.resume. */
+async function resumeRun(view, resume) {
+  if (view.following) return;
   cards.busy(true);
-  view.resumeBtn.disabled = true;
-  try {
-    const run = await api('POST', paths.resume(view.run.thread_id, view.id), body);
-    view.live = true;
-    view.interrupt = null;
-    // The answer is taken: never show the same question again.
-    view.applyRun({ ...run, status: run?.status === 'needs-input' || !run?.status ? 'queued' : run.status, interrupt: undefined }, { report: false });
-    cards.hide();
-    view.reopen = true;
-    if (!view.following) follow(view);
-    loadThreads(true);
-  } catch (err) {
-    showError(err);
-  } finally {
-    cards.busy(false);
-    view.resumeBtn.disabled = false;
+  const interrupt = view.interrupt;
+  view.live = true;
+  // The answer is taken: never show the same question again.
+  view.setStatus('queued');
+  const ok = await new Promise((started) => follow(view, { body: runBody(view.kind, { command: { resume } }), started }));
+  cards.busy(false);
+  if (!ok && app.primary === view) {
+    // Refused: the question stands.
+    view.interrupt = interrupt;
+    view.setStatus('needs-input');
   }
 }
 
@@ -624,12 +751,13 @@ ui.askForm.addEventListener('submit', async (e) => {
     return;
   }
   const kind = selectedKind();
-  const body = { kind, input };
+  // What the run chooses, as its config.configurable.
+  const configurable = {};
   if (kind === 'research') {
-    body.effort = ui.effort.value;
-    body.review = ui.reviewMode.checked;
+    configurable.effort = ui.effort.value;
+    configurable.review = ui.reviewMode.checked;
   }
-  if (!ui.backendField.hidden && ui.backend.value) body.backend = ui.backend.value;
+  if (!ui.backendField.hidden && ui.backend.value) configurable.backend = ui.backend.value;
 
   app.submitting = true;
   ui.ask.disabled = true;
@@ -637,11 +765,21 @@ ui.askForm.addEventListener('submit', async (e) => {
   try {
     let thread = followUpTarget(kind);
     if (!thread) {
-      thread = await api('POST', paths.newThread(), {});
-      app.wantThread = str(thread.thread_id);
-      resetView({ ...thread });
+      const t = await api('POST', paths.newThread(), { metadata: {} });
+      thread = { thread_id: str(t?.thread_id), kind, title: '' };
+      app.wantThread = thread.thread_id;
+      resetView(thread);
     }
-    const run = await api('POST', paths.runs(thread.thread_id), body);
+    const view = addRunView({ thread_id: thread.thread_id, kind, question: input, runs: [] });
+    view.live = true;
+    view.setStatus('queued');
+    syncPrimary();
+    const body = runBody(kind, { input: { messages: [{ type: 'human', content: input }] }, config: { configurable } });
+    const ok = await new Promise((started) => follow(view, { body, started }));
+    if (!ok) {
+      dropView(view); // the question stays in its box
+      return;
+    }
     ui.question.value = '';
     hideError();
     if (!app.thread.kind) app.thread.kind = kind;
@@ -649,11 +787,7 @@ ui.askForm.addEventListener('submit', async (e) => {
       app.thread.title = input;
       setTitle(input);
     }
-    const view = addRunView(run);
-    view.live = true;
-    syncPrimary();
     view.root.scrollIntoView({ block: 'start', behavior: matchMedia('(prefers-reduced-motion: reduce)').matches ? 'auto' : 'smooth' });
-    follow(view);
     loadThreads(true);
   } catch (err) {
     if (err.status !== 401) showError(err);

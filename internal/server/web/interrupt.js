@@ -4,7 +4,9 @@
 // A pause is a question to the reader, not an error: the card shows in the
 // run's view right under its status (RunView.interruptSlot), is brought
 // into view, and takes the focus. The reader's answer goes to onAnswer as
-// the body of a resume request. Queries and questions are untrusted text:
+// the value of a command.resume: for a review, LangChain's HITL decisions
+// ({decisions: [{type: approve | edit | reject, edited_action}]}, what
+// Agent Chat UI sends); for the agent's question, the answer text. Queries and questions are untrusted text:
 // they only become input values and text nodes.
 
 import { $, el, clear, show } from './dom.js';
@@ -13,9 +15,8 @@ const str = (v) => (typeof v === 'string' ? v : v === undefined || v === null ? 
 
 export class InterruptCards {
   /**
-   * onAnswer(body) sends the answer ({answer: "ok" | "stop" | {queries} |
-   * text}); home is the element the cards go back before when no run shows
-   * them.
+   * onAnswer(resume) sends the answer (the command's resume value); home
+   * is the element the cards go back before when no run shows them.
    */
   constructor({ onAnswer, home }) {
     this.onAnswer = onAnswer;
@@ -45,15 +46,21 @@ export class InterruptCards {
     const key = `${view.id}:${JSON.stringify(intr)}`;
     if (key === this.key) return; // already shown: keep the edits
     this.key = key;
-    if (intr.kind === 'question') {
+    const isReview = Array.isArray(intr.action_requests) || (intr.review && typeof intr.review === 'object');
+    if (!isReview) {
       show(this.review, false);
       this.questionText.textContent = str(intr.question) || 'The agent needs an answer to go on.';
       this.answer.value = '';
       this.#present(view, this.question, this.answer);
       return;
     }
-    // A review of the proposed search queries.
-    const r = intr.review && typeof intr.review === 'object' ? intr.review : {};
+    // A review of the proposed search queries: deepgraph's request, or the
+    // HITL request's search_queries action.
+    let r = intr.review && typeof intr.review === 'object' ? intr.review : null;
+    if (!r) {
+      const action = (intr.action_requests || []).find((a) => a && a.name === 'search_queries');
+      r = { queries: action?.args?.queries };
+    }
     show(this.question, false);
     this.reviewContext.textContent =
       r.stage === 'follow_up'
@@ -136,9 +143,13 @@ export class InterruptCards {
       }
       const p = this.proposed;
       const unchanged = queries.length === p.length && queries.every((q, i) => q === p[i].trim());
-      this.onAnswer({ answer: unchanged ? 'ok' : { queries } });
+      this.onAnswer(
+        unchanged
+          ? { decisions: [{ type: 'approve' }] }
+          : { decisions: [{ type: 'edit', edited_action: { name: 'search_queries', args: { queries } } }] },
+      );
     });
-    this.reviewStop.addEventListener('click', () => this.onAnswer({ answer: 'stop' }));
+    this.reviewStop.addEventListener('click', () => this.onAnswer({ decisions: [{ type: 'reject' }] }));
     this.questionForm.addEventListener('submit', (e) => {
       e.preventDefault();
       const answer = this.answer.value.trim();
@@ -146,7 +157,7 @@ export class InterruptCards {
         this.answer.focus();
         return;
       }
-      this.onAnswer({ answer });
+      this.onAnswer(answer);
     });
   }
 }

@@ -1,5 +1,13 @@
-// runview.js — the view of one run: question, activity timeline, streamed
-// then rendered answer, sources, summary, status and its buttons.
+// runview.js — the view of one turn of a thread: its question, activity
+// timeline, streamed then rendered answer, sources, summary, status and
+// buttons. A turn is the run that asked the question and the runs that
+// answered its interrupts (command.resume) after it.
+//
+// What it shows comes from the Agent Server API: the answer streams as
+// messages-tuple chunks and is the last ai message of the state's values
+// at the end, with the values' sources; the timeline and the costs are
+// custom events ({type: "activity"}, {type: "cost"}); a pause is an
+// interrupt of the thread.
 //
 // The newest run of the open thread is the "primary" view: it carries the
 // stable ids the browser tests use (#timeline, #answer, #sources,
@@ -15,16 +23,47 @@ import { reportMarkdown, reportJSON, fileName, copyText, download } from './repo
 const ACTIVE = new Set(['queued', 'running', 'needs-input']);
 const str = (v) => (typeof v === 'string' ? v : v === undefined || v === null ? '' : String(v));
 
-/** isActive says whether a run status can still change by itself or by an answer. */
+/** isActive says whether a status can still change by itself or by an answer. */
 export function isActive(status) {
   return ACTIVE.has(status);
+}
+
+// The page's statuses of the API's run statuses; a run "interrupted" with
+// an interrupt pending waits for its reader ("needs-input"), one without
+// was cancelled ("interrupted").
+const RUN_STATUS = { pending: 'queued', running: 'running', success: 'done', error: 'failed', interrupted: 'interrupted' };
+
+/** pageStatus is the page's status of a run's, given whether its thread waits on an interrupt. */
+export function pageStatus(runStatus, waiting) {
+  const s = RUN_STATUS[runStatus] || '';
+  return s === 'interrupted' && waiting ? 'needs-input' : s;
+}
+
+/** questionOf is the last human message of a run's input (its kwargs). */
+export function questionOf(run) {
+  const msgs = run?.kwargs?.input?.messages;
+  if (!Array.isArray(msgs)) return '';
+  let q = '';
+  for (const m of msgs) if (m && (m.type === 'human' || m.role === 'user')) q = str(m.content);
+  return q;
+}
+
+/** answerOf is the turn's answer: the last ai message after the last human one. */
+export function answerOf(values) {
+  const msgs = Array.isArray(values?.messages) ? values.messages : [];
+  for (let i = msgs.length - 1; i >= 0; i--) {
+    const m = msgs[i];
+    if (!m || typeof m !== 'object') continue;
+    if (m.type === 'human') break;
+    if (m.type === 'ai' && str(m.content).trim() && !(Array.isArray(m.tool_calls) && m.tool_calls.length)) return str(m.content);
+  }
+  return str(values?.answer);
 }
 
 // Which element gets which id on the primary view.
 const PRIMARY_IDS = {
   statusEl: 'run-status',
   cancelBtn: 'run-cancel',
-  resumeBtn: 'run-resume',
   timeline: 'timeline',
   answerStatus: 'answer-status',
   answer: 'answer',
@@ -41,48 +80,67 @@ const PRIMARY_IDS = {
 
 export class RunView {
   /**
-   * run: the Run object from the API.
-   * actions: {cancel(view), resume(view), loadActivity(view), onChange(view)}
-   * historic: true for an earlier run of the thread (its status and answer
-   *           come from the API, its stream only fills the timeline).
+   * turn: {thread_id, kind ("research" | "agent"), question, runs: the
+   *       API's runs of the turn, oldest first (may be empty until the
+   *       first stream opens)}.
+   * actions: {cancel(view), loadActivity(view), onChange(view)}
+   * historic: true for an earlier turn of the thread (its status and answer
+   *           come from the API, its streams only fill the timeline).
    */
-  constructor(run, actions, { historic = false } = {}) {
-    this.run = { ...run };
+  constructor(turn, actions, { historic = false } = {}) {
+    this.run = { thread_id: str(turn.thread_id), input: str(turn.question), kind: turn.kind === 'agent' ? 'agent' : 'research' };
+    this.runs = Array.isArray(turn.runs) ? turn.runs.filter((r) => r && typeof r === 'object') : [];
     this.actions = actions;
     this.historic = historic;
     this.status = '';
-    this.lastEventId = 0;
+    this.lastEventId = 0; // of the stream being read (the newest run's)
     this.primary = false;
     this.phase = ''; // 'writing' once the answer is being written
-    this.answerFinal = false; // a report has been rendered
+    this.answerFinal = false; // an answer has been rendered
     this.streamNode = null; // text node the tokens are appended to
+    this.streamID = ''; // the id of the message being streamed
     this.interrupt = null;
+    this.values = null; // the newest state values seen
+    this.costs = new Map(); // run id → its last custom cost event
     this.errors = new Set();
     this.activityLoaded = !historic;
     this.live = false; // followed while it runs (its errors also raise the alert)
     this.following = false; // a stream is being read for this view
-    this.reopen = false; // read the stream again after its end (resumed)
     this.#build();
-    this.applyRun(run, { report: historic });
+    this.#syncMeta();
   }
 
+  /** id is the turn's first run's id (the run that asked). */
   get id() {
-    return this.run.run_id;
+    return this.runs.length ? str(this.runs[0].run_id) : '';
+  }
+
+  /** last is the turn's newest run, or null. */
+  get last() {
+    return this.runs.length ? this.runs[this.runs.length - 1] : null;
   }
 
   get kind() {
-    return this.run.kind === 'agent' ? 'agent' : 'research';
+    return this.run.kind;
+  }
+
+  /** addRun adds (or updates) a run of the turn: the API's run object. */
+  addRun(run) {
+    if (!run || typeof run !== 'object' || !run.run_id) return;
+    const i = this.runs.findIndex((r) => r.run_id === run.run_id);
+    if (i >= 0) this.runs[i] = { ...this.runs[i], ...run };
+    else this.runs.push({ ...run });
+    if (this.runs.length === 1) this.root.dataset.runId = str(run.run_id);
+    this.#syncMeta();
+    this.#updateSummary();
   }
 
   #build() {
-    const run = this.run;
     this.statusEl = el('span', { class: 'badge run-status' });
     this.progressEl = el('span', { class: 'run-progress' });
     this.metaEl = el('span', { class: 'run-meta-text' });
     this.cancelBtn = el('button', { type: 'button', class: 'button small secondary', hidden: true }, 'Cancel');
-    this.resumeBtn = el('button', { type: 'button', class: 'button small primary', hidden: true }, 'Resume');
     this.cancelBtn.addEventListener('click', () => this.actions.cancel(this));
-    this.resumeBtn.addEventListener('click', () => this.actions.resume(this));
 
     this.timeline = el('ol', { class: 'timeline', 'aria-live': 'polite', 'aria-relevant': 'additions', 'aria-label': 'Activity' });
     this.activityCount = el('span', { class: 'count' });
@@ -120,13 +178,13 @@ export class RunView {
 
     this.root = el(
       'article',
-      { class: 'run', dataset: { runId: str(run.run_id) } },
+      { class: 'run', dataset: { runId: this.id } },
       el(
         'header',
         { class: 'run-head' },
         el('p', { class: 'run-label' }, this.kind === 'agent' ? 'Task' : 'Question'),
-        el('h3', { class: 'run-question' }, str(run.input)),
-        el('div', { class: 'run-meta' }, this.statusEl, this.metaEl, this.progressEl, el('span', { class: 'run-buttons' }, this.cancelBtn, this.resumeBtn)),
+        el('h3', { class: 'run-question' }, str(this.run.input)),
+        el('div', { class: 'run-meta' }, this.statusEl, this.metaEl, this.progressEl, el('span', { class: 'run-buttons' }, this.cancelBtn)),
       ),
       this.activity,
       this.answerStatus,
@@ -153,63 +211,89 @@ export class RunView {
     this.#syncButtons();
   }
 
-  /**
-   * applyRun takes what the API says about the run. opts.report: render the
-   * run's report when it has one and none is shown yet.
-   */
-  applyRun(run, { report = true } = {}) {
-    if (!run || typeof run !== 'object') return;
-    this.run = { ...this.run, ...run };
-    const s = this.run.settings && typeof this.run.settings === 'object' ? this.run.settings : {};
+  /** #syncMeta shows the turn's kind and settings (the first run's configurable). */
+  #syncMeta() {
+    const first = this.runs[0];
+    const c = first?.kwargs?.config?.configurable;
+    const s = c && typeof c === 'object' ? c : {};
     const meta = [this.kind];
     if (this.kind === 'research' && s.effort) meta.push(`${str(s.effort)} effort`);
     if (s.backend) meta.push(str(s.backend));
-    if (s.review) meta.push('review');
+    if (s.review === true) meta.push('review');
     this.metaEl.textContent = meta.join(' · ');
-    if (run.status === 'needs-input' && run.interrupt && typeof run.interrupt === 'object') this.interrupt = run.interrupt;
-    this.setStatus(run.status);
-    if (run.status === 'failed' && run.error) this.showError(run.error);
-    if (report && run.report && typeof run.report === 'object' && !this.answerFinal) this.renderReport(run.report);
+  }
+
+  /**
+   * applyEnd takes how the turn's newest run ended: its status, the
+   * interrupt the thread waits on (or null) and the state's values, whose
+   * answer and sources it renders.
+   */
+  applyEnd(status, interrupt, values) {
+    if (values && typeof values === 'object') this.values = values;
+    this.interrupt = status === 'needs-input' && interrupt && typeof interrupt === 'object' ? interrupt : null;
+    if (status === 'done' || status === 'failed' || (status === 'interrupted' && this.values)) this.renderValues(this.values);
+    this.setStatus(status);
     this.#updateSummary();
   }
 
-  /** handle applies one stream event. */
-  handle(type, data) {
-    data = data && typeof data === 'object' ? data : {};
-    if (type === 'activity') {
-      this.#addActivity(data);
+  /** handle applies one stream event (mode, data) of the run with id runId. */
+  handle(event, data, runId = '') {
+    const mode = str(event).split('|')[0];
+    if (mode === 'custom') {
+      if (!data || typeof data !== 'object') return;
+      if (data.type === 'activity' && data.activity && typeof data.activity === 'object') this.#addActivity(data.activity);
+      else if (data.type === 'cost' && runId) {
+        this.costs.set(runId, data);
+        this.#updateSummary();
+      }
       return;
     }
-    if (this.historic) return; // earlier runs: the timeline only
-    switch (type) {
-      case 'status':
-        this.setStatus(data.status);
-        // Only a failure is an error: a pause for an answer or a
-        // cancellation carries its reason too, and is no error.
-        if (data.status === 'failed' && data.error) this.showError(data.error);
+    if (this.historic) return; // earlier turns: the timeline only
+    switch (mode) {
+      case 'messages': {
+        // messages-tuple: [chunk, metadata]. The answer's chunks, then an
+        // empty ai message of the same id when the stream broke off and is
+        // written again.
+        const chunk = Array.isArray(data) ? data[0] : null;
+        if (!chunk || typeof chunk !== 'object') return;
+        if (chunk.type === 'ai' && str(chunk.content) === '') {
+          this.#restartStream();
+          return;
+        }
+        if (chunk.type !== 'AIMessageChunk' && chunk.type !== 'ai') return;
+        if (this.streamID && chunk.id && chunk.id !== this.streamID) this.#restartStream();
+        this.streamID = str(chunk.id);
+        this.#appendToken(typeof chunk.content === 'string' ? chunk.content : '');
         break;
-      case 'token':
-        if (data.restart) this.#restartStream(); // the stream broke off and is written again
-        this.#appendToken(str(data.text));
+      }
+      case 'values':
+        if (data && typeof data === 'object') {
+          const { __interrupt__: intr, ...values } = data;
+          this.values = values;
+          this.#progress(values);
+          if (Array.isArray(intr) && intr.length && intr[0] && typeof intr[0] === 'object') {
+            this.interrupt = intr[0].value && typeof intr[0].value === 'object' ? intr[0].value : null;
+            if (this.interrupt) this.setStatus('needs-input');
+          }
+        }
         break;
-      case 'state':
-        this.#progress(data);
+      case 'updates': {
+        const intr = data && typeof data === 'object' ? data.__interrupt__ : null;
+        if (Array.isArray(intr) && intr.length && intr[0] && typeof intr[0].value === 'object' && intr[0].value) {
+          this.interrupt = intr[0].value;
+          this.setStatus('needs-input');
+        }
         break;
-      case 'interrupt':
-        this.interrupt = data;
-        this.setStatus('needs-input');
-        break;
-      case 'report':
-        this.renderReport(data);
-        break;
+      }
       case 'error':
-        this.showError(data.message || data.code || 'The run reported an error.');
+        // A cancel ends its run with a CancelledError: no error to show.
+        if (data?.error !== 'CancelledError') this.showError(str(data?.message) || str(data?.error) || 'The run reported an error.');
         break;
-      case 'end':
-        this.setStatus(data.status);
+      case 'metadata':
+        if (this.status === 'queued' || !this.status) this.setStatus('running');
         break;
       default:
-      // Unknown event types are ignored: the contract may grow.
+      // Other modes are ignored: the page asks for these.
     }
   }
 
@@ -247,8 +331,7 @@ export class RunView {
   }
 
   #syncButtons() {
-    show(this.cancelBtn, this.primary && !this.historic && ['queued', 'running', 'needs-input'].includes(this.status));
-    show(this.resumeBtn, this.primary && !this.historic && this.status === 'interrupted');
+    show(this.cancelBtn, this.primary && !this.historic && ['queued', 'running'].includes(this.status));
   }
 
   #addActivity(a) {
@@ -276,7 +359,7 @@ export class RunView {
 
   #appendToken(text) {
     if (!text) return;
-    if (this.answerFinal) this.#resetAnswer(); // a resumed run writes a new answer
+    if (this.answerFinal) this.#resetAnswer(); // a new run of the turn writes a new answer
     if (!this.streamNode) {
       clear(this.answer);
       this.streamNode = document.createTextNode('');
@@ -299,31 +382,37 @@ export class RunView {
     show(this.actionsEl, false);
     this.actionStatus.textContent = '';
     this.streamNode = null;
+    this.streamID = '';
     this.answerFinal = false;
     this.report = null;
   }
 
-  #progress(state) {
-    const v = state.values && typeof state.values === 'object' ? state.values : {};
+  #progress(v) {
     const parts = [];
-    if (Number(state.step)) parts.push(`step ${Number(state.step)}`);
-    if (Number(v.sources)) parts.push(plural(v.sources, 'source', 'sources'));
-    this.progressEl.textContent = parts.join(' · ');
+    if (Number(v.research_loop_count)) parts.push(plural(v.research_loop_count, 'loop', 'loops'));
+    if (Number(v.steps)) parts.push(plural(v.steps, 'step', 'steps'));
+    if (Number(v.gathered)) parts.push(plural(v.gathered, 'source', 'sources'));
+    this.progressEl.textContent = isActive(this.status) ? parts.join(' · ') : '';
   }
 
-  /** renderReport replaces the streamed text by the rendered answer. */
-  renderReport(report) {
-    if (!report || typeof report !== 'object') return;
+  /**
+   * renderValues replaces the streamed text by the turn's answer, rendered:
+   * the last ai message of the state's values, with its sources. The
+   * values are the report taken away (its markdown, or the answer).
+   */
+  renderValues(values) {
+    if (!values || typeof values !== 'object') return;
     this.#resetAnswer();
-    this.report = report;
+    this.report = values;
     this.answerFinal = true;
     this.answer.removeAttribute('data-streaming');
 
-    const isAgent = typeof report.schema === 'string' ? report.schema.startsWith('deepgraph.agent') : 'task' in report;
-    const sources = Array.isArray(report.sources) ? report.sources.filter((s) => s && typeof s === 'object') : [];
+    const isAgent = this.kind === 'agent';
+    const answer = answerOf(values);
+    const sources = Array.isArray(values.sources) ? values.sources.filter((s) => s && typeof s === 'object') : [];
     // The sources have a section of their own below: an answer's own list
     // of them (an agent's answer carries one) is not shown twice.
-    const markdown = sources.length ? withoutSourcesList(str(report.answer)) : str(report.answer);
+    const markdown = sources.length ? withoutSourcesList(answer) : answer;
     if (markdown.trim()) this.answer.append(renderMarkdown(parse(markdown), document, { headingOffset: 3, sources }));
     else this.answer.append(el('p', { class: 'muted' }, 'No answer was written.'));
 
@@ -333,21 +422,18 @@ export class RunView {
 
     // What kept the answer from being complete.
     const notes = [];
-    if (report.incomplete) notes.push('This answer is incomplete: the run stopped before it finished, so it holds only what was gathered.');
-    if (!isAgent && !report.incomplete && sources.length === 0) {
+    if (!answer.trim() && !isAgent) notes.push('This turn has no answer: the run stopped before it was written.');
+    if (!isAgent && answer.trim() && sources.length === 0) {
       notes.push('This answer cites no source: nothing the research gathered supports it, so do not rely on it.');
     }
     if (isAgent) {
-      const st = str(report.status);
+      const st = str(values.status);
       if (st && st !== 'success' && st !== 'answered') notes.push(`The agent stopped with status “${st}”.`);
-      if (report.best_effort) notes.push('This is a best-effort answer.');
-      if (report.waiting_for_answer) notes.push(`The agent is waiting for an answer to: ${str(report.waiting_for_answer)}`);
     }
     if (notes.length) {
       this.noticeEl.textContent = notes.join(' ');
       show(this.noticeEl);
     }
-    if (report.error) this.showError(report.error);
     show(this.actionsEl, !this.historic || markdown.trim() !== '');
     this.#updateSummary();
     this.#updateAnswerStatus();
@@ -369,36 +455,53 @@ export class RunView {
     this.actionStatus.textContent = `Saved ${fileName(this.kind, this.id, ext)}.`;
   }
 
+  /** usage is what the turn's runs spent, from their cost events: {tokens, calls, cost} (cost null when unknown). */
+  usage() {
+    let tokens = 0;
+    let calls = 0;
+    let cost = 0;
+    let known = true;
+    for (const c of this.costs.values()) {
+      tokens += Number(c.tokens) || 0;
+      calls += Number(c.calls) || 0;
+      if (typeof c.cost_usd === 'number') cost += c.cost_usd;
+      else if (Number(c.calls)) known = false;
+    }
+    return { tokens, calls, cost: known ? cost : null, seen: this.costs.size > 0 };
+  }
+
   #updateSummary() {
     const rep = this.report;
     if (!rep) return;
-    const u = rep.usage_total && typeof rep.usage_total === 'object' ? rep.usage_total : {};
     const parts = [];
-    const isAgent = 'task' in rep || str(rep.schema).startsWith('deepgraph.agent');
+    const isAgent = this.kind === 'agent';
     if (isAgent) {
       if (rep.status) parts.push(str(rep.status));
       if (rep.steps !== undefined) parts.push(plural(rep.steps, 'step', 'steps'));
     }
-    const tokens = u.total_tokens ?? this.run.tokens;
-    if (tokens !== undefined) parts.push(`${thousands(tokens)} tokens`);
-    const calls = u.calls ?? this.run.llm_calls;
-    if (calls !== undefined) parts.push(plural(calls, 'LLM call', 'LLM calls'));
-    // The run's own duration, start to end (waits for a review included);
-    // the report's timings measure its last stretch only.
-    const ms = this.run.duration_ms ?? rep.timings?.total_ms;
-    if (Number(ms) > 0) parts.push(seconds(ms));
-    const cost = costText(rep.cost, this.run.cost_usd, calls);
+    const u = this.usage();
+    if (u.seen) {
+      parts.push(`${thousands(u.tokens)} tokens`);
+      parts.push(plural(u.calls, 'LLM call', 'LLM calls'));
+    }
+    // The turn's duration, from its first run's start to its last run's
+    // end (a wait for a review included).
+    const first = this.runs[0];
+    const last = this.last;
+    if (first && last && !isActive(this.status)) {
+      const ms = Date.parse(last.updated_at) - Date.parse(first.created_at);
+      if (ms > 0) parts.push(seconds(ms));
+    }
+    const cost = u.seen ? costText(null, u.cost, u.calls) : '';
     if (cost) parts.push(cost);
     if (!isAgent) {
       const n = Array.isArray(rep.sources) ? rep.sources.length : 0;
       parts.push(n ? `${plural(n, 'source', 'sources')} cited` : 'no source cited');
-      // dropped_citations; citations_dropped in reports stored before v2.
-      const dropped = rep.dropped_citations ?? rep.citations_dropped;
-      if (Number(dropped)) parts.push(`${plural(dropped, 'citation', 'citations')} dropped`);
-      if (Number(rep.loops)) parts.push(plural(rep.loops, 'loop', 'loops'));
+      if (Number(rep.dropped_citations)) parts.push(`${plural(rep.dropped_citations, 'citation', 'citations')} dropped`);
+      if (Number(rep.research_loop_count)) parts.push(plural(rep.research_loop_count, 'loop', 'loops'));
     }
     this.summary.textContent = parts.join(' · ');
-    this.summary.title = tokens !== undefined ? `${compact(tokens)} tokens` : '';
+    this.summary.title = u.seen ? `${compact(u.tokens)} tokens` : '';
     show(this.summary, parts.length > 0);
   }
 
@@ -412,7 +515,7 @@ export class RunView {
         text = this.phase === 'writing' ? 'Writing the answer…' : this.kind === 'agent' ? 'The agent is working…' : 'Researching…';
         break;
       case 'needs-input':
-        text = this.interrupt?.kind === 'question' ? 'The agent asks you a question (below).' : 'Waiting for your review of the search queries (below).';
+        text = this.kind === 'agent' ? 'The agent asks you a question (below).' : 'Waiting for your review of the search queries (below).';
         break;
       case 'done':
         text = this.answerFinal ? 'Answer ready.' : 'Done.';
@@ -421,7 +524,7 @@ export class RunView {
         text = 'The run failed.';
         break;
       case 'interrupted':
-        text = 'The run was interrupted. Resume it to go on.';
+        text = 'The run was cancelled.';
         break;
       default:
         text = '';

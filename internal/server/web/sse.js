@@ -4,10 +4,12 @@
 // stream with fetch() and a ReadableStream reader and parses it here.
 //
 //   SSEParser  pure, incremental parser of the wire format (tested in Node).
-//   streamRun  follows one run's stream: remembers the last event id, skips
-//              events it already has, reconnects after a drop with
-//              Last-Event-ID and a 1 s, 2 s, 4 s … 10 s backoff, and stops
-//              at the `end` event.
+//   streamRun  follows one run's stream of the Agent Server API: the POST
+//              that starts the run (or the run's stream to join), then,
+//              after a drop, the stream its Location header names, with
+//              Last-Event-ID and a 1 s, 2 s, 4 s … 10 s backoff; it skips
+//              events it already has, and stops when the server closes the
+//              stream at the run's end.
 
 /**
  * SSEParser turns chunks of text into events {id, event, data}. Lines are
@@ -118,31 +120,39 @@ export function sleep(ms, signal) {
 const STALL_MS = 45_000; // three missed pings: the connection is dead
 
 /**
- * streamRun reads a run's event stream until its `end` event.
+ * streamRun reads a run's event stream until the run ends (the server
+ * closes the stream then).
  *
  * options:
- *   url          the stream's path
+ *   url          the first request's URL: a POST …/runs/stream starting the
+ *                run (with body), or a run's …/stream to join (GET)
+ *   body         the POST's JSON body (none: the first request is a GET)
+ *   base         the API's base path, which Location headers are relative to
  *   headers()    extra request headers (Authorization)
  *   lastEventId  the last event id already handled (0: from the start)
  *   signal       AbortSignal that stops everything
- *   onEvent(type, data, id)       each new event, data decoded from JSON
+ *   onOpen(res)                   each response that opened a stream
+ *                                 (Content-Location names the run)
+ *   onEvent(event, data, id)      each new event, data decoded from JSON
  *   onConnection(state, info)     'open' | 'retry' (info: {delay}) | 'closed'
- *   shouldReconnect()             async; asked when the server closed the
- *                                 stream without an `end` event: true to
- *                                 reconnect (the run is still going)
+ *   shouldReconnect()             async; asked when the stream closed: true
+ *                                 to reconnect (the run still runs)
  *   errorFrom(res)                async; turns a failed response into an Error
  *
- * It resolves with {reason, lastEventId, status?, error?}: reason is
- * 'end' (status from the end event), 'closed', 'aborted' or 'error'.
+ * It resolves with {reason, lastEventId, error?}: reason is 'closed' (the
+ * run ended), 'aborted' or 'error'.
  */
 export async function streamRun(options) {
-  const { url, headers = () => ({}), signal, onEvent, onConnection = () => {}, shouldReconnect = async () => true } = options;
+  const { signal, onEvent, onOpen = () => {}, onConnection = () => {}, shouldReconnect = async () => false, base = '' } = options;
+  const headers = options.headers || (() => ({}));
   let lastId = Number(options.lastEventId) || 0;
   let attempt = 0;
+  let post = options.body !== undefined; // the first request starts the run
+  let url = options.url;
 
   while (!signal?.aborted) {
     // One connection, with a watchdog that aborts it when nothing (not even
-    // a ping) arrives for STALL_MS.
+    // a heartbeat) arrives for STALL_MS.
     const conn = new AbortController();
     const stop = () => conn.abort();
     signal?.addEventListener('abort', stop, { once: true });
@@ -152,17 +162,30 @@ export async function streamRun(options) {
       watchdog = setTimeout(stop, STALL_MS);
     };
     let retryAfter = 0;
+    let opened = false;
     try {
       const h = { Accept: 'text/event-stream', ...headers() };
-      if (lastId > 0) h['Last-Event-ID'] = String(lastId);
-      const res = await fetch(url, { headers: h, signal: conn.signal, cache: 'no-store' });
+      const init = { headers: h, signal: conn.signal, cache: 'no-store' };
+      if (post) {
+        init.method = 'POST';
+        h['Content-Type'] = 'application/json';
+        init.body = JSON.stringify(options.body);
+      } else if (lastId > 0) h['Last-Event-ID'] = String(lastId);
+      const res = await fetch(url, init);
       if (!res.ok) {
         const err = options.errorFrom ? await options.errorFrom(res) : new Error(`stream: HTTP ${res.status}`);
-        // 429, 502–504: the server is busy or restarting, try again later.
-        if (res.status !== 429 && (res.status < 502 || res.status > 504)) return { reason: 'error', error: err, lastEventId: lastId };
+        // 429, 502–504 on a join: the server is busy or restarting, try
+        // again later. A refused POST started no run: say why.
+        if (post || (res.status !== 429 && (res.status < 502 || res.status > 504))) return { reason: 'error', error: err, lastEventId: lastId };
         retryAfter = (err.retryAfter || 0) * 1000;
         throw err;
       }
+      opened = true;
+      // From now on, a reconnect joins the run's stream where Location says.
+      const loc = res.headers.get('Location');
+      if (loc) url = base + loc;
+      post = false;
+      onOpen(res);
       onConnection('open');
       const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
       const parser = new SSEParser();
@@ -170,7 +193,6 @@ export async function streamRun(options) {
         const { value, done } = await reader.read();
         const events = done ? parser.end() : parser.feed(value);
         alive();
-        let ended = null;
         for (const ev of events) {
           const id = Number(ev.id);
           if (ev.id !== null && Number.isFinite(id)) {
@@ -185,25 +207,20 @@ export async function streamRun(options) {
             data = { text: ev.data };
           }
           onEvent(ev.event, data, lastId);
-          // Stop at `end` unless more events already came behind it (a
-          // replay of a run that was resumed after an earlier end).
-          ended = ev.event === 'end' ? data || {} : null;
-        }
-        if (ended) {
-          reader.cancel().catch(() => {});
-          onConnection('closed');
-          return { reason: 'end', status: ended.status, lastEventId: lastId };
         }
         if (done) break;
       }
-      // The server closed the stream without an `end`.
+      // The server closed the stream: the run ended, unless the connection
+      // was cut (a proxy, a restart) while it runs.
       onConnection('closed');
       if (signal?.aborted) break;
       if (!(await shouldReconnect())) return { reason: 'closed', lastEventId: lastId };
     } catch (err) {
       if (signal?.aborted) break;
+      // A POST that never answered may or may not have started its run:
+      // there is no Location to join, so say so.
+      if (post && !opened) return { reason: 'error', error: err, lastEventId: lastId };
       // A network drop, a stall or a busy server: reconnect below.
-      void err;
     } finally {
       clearTimeout(watchdog);
       signal?.removeEventListener('abort', stop);
