@@ -306,6 +306,7 @@ func (s *Server) release() {
 	s.mu.Lock()
 	s.admitted--
 	s.mu.Unlock()
+	s.drained.Ended()
 }
 
 // execute runs a run once the runs before it on its thread have ended

@@ -10,11 +10,13 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/deepgraph/deepgraph/graph"
+	"github.com/deepgraph/deepgraph/internal/drain"
 )
 
 // Options configure a Server.
@@ -45,8 +47,10 @@ type Options struct {
 	MaxThreads int
 	// MaxRunning bounds the runs executing at once (0: no bound); the
 	// runs beyond it wait, pending, for one to end. MaxQueued bounds those
-	// waiting: a run beyond MaxRunning+MaxQueued is refused with 429 and
-	// Retry-After, so that clients cannot pile up work on the server's keys.
+	// waiting: a run beyond MaxRunning+MaxQueued is refused with 429 and a
+	// Retry-After of one run's time at the rate runs have been ending (30 s
+	// before any ended), so that clients cannot pile up work on the
+	// server's keys.
 	MaxRunning int
 	MaxQueued  int
 	// Logger logs refused requests and failed runs (default: none).
@@ -81,6 +85,9 @@ type Server struct {
 	// MaxQueued); slots holds one token per executing run.
 	admitted int
 	slots    chan struct{}
+	// drained measures how fast runs end, for the Retry-After of a run
+	// refused beyond MaxRunning+MaxQueued.
+	drained *drain.Meter
 }
 
 // assistant is a served graph: LangGraph's "system" assistant of a graph.
@@ -114,7 +121,7 @@ func New(opts Options) (*Server, error) {
 	for i, o := range opts.CORSOrigins {
 		opts.CORSOrigins[i] = strings.ToLower(strings.TrimRight(o, "/"))
 	}
-	s := &Server{opts: opts, cp: opts.Checkpointer, log: opts.Logger, threads: map[string]*thread{}, runs: map[string]*run{}}
+	s := &Server{opts: opts, cp: opts.Checkpointer, log: opts.Logger, threads: map[string]*thread{}, runs: map[string]*run{}, drained: drain.New(nil)}
 	if opts.MaxRunning > 0 {
 		s.slots = make(chan struct{}, opts.MaxRunning)
 	}
@@ -237,7 +244,7 @@ func (s *Server) fail(w http.ResponseWriter, err error) {
 		w.Header().Set("Retry-After", "60")
 		writeError(w, http.StatusTooManyRequests, err.Error())
 	case errors.Is(err, errBusy):
-		w.Header().Set("Retry-After", "5")
+		w.Header().Set("Retry-After", strconv.Itoa(int(s.drained.RetryAfter().Seconds())))
 		writeError(w, http.StatusTooManyRequests, err.Error())
 	case errors.Is(err, errShutdown):
 		w.Header().Set("Retry-After", "10")

@@ -7,7 +7,7 @@
 // Threads are conversations; runs are questions (research) or tasks (agent)
 // on a thread, executed by the queue: at most Options.MaxRunning at once,
 // Options.QueueSize waiting, more refused with 429 and a Retry-After of one
-// run's time at the rate runs have been leaving the queue (drainMeter). A run
+// run's time at the rate runs have been leaving the queue (internal/drain). A run
 // that pauses for a person (a query review, an agent's question) waits with
 // status needs-input until POST …/resume brings the answer. GET
 // /openapi.json is an OpenAPI 3.1 document generated from the route table

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/deepgraph/deepgraph/internal/app"
+	"github.com/deepgraph/deepgraph/internal/drain"
 	"github.com/deepgraph/deepgraph/internal/runstore"
 	"github.com/deepgraph/deepgraph/telemetry"
 )
@@ -56,7 +57,7 @@ type queue struct {
 	workers  sync.WaitGroup
 	// drained measures how fast runs leave, for a full queue's
 	// Retry-After.
-	drained *drainMeter
+	drained *drain.Meter
 }
 
 // job is a run queued or running in this process.
@@ -74,7 +75,7 @@ type job struct {
 
 func newQueue(st *app.Store, eng Engine, logger *slog.Logger, redact func(string) string, maxRunning, queueSize int, tel *telemetry.Telemetry) *queue {
 	q := &queue{st: st, eng: eng, logger: logger, redact: redact, maxRunning: max(maxRunning, 1), queueSize: max(queueSize, 0), tel: tel,
-		active: map[string]*job{}, threads: map[string]bool{}, drained: newDrainMeter(nil)}
+		active: map[string]*job{}, threads: map[string]bool{}, drained: drain.New(nil)}
 	q.wake = sync.NewCond(&q.mu)
 	for range q.maxRunning {
 		q.workers.Add(1)
@@ -84,8 +85,8 @@ func newQueue(st *app.Store, eng Engine, logger *slog.Logger, redact func(string
 }
 
 // retryAfter is the Retry-After of a full queue: one run's time at the
-// rate runs have been leaving it (drainMeter).
-func (q *queue) retryAfter() time.Duration { return q.drained.retryAfter() }
+// rate runs have been leaving it (drain.Meter).
+func (q *queue) retryAfter() time.Duration { return q.drained.RetryAfter() }
 
 // add queues a run, created (create) or resumed. The queue's bound and
 // the thread's are checked and a place reserved under the queue's lock, so
@@ -217,7 +218,7 @@ func (q *queue) leave(j *job) {
 	q.mu.Lock()
 	delete(q.active, j.run.ID)
 	q.mu.Unlock()
-	q.drained.ended()
+	q.drained.Ended()
 	close(j.done)
 }
 
