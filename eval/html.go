@@ -3,8 +3,9 @@ package eval
 import (
 	"bytes"
 	"fmt"
-	"html/template"
 	"math"
+	"strings"
+	"unicode/utf8"
 )
 
 // HTML is the eval's page: self-contained (no script, no font, no CDN),
@@ -12,7 +13,20 @@ import (
 // with the quality intervals, and per question a drill-down into each run:
 // its answer, each statement with its label and the passage it was judged
 // against, the correctness verdict and its reasons.
+//
+// It is written in Go, escaped as html/template escapes, rather than with
+// a template: a template executed anywhere in a program keeps every
+// exported method of every type in its binary (the linker cannot tell
+// which ones it calls), tens of megabytes in research's. The test compares
+// it with the template it replaced.
 func HTML(r *Results) ([]byte, error) {
+	var w pageWriter
+	w.page(view(r))
+	return w.b.Bytes(), nil
+}
+
+// view is what the page shows of r.
+func view(r *Results) pageView {
 	v := pageView{R: r, Plot: scatter(r)}
 	for _, m := range r.Metrics {
 		row := metricRow{Info: m}
@@ -37,11 +51,7 @@ func HTML(r *Results) ([]byte, error) {
 		}
 		v.Questions = append(v.Questions, qv)
 	}
-	var b bytes.Buffer
-	if err := page.Execute(&b, v); err != nil {
-		return nil, fmt.Errorf("eval: writing the page: %w", err)
-	}
-	return b.Bytes(), nil
+	return v
 }
 
 type pageView struct {
@@ -146,13 +156,114 @@ func (r *Results) anyAggregate(name string) bool {
 	return false
 }
 
-var page = template.Must(template.New("page").Funcs(template.FuncMap{
-	"fmt": func(m MetricInfo, v float64) string { return m.Format(v) },
-	"pct": func(v float64) string { return fmt.Sprintf("%.0f %%", v*100) },
-}).Parse(`<!DOCTYPE html>
+// pageWriter writes the page into b.
+type pageWriter struct{ b bytes.Buffer }
+
+// raw writes s as it is: the page's own markup.
+func (w *pageWriter) raw(s string) { w.b.WriteString(s) }
+
+// text writes s escaped for HTML text and quoted attribute values.
+func (w *pageWriter) text(s string) { w.b.WriteString(escapeHTML(s)) }
+
+// val writes v as fmt.Sprint prints it, escaped.
+func (w *pageWriter) val(v any) { w.text(fmt.Sprint(v)) }
+
+// url writes s as a link's address: "#ZgotmplZ" if its scheme is not
+// http, https or mailto, percent-encoded where a URL may not hold the
+// byte, escaped for the attribute.
+func (w *pageWriter) url(s string) {
+	if !safeURL(s) {
+		s = "#ZgotmplZ"
+	}
+	w.text(normalizeURL(s))
+}
+
+// escapeHTML escapes what html/template escapes in text and quoted
+// attributes: " & ' + < > as entities and NUL as U+FFFD.
+func escapeHTML(s string) string {
+	var b strings.Builder
+	written := 0
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		var repl string
+		switch r {
+		case 0:
+			repl = "\uFFFD"
+		case '"':
+			repl = "&#34;"
+		case '&':
+			repl = "&amp;"
+		case '\'':
+			repl = "&#39;"
+		case '+':
+			repl = "&#43;"
+		case '<':
+			repl = "&lt;"
+		case '>':
+			repl = "&gt;"
+		}
+		if repl != "" {
+			b.WriteString(s[written:i])
+			b.WriteString(repl)
+			written = i + n
+		}
+		i += n
+	}
+	if written == 0 {
+		return s
+	}
+	b.WriteString(s[written:])
+	return b.String()
+}
+
+// safeURL says whether s has no scheme, or http, https or mailto.
+func safeURL(s string) bool {
+	if scheme, _, ok := strings.Cut(s, ":"); ok && !strings.Contains(scheme, "/") {
+		return strings.EqualFold(scheme, "http") || strings.EqualFold(scheme, "https") || strings.EqualFold(scheme, "mailto")
+	}
+	return true
+}
+
+// normalizeURL percent-encodes the bytes of s that are neither unreserved
+// nor reserved in a URL (RFC 3986), and ' ( ), keeping valid escapes.
+func normalizeURL(s string) string {
+	var b strings.Builder
+	written := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case strings.IndexByte("!#$&*+,/:;=?@[]-._~", c) >= 0,
+			'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+			continue
+		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+			continue
+		}
+		b.WriteString(s[written:i])
+		fmt.Fprintf(&b, "%%%02x", c)
+		written = i + 1
+	}
+	if written == 0 {
+		return s
+	}
+	b.WriteString(s[written:])
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// pct is a share as a whole percentage: "67 %".
+func pct(v float64) string { return fmt.Sprintf("%.0f %%", v*100) }
+
+func (w *pageWriter) page(v pageView) {
+	r := v.R
+	w.raw(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Eval: {{.R.Set}}</title>
+<title>Eval: `)
+	w.text(r.Set)
+	w.raw(`</title>
 <style>
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1100px;padding:1rem 1.5rem;color:#1d1d1f;background:#fff}
 h1{font-size:1.5rem;margin:.3rem 0}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
@@ -167,44 +278,347 @@ blockquote{margin:.2rem 0 .5rem 1rem;padding:.2rem .6rem;border-left:3px solid #
 .err{color:#c62828}svg text{font:12px system-ui,sans-serif}
 @media (prefers-color-scheme:dark){body{background:#111;color:#eee}th{background:#222}td,th,details{border-color:#444}.answer{background:#1a1a1a}blockquote{color:#ccc}svg text{fill:#eee}.meta{color:#aaa}}
 </style></head><body>
-<h1>Eval: {{.R.Set}}</h1>
-<p class="meta">{{len .R.Questions}} questions × {{len .R.Configurations}} configurations × {{.R.Repeat}} run(s) · judge <strong>{{.R.Judge}}</strong> ({{.R.JudgePasses}} pass(es) per item) · {{.R.Created.Format "2006-01-02 15:04 UTC"}}</p>
+<h1>Eval: `)
+	w.text(r.Set)
+	w.raw(`</h1>
+<p class="meta">`)
+	w.val(len(r.Questions))
+	w.raw(` questions × `)
+	w.val(len(r.Configurations))
+	w.raw(` configurations × `)
+	w.val(r.Repeat)
+	w.raw(` run(s) · judge <strong>`)
+	w.text(r.Judge)
+	w.raw(`</strong> (`)
+	w.val(r.JudgePasses)
+	w.raw(` pass(es) per item) · `)
+	w.text(r.Created.Format("2006-01-02 15:04 UTC"))
+	w.raw(`</p>
 <h2>Configurations</h2>
-<p class="meta">Means over questions with bootstrap 95 % intervals{{if gt .R.Repeat 1}}; "runs a–b": the lowest and highest mean of one repeat{{end}}. ↑ higher is better, ↓ lower.</p>
-<table id="configs"><thead><tr><th>Metric</th>{{range .R.Configurations}}<th>{{.Name}}</th>{{end}}</tr></thead><tbody>
-{{range .Rows}}<tr><td title="{{.Info.How}}">{{.Info.Title}}{{if eq .Info.Better "higher"}} ↑{{else if eq .Info.Better "lower"}} ↓{{end}}</td>{{range .Cells}}<td class="num">{{.}}</td>{{end}}</tr>
-{{end}}<tr><td>Runs (failed, not run)</td>{{range .R.Configurations}}<td class="num">{{.Runs}} ({{.Failed}}, {{.Pending}})</td>{{end}}</tr>
+<p class="meta">Means over questions with bootstrap 95 % intervals`)
+	if r.Repeat > 1 {
+		w.raw(`; "runs a–b": the lowest and highest mean of one repeat`)
+	}
+	w.raw(`. ↑ higher is better, ↓ lower.</p>
+<table id="configs"><thead><tr><th>Metric</th>`)
+	for _, c := range r.Configurations {
+		w.raw(`<th>`)
+		w.text(c.Name)
+		w.raw(`</th>`)
+	}
+	w.raw(`</tr></thead><tbody>
+`)
+	for _, row := range v.Rows {
+		w.raw(`<tr><td title="`)
+		w.text(row.Info.How)
+		w.raw(`">`)
+		w.text(row.Info.Title)
+		switch row.Info.Better {
+		case "higher":
+			w.raw(` ↑`)
+		case "lower":
+			w.raw(` ↓`)
+		}
+		w.raw(`</td>`)
+		for _, cell := range row.Cells {
+			w.raw(`<td class="num">`)
+			w.text(cell)
+			w.raw(`</td>`)
+		}
+		w.raw(`</tr>
+`)
+	}
+	w.raw(`<tr><td>Runs (failed, not run)</td>`)
+	for _, c := range r.Configurations {
+		w.raw(`<td class="num">`)
+		w.val(c.Runs)
+		w.raw(` (`)
+		w.val(c.Failed)
+		w.raw(`, `)
+		w.val(c.Pending)
+		w.raw(`)</td>`)
+	}
+	w.raw(`</tr>
 </tbody></table>
-{{range .R.Configurations}}{{if .Description}}<p class="meta"><strong>{{.Name}}</strong>: {{.Description}}</p>{{end}}{{end}}
+`)
+	for _, c := range r.Configurations {
+		if c.Description != "" {
+			w.raw(`<p class="meta"><strong>`)
+			w.text(c.Name)
+			w.raw(`</strong>: `)
+			w.text(c.Description)
+			w.raw(`</p>`)
+		}
+	}
+	w.raw(`
 <h2>Cost and quality</h2>
-{{with .Plot}}<svg id="scatter" viewBox="0 0 640 360" width="640" height="360" role="img" aria-label="{{.YTitle}} against {{.XTitle}}">
-<rect x="70" y="20" width="540" height="290" fill="none" stroke="#999"/>
-{{range .XTicks}}<line x1="{{.Pos}}" y1="310" x2="{{.Pos}}" y2="315" stroke="#999"/><text x="{{.Pos}}" y="328" text-anchor="middle">{{.Label}}</text>
-{{end}}{{range .YTicks}}<line x1="65" y1="{{.Pos}}" x2="610" y2="{{.Pos}}" stroke="#ddd"/><text x="60" y="{{.Pos}}" text-anchor="end" dominant-baseline="middle">{{.Label}}</text>
-{{end}}<text x="340" y="350" text-anchor="middle">{{.XTitle}}</text>
-<text x="14" y="165" text-anchor="middle" transform="rotate(-90 14 165)">{{.YTitle}}</text>
-{{range .Points}}<g><title>{{.Label}}</title><line x1="{{.X}}" y1="{{.Y0}}" x2="{{.X}}" y2="{{.Y1}}" stroke="{{.Color}}" stroke-width="2"/>
-<circle cx="{{.X}}" cy="{{.Y}}" r="6" fill="{{.Color}}"/><text x="{{.LabelX}}" y="{{.TextY}}">{{.Name}}</text></g>
-{{end}}</svg>{{end}}
+`)
+	if p := v.Plot; p != nil {
+		w.plot(p)
+	}
+	w.raw(`
 <h2>Questions</h2>
-{{range .Questions}}<details class="question"><summary>{{.Q.ID}}: {{.Q.Question}}</summary>
-{{if .Q.Answer}}<p><strong>Reference:</strong> {{.Q.Answer}}</p>{{end}}
-{{if .Q.Sources}}<p><strong>Expected sources:</strong> {{range .Q.Sources}}<code>{{.}}</code> {{end}}</p>{{end}}
-{{range .Cases}}<details class="case"><summary>{{.Config}} · run {{.Repeat}}{{with .Correctness}} · <span class="lbl {{.Verdict}}">{{.Verdict}}</span>{{end}}{{with .Claims}} · {{.Supported}}/{{.Cited}} cited statements supported{{end}}</summary>
-{{if .Error}}<p class="err">Run failed: {{.Error}}</p>{{end}}{{if .ScoreError}}<p class="err">Scoring failed: {{.ScoreError}}</p>{{end}}
-{{with .Outcome}}{{with .Report}}<div class="answer">{{.Answer}}</div>{{end}}{{end}}
-{{with .Correctness}}<p><strong>Correctness:</strong> <span class="lbl {{.Verdict}}">{{.Verdict}}</span> (agreement {{pct .Agreement}}){{range .Reasons}} — {{.}}{{end}}</p>{{end}}
-{{with .Claims}}<ol class="statements">{{range .Statements}}<li>{{if .Label}}<span class="lbl {{.Label}}">{{.Label}}</span>{{else}}<span class="lbl uncited">no citation</span>{{end}} {{.Text}}
-{{range .Judgments}}<div>[{{.Source}}] <a href="{{.URL}}">{{.URL}}</a>: <span class="lbl {{.Label}}">{{.Label}}</span>{{if .Agreement}} (agreement {{pct .Agreement}}){{end}}{{range .Reasons}} — {{.}}{{end}}</div>
-{{if .Passage}}<blockquote>{{.Passage}}</blockquote>{{end}}{{end}}</li>
-{{end}}</ol>{{end}}
-{{with .Integrity}}{{if .NotGathered}}<p class="err">Cited but not gathered: {{range .NotGathered}}{{.}} {{end}}</p>{{end}}{{if .Unreadable}}<p>Cited pages not readable: {{range .Unreadable}}{{.}} {{end}}</p>{{end}}{{end}}
-</details>
-{{end}}</details>
-{{end}}
+`)
+	for _, q := range v.Questions {
+		w.question(q)
+	}
+	w.raw(`
 <h2>How the numbers are computed</h2>
-<ul>{{range .R.Metrics}}<li><strong>{{.Title}}</strong> (<code>{{.Name}}</code>): {{.How}}</li>
-{{end}}</ul>
-<p>Claim rubric: {{.R.ClaimRubric}}</p><p>Correctness rubric: {{.R.CorrectnessRubric}}</p>
+<ul>`)
+	for _, m := range r.Metrics {
+		w.raw(`<li><strong>`)
+		w.text(m.Title)
+		w.raw(`</strong> (<code>`)
+		w.text(m.Name)
+		w.raw(`</code>): `)
+		w.text(m.How)
+		w.raw(`</li>
+`)
+	}
+	w.raw(`</ul>
+<p>Claim rubric: `)
+	w.text(r.ClaimRubric)
+	w.raw(`</p><p>Correctness rubric: `)
+	w.text(r.CorrectnessRubric)
+	w.raw(`</p>
 </body></html>
-`))
+`)
+}
+
+func (w *pageWriter) plot(p *plot) {
+	w.raw(`<svg id="scatter" viewBox="0 0 640 360" width="640" height="360" role="img" aria-label="`)
+	w.text(p.YTitle)
+	w.raw(` against `)
+	w.text(p.XTitle)
+	w.raw(`">
+<rect x="70" y="20" width="540" height="290" fill="none" stroke="#999"/>
+`)
+	for _, t := range p.XTicks {
+		w.raw(`<line x1="`)
+		w.val(t.Pos)
+		w.raw(`" y1="310" x2="`)
+		w.val(t.Pos)
+		w.raw(`" y2="315" stroke="#999"/><text x="`)
+		w.val(t.Pos)
+		w.raw(`" y="328" text-anchor="middle">`)
+		w.text(t.Label)
+		w.raw(`</text>
+`)
+	}
+	for _, t := range p.YTicks {
+		w.raw(`<line x1="65" y1="`)
+		w.val(t.Pos)
+		w.raw(`" x2="610" y2="`)
+		w.val(t.Pos)
+		w.raw(`" stroke="#ddd"/><text x="60" y="`)
+		w.val(t.Pos)
+		w.raw(`" text-anchor="end" dominant-baseline="middle">`)
+		w.text(t.Label)
+		w.raw(`</text>
+`)
+	}
+	w.raw(`<text x="340" y="350" text-anchor="middle">`)
+	w.text(p.XTitle)
+	w.raw(`</text>
+<text x="14" y="165" text-anchor="middle" transform="rotate(-90 14 165)">`)
+	w.text(p.YTitle)
+	w.raw(`</text>
+`)
+	for _, pt := range p.Points {
+		w.raw(`<g><title>`)
+		w.text(pt.Label)
+		w.raw(`</title><line x1="`)
+		w.val(pt.X)
+		w.raw(`" y1="`)
+		w.val(pt.Y0)
+		w.raw(`" x2="`)
+		w.val(pt.X)
+		w.raw(`" y2="`)
+		w.val(pt.Y1)
+		w.raw(`" stroke="`)
+		w.text(pt.Color)
+		w.raw(`" stroke-width="2"/>
+<circle cx="`)
+		w.val(pt.X)
+		w.raw(`" cy="`)
+		w.val(pt.Y)
+		w.raw(`" r="6" fill="`)
+		w.text(pt.Color)
+		w.raw(`"/><text x="`)
+		w.val(pt.LabelX)
+		w.raw(`" y="`)
+		w.val(pt.TextY)
+		w.raw(`">`)
+		w.text(pt.Name)
+		w.raw(`</text></g>
+`)
+	}
+	w.raw(`</svg>`)
+}
+
+func (w *pageWriter) question(q questionView) {
+	w.raw(`<details class="question"><summary>`)
+	w.text(q.Q.ID)
+	w.raw(`: `)
+	w.text(q.Q.Question)
+	w.raw(`</summary>
+`)
+	if q.Q.Answer != "" {
+		w.raw(`<p><strong>Reference:</strong> `)
+		w.text(q.Q.Answer)
+		w.raw(`</p>`)
+	}
+	w.raw(`
+`)
+	if len(q.Q.Sources) > 0 {
+		w.raw(`<p><strong>Expected sources:</strong> `)
+		for _, s := range q.Q.Sources {
+			w.raw(`<code>`)
+			w.text(s)
+			w.raw(`</code> `)
+		}
+		w.raw(`</p>`)
+	}
+	w.raw(`
+`)
+	for _, c := range q.Cases {
+		w.caseDetails(c)
+	}
+	w.raw(`</details>
+`)
+}
+
+func (w *pageWriter) caseDetails(c *Case) {
+	w.raw(`<details class="case"><summary>`)
+	w.text(c.Config)
+	w.raw(` · run `)
+	w.val(c.Repeat)
+	if k := c.Correctness; k != nil {
+		w.raw(` · <span class="lbl `)
+		w.text(k.Verdict)
+		w.raw(`">`)
+		w.text(k.Verdict)
+		w.raw(`</span>`)
+	}
+	if cl := c.Claims; cl != nil {
+		w.raw(` · `)
+		w.val(cl.Supported)
+		w.raw(`/`)
+		w.val(cl.Cited)
+		w.raw(` cited statements supported`)
+	}
+	w.raw(`</summary>
+`)
+	if c.Error != "" {
+		w.raw(`<p class="err">Run failed: `)
+		w.text(c.Error)
+		w.raw(`</p>`)
+	}
+	if c.ScoreError != "" {
+		w.raw(`<p class="err">Scoring failed: `)
+		w.text(c.ScoreError)
+		w.raw(`</p>`)
+	}
+	w.raw(`
+`)
+	if o := c.Outcome; o != nil && o.Report != nil {
+		w.raw(`<div class="answer">`)
+		w.text(o.Report.Answer)
+		w.raw(`</div>`)
+	}
+	w.raw(`
+`)
+	if k := c.Correctness; k != nil {
+		w.raw(`<p><strong>Correctness:</strong> <span class="lbl `)
+		w.text(k.Verdict)
+		w.raw(`">`)
+		w.text(k.Verdict)
+		w.raw(`</span> (agreement `)
+		w.text(pct(k.Agreement))
+		w.raw(`)`)
+		for _, reason := range k.Reasons {
+			w.raw(` — `)
+			w.text(reason)
+		}
+		w.raw(`</p>`)
+	}
+	w.raw(`
+`)
+	if cl := c.Claims; cl != nil {
+		w.raw(`<ol class="statements">`)
+		for _, s := range cl.Statements {
+			w.statement(s)
+		}
+		w.raw(`</ol>`)
+	}
+	w.raw(`
+`)
+	in := c.Integrity
+	if len(in.NotGathered) > 0 {
+		w.raw(`<p class="err">Cited but not gathered: `)
+		for _, u := range in.NotGathered {
+			w.text(u)
+			w.raw(` `)
+		}
+		w.raw(`</p>`)
+	}
+	if len(in.Unreadable) > 0 {
+		w.raw(`<p>Cited pages not readable: `)
+		for _, u := range in.Unreadable {
+			w.text(u)
+			w.raw(` `)
+		}
+		w.raw(`</p>`)
+	}
+	w.raw(`
+</details>
+`)
+}
+
+func (w *pageWriter) statement(s JudgedStatement) {
+	w.raw(`<li>`)
+	if s.Label != "" {
+		w.raw(`<span class="lbl `)
+		w.text(s.Label)
+		w.raw(`">`)
+		w.text(s.Label)
+		w.raw(`</span>`)
+	} else {
+		w.raw(`<span class="lbl uncited">no citation</span>`)
+	}
+	w.raw(` `)
+	w.text(s.Text)
+	w.raw(`
+`)
+	for _, j := range s.Judgments {
+		w.raw(`<div>[`)
+		w.val(j.Source)
+		w.raw(`] <a href="`)
+		w.url(j.URL)
+		w.raw(`">`)
+		w.text(j.URL)
+		w.raw(`</a>: <span class="lbl `)
+		w.text(j.Label)
+		w.raw(`">`)
+		w.text(j.Label)
+		w.raw(`</span>`)
+		if j.Agreement != 0 {
+			w.raw(` (agreement `)
+			w.text(pct(j.Agreement))
+			w.raw(`)`)
+		}
+		for _, reason := range j.Reasons {
+			w.raw(` — `)
+			w.text(reason)
+		}
+		w.raw(`</div>
+`)
+		if j.Passage != "" {
+			w.raw(`<blockquote>`)
+			w.text(j.Passage)
+			w.raw(`</blockquote>`)
+		}
+	}
+	w.raw(`</li>
+`)
+}
