@@ -198,7 +198,7 @@ func (c *cli) execute(ctx context.Context, args []string) (code int) {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	c.stopTelemetry()
-	if err == nil {
+	if err == nil || errors.Is(err, errVersionShown) {
 		return exitOK
 	}
 	return c.report(ctx, err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -76,10 +77,26 @@ func flagsUsed(cmd *cobra.Command) []string {
 // setHelp gives root and its commands the usage above, --version, and the
 // help topic "flags".
 func (c *cli) setHelp(root *cobra.Command) {
-	root.Version = versionString()
-	root.SetVersionTemplate("{{.Version}}\n")
-	root.InitDefaultVersionFlag()
-	root.Flags().Lookup("version").Usage = "print the version and exit"
+	// --version is research's own flag, not cobra's (root.Version): cobra
+	// prints a version in its own words unless given a text/template, and
+	// a template executed anywhere in the program keeps every exported
+	// method of every type in the binary (the linker can no longer tell
+	// which are called), tens of megabytes with the model SDKs.
+	var version bool
+	root.Flags().BoolVar(&version, "version", false, "print the version and exit")
+	pre := root.PersistentPreRunE
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if cmd == root && version {
+			if _, err := fmt.Fprintln(cmd.OutOrStdout(), versionString()); err != nil {
+				return err
+			}
+			return errVersionShown
+		}
+		if pre == nil {
+			return nil
+		}
+		return pre(cmd, args)
+	}
 	root.SetUsageFunc(usage)
 	root.AddCommand(&cobra.Command{
 		Use:   "flags",
@@ -87,6 +104,10 @@ func (c *cli) setHelp(root *cobra.Command) {
 		Long:  flagsTopic(root),
 	})
 }
+
+// errVersionShown ends a run of research --version that printed the
+// version: nothing else runs, and the exit status is 0.
+var errVersionShown = errors.New("version shown")
 
 // usage writes cmd's usage: its use line, commands, examples, the flags it
 // reads, and one line for the global ones.
