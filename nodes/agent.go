@@ -55,16 +55,21 @@ const (
 	AgentMaxSteps AgentStatus = "max_steps" // the step limit; the answer is a best-effort one
 	AgentStuck    AgentStatus = "stuck"     // repeated itself again after being told to change strategy (see MaxLoopPeriod); the answer is a best-effort one
 	AgentError    AgentStatus = "error"     // the run failed (the model, the context); Partial holds what it had done
+	// AgentTimedOut: the run's context deadline passed; the answer is a
+	// best-effort one written on a short fresh budget (see
+	// AgentConfig.TimeoutGrace). When that call fails too, the status is
+	// AgentError and Partial holds what the run had done.
+	AgentTimedOut AgentStatus = "timed_out"
 )
 
 // OK reports whether the agent finished its task.
 func (s AgentStatus) OK() bool { return s == AgentSuccess || s == AgentAnswered }
 
 // Incomplete reports whether a run that ended with s stopped before its
-// task was done: at the step limit, stuck, or failed. Its answer (or
-// Partial) is a best effort from what it had gathered.
+// task was done: at the step limit, stuck, timed out, or failed. Its
+// answer (or Partial) is a best effort from what it had gathered.
 func (s AgentStatus) Incomplete() bool {
-	return s == AgentMaxSteps || s == AgentStuck || s == AgentError
+	return s == AgentMaxSteps || s == AgentStuck || s == AgentTimedOut || s == AgentError
 }
 
 // AgentConfig configures an Agent.
@@ -131,6 +136,16 @@ type AgentConfig struct {
 	// *graph.InterruptError whose payload is a HumanQuestion, and Resume
 	// with graph.Answer(text) goes on — in this process or another.
 	Checkpointer graph.Checkpointer
+	// TimeoutGrace bounds the best-effort answer of a run whose context's
+	// deadline passed (Run and Resume): one call without tools, on
+	// a fresh context that keeps the run's values but not its deadline,
+	// asks for the best answer from what was gathered, and the run ends
+	// with AgentTimedOut (its error is still the deadline's). Zero means a
+	// fifth of the time the run had when it started, between
+	// MinTimeoutGrace and MaxTimeoutGrace; negative turns the answer off
+	// (the run ends with AgentError and its Partial). When the call fails
+	// or runs out of its grace, the run ends as if it were off.
+	TimeoutGrace time.Duration
 }
 
 // StateSource is something whose current state the model sees before each
@@ -295,7 +310,7 @@ type AgentResult struct {
 	Status AgentStatus `json:"status"`
 	Answer string      `json:"answer"`
 	// BestEffort marks an answer written without tools after the run was
-	// stopped: at the step limit, or stuck repeating itself.
+	// stopped: at the step limit, stuck repeating itself, or timed out.
 	BestEffort bool `json:"best_effort,omitempty"`
 	// Incomplete says the run stopped before its task was done (see
 	// AgentStatus.Incomplete); a paused run (Waiting) is incomplete too.
@@ -323,7 +338,7 @@ type AgentResult struct {
 }
 
 func resultOf(s AgentState) *AgentResult {
-	return &AgentResult{Task: s.Task, Status: s.Status, Answer: s.Answer, BestEffort: s.Status == AgentMaxSteps || s.Status == AgentStuck,
+	return &AgentResult{Task: s.Task, Status: s.Status, Answer: s.Answer, BestEffort: s.Status == AgentMaxSteps || s.Status == AgentStuck || s.Status == AgentTimedOut,
 		Incomplete: s.Status == "" || s.Status.Incomplete(), Steps: s.Steps, Messages: s.Messages, Usage: s.Usage, Sources: s.Cited, Gathered: len(s.Sources), Dropped: s.Dropped}
 }
 
@@ -377,7 +392,8 @@ func (a *Agent) Run(ctx context.Context, task string, observe func(AgentEvent), 
 	if strings.TrimSpace(task) == "" {
 		return nil, errors.New("nodes: agent: the task is empty")
 	}
-	return a.drive(AgentState{Task: task}, observe, a.graph.Stream(ctx, AgentState{Task: task}, opts...))
+	grace := a.timeoutGrace(ctx)
+	return a.drive(ctx, grace, AgentState{Task: task}, observe, a.graph.Stream(ctx, AgentState{Task: task}, opts...))
 }
 
 // Resume continues a stored run of the agent (graph.Thread in opts), after
@@ -387,10 +403,13 @@ func (a *Agent) Resume(ctx context.Context, observe func(AgentEvent), opts ...gr
 	if a.cfg.Checkpointer == nil {
 		return nil, errors.New("nodes: agent: Resume needs AgentConfig.Checkpointer")
 	}
-	return a.drive(AgentState{}, observe, a.graph.ResumeStream(ctx, opts...))
+	grace := a.timeoutGrace(ctx)
+	return a.drive(ctx, grace, AgentState{}, observe, a.graph.ResumeStream(ctx, opts...))
 }
 
-func (a *Agent) drive(last AgentState, observe func(AgentEvent), events iter.Seq2[graph.Event[AgentState], error]) (*AgentResult, error) {
+// drive runs events to their end. A run stopped by ctx's deadline gets
+// its best-effort answer within grace (see AgentConfig.TimeoutGrace).
+func (a *Agent) drive(ctx context.Context, grace time.Duration, last AgentState, observe func(AgentEvent), events iter.Seq2[graph.Event[AgentState], error]) (*AgentResult, error) {
 	// What the failed attempts of think and best_effort spent: they write
 	// no update, so it is added to the state's usage here.
 	var failed llm.UsageByRole
@@ -402,6 +421,9 @@ func (a *Agent) drive(last AgentState, observe func(AgentEvent), events iter.Seq
 	}
 	for ev, err := range events {
 		if err != nil {
+			if res, ok := a.timedOutResult(ctx, grace, last, observe); ok {
+				return withFailed(res), err
+			}
 			return withFailed(a.failedResult(last)), err
 		}
 		switch ev.Kind {
@@ -713,13 +735,27 @@ func (a *Agent) bestEffort(ctx context.Context, s AgentState) (graph.Update[Agen
 	if s.Status == AgentStuck {
 		status, closing = AgentStuck, stuckFinalPrompt
 	}
+	answer, err := a.closingAnswer(ctx, model, s, closing)
+	if err != nil {
+		return graph.Update[AgentState]{}, failWith(ctx, err, meter)
+	}
+	if answer == "" && status == AgentStuck {
+		answer = stuckAnswer(s.Steps, lastReply(s.Messages), len(s.Sources))
+	}
+	u := graph.Writes(a.finish(ctx, s.Steps, s.Sources, status, answer)...)
+	return u.With(aUsage.Merge(meter.Snapshot())), nil
+}
+
+// closingAnswer asks model, without tools, for the final answer of the run
+// in state s, with the closing instruction at the end of the prompt.
+func (a *Agent) closingAnswer(ctx context.Context, model llm.Model, s AgentState, closing string) (string, error) {
 	msgs := a.prompt(s, closing, nil, nil, a.cfg.ContextTokens)
 	resp, err := model.Generate(ctx, msgs, llm.CachePrompt(), llm.EmitDeltas(ctx, llm.RoleAgent))
 	if contextOverflow(err) {
 		resp, err = model.Generate(ctx, a.prompt(s, closing, nil, nil, estimateTokens(msgs, nil)/2), llm.CachePrompt(), llm.EmitDeltas(ctx, llm.RoleAgent))
 	}
 	if err != nil {
-		return graph.Update[AgentState]{}, failWith(ctx, err, meter)
+		return "", err
 	}
 	answer := resp.Content
 	if a.cfg.TextMode {
@@ -727,12 +763,7 @@ func (a *Agent) bestEffort(ctx context.Context, s AgentState) (graph.Update[Agen
 			answer = p.final
 		}
 	}
-	answer = strings.TrimSpace(answer)
-	if answer == "" && status == AgentStuck {
-		answer = stuckAnswer(s.Steps, lastReply(s.Messages), len(s.Sources))
-	}
-	u := graph.Writes(a.finish(ctx, s.Steps, s.Sources, status, answer)...)
-	return u.With(aUsage.Merge(meter.Snapshot())), nil
+	return strings.TrimSpace(answer), nil
 }
 
 // finish ends the run with status and answer: the answer's citations are

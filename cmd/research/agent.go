@@ -231,11 +231,14 @@ func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.Age
 	paused := o.status == runstore.StatusNeedsInput && res != nil && res.Waiting != nil
 	if runErr != nil && res != nil && !paused {
 		// What the stopped run had done, so it is not lost: its JSON
-		// document (incomplete, with its error), or its partial answer.
+		// document (incomplete, with its error), its best-effort answer
+		// (a timed-out run), or its partial answer.
 		var err error
 		switch {
 		case cfg.Format == config.FormatJSON:
 			err = c.output(string(doc) + "\n")
+		case res.BestEffort && res.Answer != "":
+			err = c.output(strings.TrimRight(cleanText(res.Answer), "\n") + "\n")
 		case res.Partial != "":
 			err = c.output(strings.TrimRight(cleanText(res.Partial), "\n") + "\n")
 		}
