@@ -58,8 +58,17 @@ SIGKILL of the agent leaves running). The agent says at the start which
 applies. They are NOT a sandbox: use them in a container or VM for
 untrusted tasks.
 
---timeout bounds the whole run (what the agent had done is printed, and the
-exit status is 1); --tool-timeout bounds each tool call (the model is told the
+Done means done: when the task names files to make ("write notes.md",
+"create a file with ...") or the answer says it wrote one, the agent's "done"
+is checked: it is shown the workspace listing (names and sizes) and what is
+missing or empty, and asked to confirm or continue (at most 2 such turns); a
+reply in text is no success while a named file is missing, and the run then
+fails (exit status 1) saying which file.
+
+--timeout bounds the whole run (the model is asked, without tools and on a
+short budget of its own, for a best-effort answer from what it gathered,
+with its sources, printed and kept as incomplete — or else what the agent had
+done is printed — and the exit status is 1); --tool-timeout bounds each tool call (the model is told the
 call did not finish). --format json prints the run's JSON document instead of
 the answer, also when the run fails (incomplete, with its error).
 
