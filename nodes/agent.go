@@ -55,16 +55,26 @@ const (
 	AgentMaxSteps AgentStatus = "max_steps" // the step limit; the answer is a best-effort one
 	AgentStuck    AgentStatus = "stuck"     // repeated itself again after being told to change strategy (see MaxLoopPeriod); the answer is a best-effort one
 	AgentError    AgentStatus = "error"     // the run failed (the model, the context); Partial holds what it had done
+	// AgentTimedOut: the run's context deadline passed; the answer is a
+	// best-effort one written on a short fresh budget (see
+	// AgentConfig.TimeoutGrace). When that call fails too, the status is
+	// AgentError and Partial holds what the run had done.
+	AgentTimedOut AgentStatus = "timed_out"
+	// AgentMissingFiles: the model said it was done, but files the task
+	// asked for (or its answer said it wrote) are missing or empty in the
+	// workspace after its verification turns (see AgentConfig.Workspace);
+	// AgentResult.Missing names them.
+	AgentMissingFiles AgentStatus = "missing_files"
 )
 
 // OK reports whether the agent finished its task.
 func (s AgentStatus) OK() bool { return s == AgentSuccess || s == AgentAnswered }
 
 // Incomplete reports whether a run that ended with s stopped before its
-// task was done: at the step limit, stuck, or failed. Its answer (or
-// Partial) is a best effort from what it had gathered.
+// task was done: at the step limit, stuck, timed out, or failed. Its
+// answer (or Partial) is a best effort from what it had gathered.
 func (s AgentStatus) Incomplete() bool {
-	return s == AgentMaxSteps || s == AgentStuck || s == AgentError
+	return s == AgentMaxSteps || s == AgentStuck || s == AgentTimedOut || s == AgentMissingFiles || s == AgentError
 }
 
 // AgentConfig configures an Agent.
@@ -131,6 +141,29 @@ type AgentConfig struct {
 	// *graph.InterruptError whose payload is a HumanQuestion, and Resume
 	// with graph.Answer(text) goes on — in this process or another.
 	Checkpointer graph.Checkpointer
+	// TimeoutGrace bounds the best-effort answer of a run whose context's
+	// deadline passed (Run and Resume): one call without tools, on
+	// a fresh context that keeps the run's values but not its deadline,
+	// asks for the best answer from what was gathered, and the run ends
+	// with AgentTimedOut (its error is still the deadline's). Zero means a
+	// fifth of the time the run had when it started, between
+	// MinTimeoutGrace and MaxTimeoutGrace; negative turns the answer off
+	// (the run ends with AgentError and its Partial). When the call fails
+	// or runs out of its grace, the run ends as if it were off.
+	TimeoutGrace time.Duration
+	// Workspace is the directory the agent's file tools work in. With it,
+	// done means done: a run whose task names files to make ("write
+	// notes.md", "create a file with …") or whose answer says it wrote one
+	// is checked before it ends with a success — a verification turn shows
+	// the model the workspace listing (names and sizes), what is missing or
+	// empty, and asks it to confirm or continue. A reply in text is no
+	// success while a named file is missing: after VerifyTurns turns the
+	// run ends with AgentMissingFiles. A file the task does not name gets
+	// one turn, and the model's confirmation is taken.
+	Workspace string
+	// VerifyTurns bounds the verification turns of a run (default
+	// DefaultVerifyTurns; negative turns the check off).
+	VerifyTurns int
 }
 
 // StateSource is something whose current state the model sees before each
@@ -194,6 +227,13 @@ type AgentState struct {
 	// nothing in Sources.
 	Cited   []citation.Source `json:"cited,omitempty"`
 	Dropped int               `json:"dropped,omitempty"`
+	// Expect are the files the task asks to be made (see
+	// AgentConfig.Workspace); "*" stands for one it does not name.
+	Expect []string `json:"expect,omitempty"`
+	// Verifications counts the verification turns so far; Missing are the
+	// files still missing when the run ended with AgentMissingFiles.
+	Verifications int      `json:"verifications,omitempty"`
+	Missing       []string `json:"missing,omitempty"`
 }
 
 var (
@@ -208,6 +248,9 @@ var (
 	aSources    = graph.Append(func(s *AgentState) *[]citation.Source { return &s.Sources })
 	aCited      = graph.Value(func(s *AgentState) *[]citation.Source { return &s.Cited })
 	aDropped    = graph.Value(func(s *AgentState) *int { return &s.Dropped })
+	aExpect     = graph.Value(func(s *AgentState) *[]string { return &s.Expect })
+	aVerified   = graph.Value(func(s *AgentState) *int { return &s.Verifications })
+	aMissing    = graph.Value(func(s *AgentState) *[]string { return &s.Missing })
 )
 
 // Agent graph nodes.
@@ -237,6 +280,9 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	if cfg.ContextTokens <= 0 {
 		cfg.ContextTokens = DefaultContextTokens
 	}
+	if cfg.VerifyTurns == 0 {
+		cfg.VerifyTurns = DefaultVerifyTurns
+	}
 	if cfg.MaxTools <= 0 {
 		cfg.MaxTools = DefaultMaxTools
 	}
@@ -259,7 +305,7 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	a.tools, a.defs, a.asks = tc, tc.Defs(), hasAsk && cfg.Checkpointer != nil
 
 	g := graph.New[AgentState](aMessages, aCalls, aSteps, aSignatures, aNudged, aStatus, aAnswer, aUsage,
-		aSources, aCited, aDropped)
+		aSources, aCited, aDropped, aExpect, aVerified, aMissing)
 	g.AddNode(AgentNodeThink, a.think, ModelRetry(cfg.ModelRetry))
 	g.AddNode(AgentNodeAct, a.act)
 	g.AddNode(AgentNodeFinal, a.bestEffort, ModelRetry(cfg.ModelRetry))
@@ -295,7 +341,7 @@ type AgentResult struct {
 	Status AgentStatus `json:"status"`
 	Answer string      `json:"answer"`
 	// BestEffort marks an answer written without tools after the run was
-	// stopped: at the step limit, or stuck repeating itself.
+	// stopped: at the step limit, stuck repeating itself, or timed out.
 	BestEffort bool `json:"best_effort,omitempty"`
 	// Incomplete says the run stopped before its task was done (see
 	// AgentStatus.Incomplete); a paused run (Waiting) is incomplete too.
@@ -320,11 +366,15 @@ type AgentResult struct {
 	// gathered, with citations checked like an answer's (Sources are then
 	// the sources Partial cites).
 	Partial string `json:"partial,omitempty"`
+	// Missing are, for a run that ended with AgentMissingFiles, the files
+	// the task asked for that are missing or empty in the workspace.
+	Missing []string `json:"missing_files,omitempty"`
 }
 
 func resultOf(s AgentState) *AgentResult {
-	return &AgentResult{Task: s.Task, Status: s.Status, Answer: s.Answer, BestEffort: s.Status == AgentMaxSteps || s.Status == AgentStuck,
-		Incomplete: s.Status == "" || s.Status.Incomplete(), Steps: s.Steps, Messages: s.Messages, Usage: s.Usage, Sources: s.Cited, Gathered: len(s.Sources), Dropped: s.Dropped}
+	return &AgentResult{Task: s.Task, Status: s.Status, Answer: s.Answer, BestEffort: s.Status == AgentMaxSteps || s.Status == AgentStuck || s.Status == AgentTimedOut,
+		Incomplete: s.Status == "" || s.Status.Incomplete(), Steps: s.Steps, Messages: s.Messages, Usage: s.Usage, Sources: s.Cited, Gathered: len(s.Sources), Dropped: s.Dropped,
+		Missing: s.Missing}
 }
 
 // failedResult is the result of a run that failed in state s, its last
@@ -346,7 +396,10 @@ const (
 	AgentEventThink AgentEventKind = "think" // the model replied: Thought, Calls
 	AgentEventAct   AgentEventKind = "act"   // a tool ran: Tool, Args, Output, Failed
 	AgentEventNudge AgentEventKind = "nudge" // the agent repeated itself and was told to change strategy
-	AgentEventDone  AgentEventKind = "done"  // the run ended: Status, Answer
+	// AgentEventVerify: the model said it was done, and is shown the
+	// workspace (Output) to confirm or continue (see AgentConfig.Workspace).
+	AgentEventVerify AgentEventKind = "verify"
+	AgentEventDone   AgentEventKind = "done" // the run ended: Status, Answer
 )
 
 // AgentEvent is one step of an agent's run. The agent emits them with
@@ -377,7 +430,9 @@ func (a *Agent) Run(ctx context.Context, task string, observe func(AgentEvent), 
 	if strings.TrimSpace(task) == "" {
 		return nil, errors.New("nodes: agent: the task is empty")
 	}
-	return a.drive(AgentState{Task: task}, observe, a.graph.Stream(ctx, AgentState{Task: task}, opts...))
+	grace := a.timeoutGrace(ctx)
+	first := AgentState{Task: task, Expect: expectedFiles(task)}
+	return a.drive(ctx, grace, first, observe, a.graph.Stream(ctx, first, opts...))
 }
 
 // Resume continues a stored run of the agent (graph.Thread in opts), after
@@ -387,10 +442,13 @@ func (a *Agent) Resume(ctx context.Context, observe func(AgentEvent), opts ...gr
 	if a.cfg.Checkpointer == nil {
 		return nil, errors.New("nodes: agent: Resume needs AgentConfig.Checkpointer")
 	}
-	return a.drive(AgentState{}, observe, a.graph.ResumeStream(ctx, opts...))
+	grace := a.timeoutGrace(ctx)
+	return a.drive(ctx, grace, AgentState{}, observe, a.graph.ResumeStream(ctx, opts...))
 }
 
-func (a *Agent) drive(last AgentState, observe func(AgentEvent), events iter.Seq2[graph.Event[AgentState], error]) (*AgentResult, error) {
+// drive runs events to their end. A run stopped by ctx's deadline gets
+// its best-effort answer within grace (see AgentConfig.TimeoutGrace).
+func (a *Agent) drive(ctx context.Context, grace time.Duration, last AgentState, observe func(AgentEvent), events iter.Seq2[graph.Event[AgentState], error]) (*AgentResult, error) {
 	// What the failed attempts of think and best_effort spent: they write
 	// no update, so it is added to the state's usage here.
 	var failed llm.UsageByRole
@@ -402,6 +460,9 @@ func (a *Agent) drive(last AgentState, observe func(AgentEvent), events iter.Seq
 	}
 	for ev, err := range events {
 		if err != nil {
+			if res, ok := a.timedOutResult(ctx, grace, last, observe); ok {
+				return withFailed(res), err
+			}
 			return withFailed(a.failedResult(last)), err
 		}
 		switch ev.Kind {
@@ -449,7 +510,7 @@ func AgentNode[S any](a *Agent, task func(S) string, write func(S, *AgentResult)
 		if strings.TrimSpace(t) == "" {
 			return graph.Update[S]{}, errors.New("agent: the task is empty")
 		}
-		final, err := a.graph.Invoke(ctx, AgentState{Task: t})
+		final, err := a.graph.Invoke(ctx, AgentState{Task: t, Expect: expectedFiles(t)})
 		if err != nil {
 			res := a.failedResult(final)
 			if res.Task == "" {
@@ -528,7 +589,7 @@ func (a *Agent) think(ctx context.Context, s AgentState) (graph.Update[AgentStat
 	graph.Emit(ctx, AgentEvent{Kind: AgentEventThink, Step: step, Thought: thought, Calls: calls})
 
 	u := graph.Writes(aMessages.Add(reply), aCalls.Set(calls), aSteps.Set(step), aUsage.Merge(meter.Snapshot()))
-	if len(calls) == 0 && final == "" {
+	if len(calls) == 0 && final == "" && !afterVerification(s.Messages) {
 		// A step without calls is judged by its text; a step with calls
 		// by its calls and their results, once act has them.
 		writes, verdict := loopRule(s, textRecord(thought))
@@ -548,7 +609,7 @@ func (a *Agent) think(ctx context.Context, s AgentState) (graph.Update[AgentStat
 			answer = final
 		}
 		if !a.cfg.KeepGoing || final != "" {
-			return u.With(a.finish(ctx, step, s.Sources, AgentAnswered, answer)...), nil
+			return u.With(a.done(ctx, s, step, s.Sources, AgentAnswered, answer)...), nil
 		}
 		return u.With(aMessages.Add(schemas.UserMessage(keepGoingPrompt))), nil
 	}
@@ -602,15 +663,18 @@ func (a *Agent) act(ctx context.Context, s AgentState) (graph.Update[AgentState]
 	sources := append(slices.Clip(s.Sources), added...)
 	u := graph.Writes(aCalls.Set(nil), aSources.Add(added...))
 	finished := false
+	var after []graph.Write[AgentState]
 	for i, call := range s.Calls {
 		msgs = append(msgs, a.observation(call, results[i], notes[i]))
 		if tools.IsTerminate(call) && !results[i].Failed() {
 			if t, err := tools.ParseTerminate(call); err == nil {
-				status := AgentSuccess
 				if t.Status != tools.TerminateSuccess {
-					status = AgentFailure
+					u, finished = u.With(a.finish(ctx, s.Steps, sources, AgentFailure, t.Answer)...), true
+					continue
 				}
-				u, finished = u.With(a.finish(ctx, s.Steps, sources, status, t.Answer)...), true
+				// A verification turn's message follows the results
+				// (see done).
+				after, finished = a.done(ctx, s, s.Steps, sources, AgentSuccess, t.Answer), true
 			}
 		}
 	}
@@ -627,7 +691,7 @@ func (a *Agent) act(ctx context.Context, s AgentState) (graph.Update[AgentState]
 			msgs = append(msgs, schemas.UserMessage(stuckPrompt))
 		}
 	}
-	return u.With(aMessages.Add(msgs...)), nil
+	return u.With(aMessages.Add(msgs...)).With(after...), nil
 }
 
 // lastReply is the text of the model's last reply in msgs.
@@ -713,13 +777,27 @@ func (a *Agent) bestEffort(ctx context.Context, s AgentState) (graph.Update[Agen
 	if s.Status == AgentStuck {
 		status, closing = AgentStuck, stuckFinalPrompt
 	}
+	answer, err := a.closingAnswer(ctx, model, s, closing)
+	if err != nil {
+		return graph.Update[AgentState]{}, failWith(ctx, err, meter)
+	}
+	if answer == "" && status == AgentStuck {
+		answer = stuckAnswer(s.Steps, lastReply(s.Messages), len(s.Sources))
+	}
+	u := graph.Writes(a.finish(ctx, s.Steps, s.Sources, status, answer)...)
+	return u.With(aUsage.Merge(meter.Snapshot())), nil
+}
+
+// closingAnswer asks model, without tools, for the final answer of the run
+// in state s, with the closing instruction at the end of the prompt.
+func (a *Agent) closingAnswer(ctx context.Context, model llm.Model, s AgentState, closing string) (string, error) {
 	msgs := a.prompt(s, closing, nil, nil, a.cfg.ContextTokens)
 	resp, err := model.Generate(ctx, msgs, llm.CachePrompt(), llm.EmitDeltas(ctx, llm.RoleAgent))
 	if contextOverflow(err) {
 		resp, err = model.Generate(ctx, a.prompt(s, closing, nil, nil, estimateTokens(msgs, nil)/2), llm.CachePrompt(), llm.EmitDeltas(ctx, llm.RoleAgent))
 	}
 	if err != nil {
-		return graph.Update[AgentState]{}, failWith(ctx, err, meter)
+		return "", err
 	}
 	answer := resp.Content
 	if a.cfg.TextMode {
@@ -727,12 +805,22 @@ func (a *Agent) bestEffort(ctx context.Context, s AgentState) (graph.Update[Agen
 			answer = p.final
 		}
 	}
-	answer = strings.TrimSpace(answer)
-	if answer == "" && status == AgentStuck {
-		answer = stuckAnswer(s.Steps, lastReply(s.Messages), len(s.Sources))
+	return strings.TrimSpace(answer), nil
+}
+
+// done ends the run with a success (status) and answer, unless "done
+// means done" says otherwise (see AgentConfig.Workspace): then it adds a
+// verification turn's message, or ends the run with AgentMissingFiles.
+func (a *Agent) done(ctx context.Context, s AgentState, step int, sources []citation.Source, status AgentStatus, answer string) []graph.Write[AgentState] {
+	verdict, prompt, missing := a.verify(s, answer)
+	switch verdict {
+	case verifyTurn:
+		graph.Emit(ctx, AgentEvent{Kind: AgentEventVerify, Step: step, Output: prompt})
+		return []graph.Write[AgentState]{aVerified.Set(s.Verifications + 1), aMessages.Add(schemas.UserMessage(prompt))}
+	case verifyMissing:
+		return append(a.finish(ctx, step, sources, AgentMissingFiles, answer), aMissing.Set(missing))
 	}
-	u := graph.Writes(a.finish(ctx, s.Steps, s.Sources, status, answer)...)
-	return u.With(aUsage.Merge(meter.Snapshot())), nil
+	return a.finish(ctx, step, sources, status, answer)
 }
 
 // finish ends the run with status and answer: the answer's citations are

@@ -863,7 +863,8 @@ func (f *Flow) summarize(ctx context.Context, s FlowState) (graph.Update[FlowSta
 // earlier step — on the step's prompt (StepTask.Prompt). The earlier
 // steps' sources are the run's first sources (S1, S2, …), listed in the
 // prompt, so its answer may cite them. A run that ends without finishing
-// its task (failure, the step limit, stuck) leaves the
+// its task (failure, the step limit, stuck, files the step asked for
+// missing: see AgentConfig.Workspace) leaves the
 // step blocked, with the agent's answer as the reason; a run that fails
 // (an error of the model) leaves it blocked with the error as the reason
 // and what the run had done (AgentResult.Partial) as its output. The
@@ -889,7 +890,9 @@ func AgentExecutor(a *Agent) Executor {
 			}
 			prompt = b.String()
 		}
-		final, err := a.graph.Invoke(ctx, AgentState{Task: prompt, Sources: known})
+		// Done means done for the step's own artefacts (the whole task is
+		// in the prompt too, but it is not this step's to make).
+		final, err := a.graph.Invoke(ctx, AgentState{Task: prompt, Sources: known, Expect: expectedFiles(t.Step)})
 		res := resultOf(final)
 		out := StepResult{Output: res.Answer, Sources: final.Sources, Usage: res.Usage}
 		switch {
@@ -900,6 +903,8 @@ func AgentExecutor(a *Agent) Executor {
 				out.Output = res.Partial
 			}
 			return out, err
+		case res.Status == AgentMissingFiles:
+			out.Blocked = fmt.Sprintf("the step asked for %s, missing or empty in the workspace after the agent said it was done", strings.Join(res.Missing, ", "))
 		case !res.Status.OK():
 			out.Blocked = fmt.Sprintf("the agent ended with status %s", res.Status)
 			if ans := summaryNote(res.Answer); ans != "" {

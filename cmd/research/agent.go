@@ -58,12 +58,22 @@ SIGKILL of the agent leaves running). The agent says at the start which
 applies. They are NOT a sandbox: use them in a container or VM for
 untrusted tasks.
 
---timeout bounds the whole run (what the agent had done is printed, and the
-exit status is 1); --tool-timeout bounds each tool call (the model is told the
-call did not finish), except ask_human and deep_research, which only --timeout
-bounds: a person takes the time they take, and a research run takes minutes by
-design (rounds of searches, page reads and model calls, each with its own
-timeouts), which --tool-timeout would cut short. --format json prints the run's JSON document instead of
+Done means done: when the task names files to make ("write notes.md",
+"create a file with ...") or the answer says it wrote one, the agent's "done"
+is checked: it is shown the workspace listing (names and sizes) and what is
+missing or empty, and asked to confirm or continue (at most 2 such turns); a
+reply in text is no success while a named file is missing, and the run then
+fails (exit status 1) saying which file.
+
+--timeout bounds the whole run (the model is asked, without tools and on a
+short budget of its own, for a best-effort answer from what it gathered,
+with its sources, printed and kept as incomplete — or else what the agent had
+done is printed — and the exit status is 1); --tool-timeout bounds each tool
+call (the model is told the call did not finish), except ask_human and
+deep_research, which only --timeout bounds: a person takes the time they
+take, and a research run takes minutes by design (rounds of searches, page
+reads and model calls, each with its own timeouts), which --tool-timeout
+would cut short. --format json prints the run's JSON document instead of
 the answer, also when the run fails (incomplete, with its error).
 
 Exit status: 0 the task is done; 1 the run failed or timed out; 2
@@ -234,11 +244,14 @@ func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.Age
 	paused := o.status == runstore.StatusNeedsInput && res != nil && res.Waiting != nil
 	if runErr != nil && res != nil && !paused {
 		// What the stopped run had done, so it is not lost: its JSON
-		// document (incomplete, with its error), or its partial answer.
+		// document (incomplete, with its error), its best-effort answer
+		// (a timed-out run), or its partial answer.
 		var err error
 		switch {
 		case cfg.Format == config.FormatJSON:
 			err = c.output(string(doc) + "\n")
+		case res.BestEffort && res.Answer != "":
+			err = c.output(strings.TrimRight(cleanText(res.Answer), "\n") + "\n")
 		case res.Partial != "":
 			err = c.output(strings.TrimRight(cleanText(res.Partial), "\n") + "\n")
 		}

@@ -36,6 +36,17 @@ func TestE2EAgentLimits(t *testing.T) {
 		assert.Equal(t, true, doc["incomplete"], res.stdout)
 		assert.Contains(t, doc["error"], "timed out after 2s", res.stdout)
 		assert.Contains(t, res.stderr, "did not finish within the timeout of 2s")
+		// The best-effort answer written after the deadline, on its own budget.
+		assert.Equal(t, "timed_out", doc["status"], res.stdout)
+		assert.Equal(t, true, doc["best_effort"], res.stdout)
+		assert.Equal(t, "Best effort: the file list is incomplete.", doc["answer"], res.stdout)
+	})
+	t.Run("a timed-out run prints its best-effort answer", func(t *testing.T) {
+		oa := newFakeOpenAI(t, agentScript(oaReply{Content: "Waiting.", ToolCalls: []oaCall{{Name: "bash", Args: `{"command":"sleep 1000"}`}}}))
+		res := run(t, agentEnv(t, oa), args("--workspace", t.TempDir(), "--allow-exec", "--timeout", "2s", "wait")...)
+		require.Equal(t, 1, res.code, res)
+		assert.Equal(t, "Best effort: the file list is incomplete.\n", res.stdout, res)
+		assert.Contains(t, res.stderr, "did not finish within the timeout of 2s", res)
 	})
 	t.Run("a tool call is bounded by --tool-timeout and the agent goes on", func(t *testing.T) {
 		oa := newFakeOpenAI(t, agentScript(

@@ -110,6 +110,26 @@ func TestE2EFlow(t *testing.T) {
 		require.NotEmpty(t, doc.Sources)
 	})
 
+	t.Run("a step that asks for a file is not completed by a text reply", func(t *testing.T) {
+		ws := t.TempDir()
+		oa := newFakeOpenAI(t, func(c oaCallCtx) oaReply {
+			p := c.req.prompt()
+			switch {
+			case strings.Contains(p, "You are the planner"):
+				return oaReply{ToolCalls: []oaCall{{Name: "planning", Args: `{"command":"create","title":"Notes","steps":["[agent] Write notes.md about Raft"]}`}}}
+			case strings.Contains(p, "You write the final answer of a planned task"):
+				return oaReply{Content: "The notes step did not finish."}
+			}
+			return oaReply{Content: "Here are the notes: Raft elects a leader by randomized timeouts."}
+		})
+		vars := map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL()}
+		res := run(t, env(t, vars), "flow", "--model", "openai:gpt-4.1-mini", "--loops", "1", "--workspace", ws, "write notes.md about Raft")
+		require.Equal(t, 3, res.code, res)
+		assert.Contains(t, res.stderr, "notes.md, missing or empty in the workspace", res)
+		assert.Contains(t, res.stderr, "Finished: partial", res)
+		assert.NoFileExists(t, filepath.Join(ws, "notes.md"))
+	})
+
 	t.Run("--approve-plan needs a terminal", func(t *testing.T) {
 		oa := newFakeOpenAI(t, agentScript(oaReply{Content: "never asked"}))
 		res := run(t, env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL()}),

@@ -32,7 +32,9 @@ with the executor that suits it; each step runs on its own — the agent (the
 tools of research agent, with a fresh step budget per step) or the
 researcher (a deep-research run on the step's question) — and sees the
 plan and the earlier steps' results. A step that fails or runs out of its
-steps is marked blocked, never completed, and the planner revises the rest
+steps, or an agent step that asks for a file the workspace does not hold
+when the agent says it is done (see "done means done" in research agent
+--help), is marked blocked, never completed, and the planner revises the rest
 of the plan (at most --max-revisions times). A last call summarises what
 was done and what was not; its citations are checked against the sources
 the steps gathered, and it ends with a numbered Sources list.

@@ -241,7 +241,8 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 		states = append(states, setup.Browser)
 	}
 	agent, err := nodes.NewAgent(nodes.AgentConfig{Model: model, Tools: set, MaxSteps: cfg.Agent.MaxSteps, TextMode: cfg.Agent.TextMode,
-		Checkpointer: aio.Checkpointer, Dynamic: dynamic, ModelRetry: modelRetry(cfg), States: states, AllowTools: allow})
+		Checkpointer: aio.Checkpointer, Dynamic: dynamic, ModelRetry: modelRetry(cfg), States: states, AllowTools: allow,
+		Workspace: ws})
 	if err != nil {
 		return nil, &setupError{fmt.Errorf("agent: %w", err)}
 	}
@@ -415,6 +416,8 @@ func AgentOutcome(res *nodes.AgentResult, maxSteps int) (runstore.Status, string
 		return runstore.StatusFailed, fmt.Sprintf("the agent reached its step limit (%d; raise it with --max-steps): its answer is a best effort", maxSteps)
 	case nodes.AgentStuck:
 		return runstore.StatusFailed, "the agent was stuck repeating itself and stopped: try a more capable model or rephrase the task"
+	case nodes.AgentMissingFiles:
+		return runstore.StatusFailed, fmt.Sprintf("the agent said it was done, but %s, which the task asked for, is missing or empty in the workspace after its verification turns", strings.Join(res.Missing, ", "))
 	}
 	return runstore.StatusFailed, fmt.Sprintf("the agent ended with status %q", res.Status)
 }
