@@ -3,6 +3,7 @@ package agentserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,10 +23,12 @@ type stepsState struct {
 var fDone = graph.Append(func(s *stepsState) *[]string { return &s.Done })
 
 // stepsGraph runs a, then b and c side by side, then d. c blocks until its
-// context ends while block is set; started receives each start of c.
+// context ends while block is set, fails while fail is set; started
+// receives each start of c.
 type stepsGraph struct {
 	calls   map[string]*atomic.Int64
 	block   atomic.Bool
+	fail    atomic.Bool
 	started chan struct{}
 }
 
@@ -42,6 +45,9 @@ func newStepsGraph(t *testing.T, cp graph.Checkpointer) (*stepsGraph, *graph.Com
 				if sg.block.Load() {
 					<-ctx.Done()
 					return graph.Update[stepsState]{}, ctx.Err()
+				}
+				if sg.fail.Load() {
+					return graph.Update[stepsState]{}, errors.New("c failed")
 				}
 			}
 			return graph.Writes(fDone.Add(name)), nil
@@ -190,4 +196,36 @@ func waitFor(t *testing.T, cond func() bool) {
 		sleepABit()
 	}
 	t.Fatal("the condition never held")
+}
+
+// TestContinueFailedRun: a run that failed in a task continues with input
+// null: the failed task runs again, its finished sibling does not.
+func TestContinueFailedRun(t *testing.T) {
+	cp := graph.NewMemorySaver()
+	srv, err := agentserver.New(agentserver.Options{Checkpointer: cp, Heartbeat: time.Hour})
+	require.NoError(t, err)
+	sg, compiled := newStepsGraph(t, cp)
+	require.NoError(t, srv.Serve("steps", agentserver.Compiled(compiled)))
+	ts := newHTTPServer(t, srv)
+	c := client{t: t, base: ts.URL}
+	tid := newThread(c)
+	path := "/threads/" + tid
+
+	sg.fail.Store(true)
+	_, evs := stream(t, c, path+"/runs/stream", map[string]any{"assistant_id": "steps", "input": map[string]any{"done": []string{}}})
+	require.NotEmpty(t, ofType(evs, "error"))
+	var th threadDoc
+	c.json("GET", path, nil, 200, &th)
+	require.Equal(t, "error", th.Status)
+	var st stateDoc
+	c.json("GET", path+"/state", nil, 200, &st)
+	require.Equal(t, []string{"c"}, st.Next)
+
+	sg.fail.Store(false)
+	var final stepsState
+	c.json("POST", path+"/runs/wait", map[string]any{"assistant_id": "steps", "input": nil}, 200, &final)
+	assert.ElementsMatch(t, []string{"a", "b", "c", "d"}, final.Done)
+	assert.Equal(t, map[string]int64{"a": 1, "b": 1, "c": 2, "d": 1}, sg.counts())
+	c.json("GET", path, nil, 200, &th)
+	assert.Equal(t, "idle", th.Status)
 }
