@@ -159,6 +159,7 @@ type stateDoc struct {
 	} `json:"metadata"`
 	Tasks []struct {
 		ID, Name   string
+		Result     json.RawMessage `json:"result"`
 		Interrupts []struct {
 			ID    string          `json:"id"`
 			Value json.RawMessage `json:"value"`

@@ -52,6 +52,15 @@
 // on a busy thread —, enqueue, interrupt, rollback), on_disconnect (cancel,
 // the default of /runs/stream, or continue), on_completion, if_not_exists.
 //
+// A run with input null (or none) and no command continues its thread, as
+// LangGraph's does: when the newest checkpoint has pending tasks (a run
+// cancelled, stopped by a shutdown or failed), only the tasks that had not
+// finished run, then the rest of the graph (graph.Compiled.ResumeStream);
+// breakpoints are released. When a pending task waits for an answer (an
+// interrupt), the run is refused with 422: send command.resume. With
+// nothing pending the graph runs again from its start on the thread's
+// state. With checkpoint_id, the run starts from that checkpoint as before.
+//
 // # Streams
 //
 // The first event is metadata {run_id, thread_id, attempt}, then the modes

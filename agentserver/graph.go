@@ -28,6 +28,11 @@ type Graph interface {
 	// values reads the newest state's values of a thread, nil when it has
 	// none, with the interrupts it waits on.
 	values(ctx context.Context, thread string) (json.RawMessage, []interruptOut, error)
+	// pending reads what a run without input or command would continue on
+	// a thread: the nodes its newest checkpoint has yet to run (none: such
+	// a run starts the graph over) and the interrupts they wait on for an
+	// answer (command.resume).
+	pending(ctx context.Context, thread string) (next []string, waiting []graph.PendingInterrupt, err error)
 }
 
 // RunConfig is what a run's body asks of the graph: config.configurable
@@ -329,15 +334,33 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 		opts = append(opts, graph.RecursionLimit(req.recursionLimit))
 	}
 	var events func(func(graph.Event[S], error) bool)
-	if req.command != nil {
+	// A run without input or command on a thread whose newest checkpoint
+	// has pending tasks continues it, as LangGraph does: the tasks that had
+	// not finished (a run cancelled, stopped or failed) run, the others'
+	// writes stand.
+	continues := false
+	if req.command == nil && isNull(req.input) && req.checkpointID == "" {
+		next, waiting, err := pendingOf(ctx, c, req.thread)
+		if err != nil {
+			return runEnd{err: fmt.Errorf("reading the thread's pending tasks: %w", err)}
+		}
+		if len(waiting) > 0 {
+			return runEnd{err: errWaiting(waiting), bad: true}
+		}
+		continues = len(next) > 0
+	}
+	switch {
+	case continues:
+		events = c.ResumeStream(ctx, opts...)
+	case req.command != nil:
 		ropts, err := g.commandOptions(ctx, c, at, req.command)
 		if err != nil {
 			return runEnd{err: err, bad: true}
 		}
 		events = c.ResumeStream(ctx, append(opts, ropts...)...)
-	} else {
+	default:
 		var in S
-		if len(req.input) > 0 && string(req.input) != "null" {
+		if !isNull(req.input) {
 			var ws []graph.Write[S]
 			var err error
 			if g.input != nil {
@@ -403,6 +426,46 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 		end.values = withInterrupts(end.values, end.interrupts)
 	}
 	return end
+}
+
+// isNull says whether a JSON value is absent or null.
+func isNull(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+// pendingOf reads the pending tasks of a thread's newest checkpoint and the
+// interrupts raised by nodes that wait for an answer (breakpoints do not:
+// a continuing run releases them). A thread without a checkpoint has none.
+func pendingOf[S any](ctx context.Context, c *graph.Compiled[S], thread string) ([]string, []graph.PendingInterrupt, error) {
+	snap, err := c.State(ctx, graph.Thread(thread))
+	if errors.Is(err, graph.ErrCheckpointNotFound) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var waiting []graph.PendingInterrupt
+	for _, pi := range snap.Interrupts {
+		if pi.Kind == graph.InterruptNode {
+			waiting = append(waiting, pi)
+		}
+	}
+	return snap.Next, waiting, nil
+}
+
+func (g *served[S]) pending(ctx context.Context, thread string) ([]string, []graph.PendingInterrupt, error) {
+	return pendingOf(ctx, g.c, thread)
+}
+
+// errWaiting is the error of a run without input or command on a thread
+// whose pending tasks wait for answers.
+func errWaiting(waiting []graph.PendingInterrupt) error {
+	ids := make([]string, 0, len(waiting))
+	for _, pi := range waiting {
+		ids = append(ids, pi.ID+" ("+pi.Node+")")
+	}
+	return fmt.Errorf("the thread waits on %d interrupt(s) for an answer: %s; send command.resume with the answer to continue it (input null continues only a thread whose pending tasks wait on no interrupt)",
+		len(waiting), strings.Join(ids, ", "))
 }
 
 // commandOptions are the options of a resume with a command: answers to

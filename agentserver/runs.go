@@ -223,6 +223,21 @@ func (s *Server) newRun(r *http.Request, threadID string) (*run, error) {
 	if req.OnCompletion == "" && t.stateless {
 		req.OnCompletion = "delete"
 	}
+	// A run without input or command continues the thread's pending tasks:
+	// refused at once when they wait for answers. (On a busy thread the
+	// run decides when it starts: the runs before it change the state.)
+	s.mu.Lock()
+	sameGraph := t.graphID == "" || t.graphID == asst.graphID
+	s.mu.Unlock()
+	if spec.command == nil && isNull(spec.input) && spec.checkpointID == "" && sameGraph && !s.busy(t) {
+		_, waiting, err := asst.g.pending(r.Context(), t.id)
+		if err != nil {
+			return nil, fmt.Errorf("reading the pending tasks of thread %s: %w", t.id, err)
+		}
+		if len(waiting) > 0 {
+			return nil, fmt.Errorf("%w: %w", errBadRequest, errWaiting(waiting))
+		}
+	}
 
 	now := time.Now().UTC()
 	md := req.Metadata

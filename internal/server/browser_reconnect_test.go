@@ -2,8 +2,10 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,7 +104,10 @@ func TestBrowserReconnect(t *testing.T) {
 }
 
 // TestBrowserCancel: Cancel stops a running run (POST …/runs/{id}/cancel);
-// the page shows it cancelled, raises no error, and takes a new question.
+// the page shows it cancelled, raises no error, and offers Resume: a run
+// with input null that continues the thread's unfinished tasks, streamed
+// into the same turn, which finishes with the cited answer; the searches
+// that had finished before the cancel are not made again.
 func TestBrowserCancel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: skipped in -short mode")
@@ -113,22 +118,89 @@ func TestBrowserCancel(t *testing.T) {
 	ctx := b.ctx
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate(ts.http.URL), chromedp.WaitVisible(chromedp.ID("question"))))
 	b.proveDetectors(t)
+	// Medium effort: two queries, searched side by side; query 1 never
+	// returns (until unblocked), query 2 does.
+	pollJS(t, ctx, `document.querySelector('#effort option[value="medium"]')?.textContent.includes('(')`)
 	require.NoError(t, chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.ID("effort"), "medium"),
 		chromedp.SendKeys(chromedp.ID("question"), "A question whose search never ends"),
 		chromedp.Click(chromedp.ID("ask")),
 	))
-	// Running, its search under way: Cancel.
+	// Running, its search under way, query 2's search finished and recorded
+	// in the pending step: Cancel.
 	pollJS(t, ctx, `document.body.dataset.state === 'running' && document.querySelector('#timeline li[data-kind="searching"]') && !document.getElementById('run-cancel').hidden`)
+	threadID := evalJS[string](t, ctx, `decodeURIComponent((/^#thread=(.+)$/.exec(location.hash) || ['', ''])[1])`)
+	for i := 0; ; i++ {
+		st := lgCall[struct {
+			Tasks []struct {
+				Name   string          `json:"name"`
+				Result json.RawMessage `json:"result"`
+			} `json:"tasks"`
+		}](ts, "GET", "/threads/"+threadID+"/state", nil, 200)
+		done := 0
+		for _, task := range st.Tasks {
+			if len(task.Result) > 0 && string(task.Result) != "null" {
+				done++
+			}
+		}
+		if done > 0 && len(st.Tasks) > done {
+			break
+		}
+		require.Less(t, i, 2000, "query 2's search never finished beside the blocked query 1: %+v", st.Tasks)
+		time.Sleep(5 * time.Millisecond) // polls the run's state
+	}
 	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("run-cancel"))))
 	pollJS(t, ctx, `document.body.dataset.state === 'interrupted'`)
 	assert.Equal(t, "interrupted", evalJS[string](t, ctx, `document.getElementById('run-status').textContent`))
-	assert.Equal(t, "The run was cancelled.", evalJS[string](t, ctx, `document.getElementById('answer-status').textContent`))
+	assert.Equal(t, "The run was cancelled. Resume it to go on.", evalJS[string](t, ctx, `document.getElementById('answer-status').textContent`))
 	assert.True(t, evalJS[bool](t, ctx, `document.getElementById('error-box').hidden`), "a cancel is no error")
 	assert.True(t, evalJS[bool](t, ctx, `document.querySelector('#current-run .run-error').hidden`), "nor an error of the run")
 	assert.True(t, evalJS[bool](t, ctx, `document.getElementById('run-cancel').hidden`))
 
-	threadID := evalJS[string](t, ctx, `decodeURIComponent((/^#thread=(.+)$/.exec(location.hash) || ['', ''])[1])`)
 	runID := evalJS[string](t, ctx, `document.getElementById('current-run').dataset.runId`)
 	assert.Equal(t, "interrupted", lgCall[lgRun](ts, "GET", "/threads/"+threadID+"/runs/"+runID, nil, 200).Status)
+
+	// The cancelled run left its searches pending: Resume continues them.
+	require.False(t, evalJS[bool](t, ctx, `document.getElementById('run-resume').hidden`), "no Resume button for a cancelled run with work left")
+	pending := lgCall[struct {
+		Next []string `json:"next"`
+	}](ts, "GET", "/threads/"+threadID+"/state", nil, 200)
+	require.NotEmpty(t, pending.Next, "the cancelled run's thread has pending tasks")
+	ts.eng.search.mu.Lock()
+	searchedBefore := slices.Clone(ts.eng.search.queries)
+	ts.eng.search.mu.Unlock()
+	require.ElementsMatch(t, []string{"query 1", "query 2"}, searchedBefore)
+	ts.eng.search.unblocked.Store(true)
+	entriesBefore := evalJS[int](t, ctx, `document.querySelectorAll('#timeline > li').length`)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("run-resume"))))
+	pollJS(t, ctx, `['done', 'failed', 'needs-input'].includes(document.body.dataset.state) && document.getElementById('answer')?.dataset.streaming !== 'true'`)
+	f := readPage(t, ctx)
+	assert.Equal(t, "done", f.State, "error box: %q", f.ErrorText)
+	assert.True(t, evalJS[bool](t, ctx, `document.getElementById('run-resume').hidden`), "Resume is gone once the run finished")
+	assert.Equal(t, 1, evalJS[int](t, ctx, `document.querySelectorAll('#runs > article.run').length`), "the resumed run is the same turn")
+	assert.Greater(t, len(f.Timeline), entriesBefore, "the resumed run's activity adds to the turn's timeline")
+
+	// The resuming run: input null, on the same thread, finished.
+	runs := lgCall[[]lgRun](ts, "GET", "/threads/"+threadID+"/runs", nil, 200)
+	require.Len(t, runs, 2)
+	resumed := runs[0] // newest first
+	assert.Equal(t, "success", resumed.Status)
+	assert.Nil(t, resumed.Kwargs.Input, "Resume sends input null")
+	assert.Nil(t, resumed.Kwargs.Command, "and no command")
+	checkRunPage(t, f, sourcesOf(t, ts, resumed))
+	// Only the unfinished work ran again: query 1's search, not query 2's,
+	// which had finished before the cancel.
+	ts.eng.search.mu.Lock()
+	searchedAfter := slices.Clone(ts.eng.search.queries[len(searchedBefore):])
+	ts.eng.search.mu.Unlock()
+	assert.Equal(t, []string{"query 1"}, searchedAfter, "the searches of the resumed run")
+
+	// Reopened, the thread shows one turn, done, with the cited answer, and
+	// no Resume.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Reload()))
+	pollJS(t, ctx, `document.body.dataset.state === 'done' && document.querySelectorAll('#answer a.citation').length > 0`)
+	assert.Equal(t, 1, evalJS[int](t, ctx, `document.querySelectorAll('#runs > article.run').length`), "the cancelled run and its resume are one turn")
+	assert.True(t, evalJS[bool](t, ctx, `document.getElementById('run-resume').hidden`))
+	checkRunPage(t, readPage(t, ctx), sourcesOf(t, ts, resumed))
 	b.checkProblems(t)
 }

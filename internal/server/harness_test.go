@@ -137,8 +137,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 type worldSearch struct {
 	w        *world
 	searches atomic.Int64
-	mu       sync.Mutex
-	queries  []string
+	// unblocked lifts world.block: searches of its query return from then
+	// on (a resumed run finishes).
+	unblocked atomic.Bool
+	mu        sync.Mutex
+	queries   []string
 }
 
 func (s *worldSearch) Name() string { return "world" }
@@ -148,7 +151,7 @@ func (s *worldSearch) Search(ctx context.Context, query string, _ search.Options
 	s.mu.Lock()
 	s.queries = append(s.queries, query)
 	s.mu.Unlock()
-	if s.w.block != "" && query == s.w.block {
+	if s.w.block != "" && query == s.w.block && !s.unblocked.Load() {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}

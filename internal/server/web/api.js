@@ -119,6 +119,7 @@ export const paths = {
   newThread: () => '/threads',
   thread: (tid) => `/threads/${encodeURIComponent(tid)}`,
   history: (tid) => `${paths.thread(tid)}/history`,
+  state: (tid) => `${paths.thread(tid)}/state`,
   runs: (tid) => `${paths.thread(tid)}/runs?limit=100`,
   runStream: (tid) => `${paths.thread(tid)}/runs/stream`,
   run: (tid, rid) => `${paths.thread(tid)}/runs/${encodeURIComponent(rid)}`,

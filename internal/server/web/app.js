@@ -7,7 +7,9 @@
 // question is a run streamed on a thread (POST …/runs/stream with the
 // values, messages-tuple, updates and custom modes), joined again after a
 // drop at its Location with Last-Event-ID; a review or an agent's question
-// is the thread's interrupt, answered by a run with command.resume; past
+// is the thread's interrupt, answered by a run with command.resume; a run
+// cancelled, stopped or failed with tasks left (the thread's state has a
+// next) is resumed by a run with input null, which continues them; past
 // runs are POST /threads/search, a thread's turns its runs and history.
 //
 // Modules:
@@ -93,6 +95,7 @@ const app = {
 // The callbacks each RunView uses.
 const actions = {
   cancel: (view) => cancelRun(view),
+  resume: (view) => continueRun(view),
   loadActivity: (view) => replayActivity(view),
   onChange: (view) => {
     if (view === app.primary) syncPrimary();
@@ -404,15 +407,21 @@ function isResume(run) {
   return !!(c && typeof c === 'object' && c.resume !== undefined && c.resume !== null);
 }
 
+/** isContinue says whether a run continued its thread: no input, no command (Resume). */
+function isContinue(run) {
+  const k = run?.kwargs;
+  return !!k && typeof k === 'object' && (k.input === undefined || k.input === null) && (k.command === undefined || k.command === null);
+}
+
 /**
  * turnsOf groups a thread's runs (oldest first) into turns: a run that
- * asked, then the runs that answered its interrupts.
+ * asked, then the runs that answered its interrupts or continued it.
  */
 function turnsOf(runs) {
   const turns = [];
   for (const r of runs) {
     if (!r || typeof r !== 'object') continue;
-    if (isResume(r) && turns.length) turns[turns.length - 1].push(r);
+    if ((isResume(r) || isContinue(r)) && turns.length) turns[turns.length - 1].push(r);
     else turns.push([r]);
   }
   return turns;
@@ -448,6 +457,9 @@ async function openThread(id, { focus = false } = {}) {
     if (rid && !ended.has(rid)) ended.set(rid, h.values);
   }
   const waiting = firstInterrupt(thread);
+  // Tasks left to run in the thread's newest checkpoint: a Resume goes on.
+  const newestState = Array.isArray(history) && history.length ? history[0] : null;
+  const pending = !!newestState && Array.isArray(newestState.next) && newestState.next.length > 0;
   const turns = turnsOf((Array.isArray(runs) ? runs : []).slice().reverse()); // the API lists newest first
   turns.forEach((turn, i) => {
     const newest = i === turns.length - 1;
@@ -458,7 +470,7 @@ async function openThread(id, { focus = false } = {}) {
       view.setStatus(status);
       return;
     }
-    view.applyEnd(status, newest ? waiting : null, newest ? thread.values : ended.get(str(lastRun.run_id)));
+    view.applyEnd(status, newest ? waiting : null, newest ? thread.values : ended.get(str(lastRun.run_id)), newest && pending);
   });
   // The timelines and costs come from the runs' streams: replayed for the
   // turns that ended, followed live for a run that runs.
@@ -606,13 +618,15 @@ async function follow(view, { body, run, started = () => {} } = {}) {
 
 /**
  * settle shows how a run ended: its status, the interrupt its thread waits
- * on, the state's values (the answer and its sources).
+ * on, the state's values (the answer and its sources) and, for a run that
+ * did not finish, whether tasks are left to run (Resume).
  */
 async function settle(view, runId, signal) {
   const tid = view.run.thread_id;
-  let run, thread;
+  let run, thread, state;
   try {
     [run, thread] = await Promise.all([api('GET', paths.run(tid, runId), undefined, { signal }), api('GET', paths.thread(tid), undefined, { signal })]);
+    if (run && (run.status === 'interrupted' || run.status === 'error')) state = await api('GET', paths.state(tid), undefined, { signal });
   } catch (err) {
     if (err.name !== 'AbortError' && err.status !== 401) showError(err);
     return;
@@ -622,7 +636,8 @@ async function settle(view, runId, signal) {
   // A newer run of the turn (an answer sent meanwhile) shows its own end.
   if (view.following || view.last?.run_id !== runId) return;
   const waiting = firstInterrupt(thread);
-  view.applyEnd(pageStatus(run.status, !!waiting), waiting, thread.values);
+  const pending = !!state && Array.isArray(state.next) && state.next.length > 0;
+  view.applyEnd(pageStatus(run.status, !!waiting), waiting, thread.values, pending);
   if (view === app.primary) loadThreads(true);
 }
 
@@ -681,6 +696,32 @@ async function cancelRun(view) {
     showError(err);
   } finally {
     view.cancelBtn.disabled = false;
+  }
+}
+
+/**
+ * continueRun resumes a turn that stopped with tasks left (cancelled,
+ * stopped by a shutdown, failed): a run with input null, which continues
+ * the thread's pending tasks, with the turn's settings, followed as any.
+ */
+async function continueRun(view) {
+  if (view.following || !view.canResume()) return;
+  const status = view.status;
+  view.resumeBtn.disabled = true;
+  view.live = true;
+  view.pending = false;
+  view.clearErrors();
+  hideError(); // the failure it goes on from
+  view.setStatus('queued');
+  const configurable = view.runs[0]?.kwargs?.config?.configurable;
+  const more = { input: null };
+  if (configurable && typeof configurable === 'object') more.config = { configurable };
+  const ok = await new Promise((started) => follow(view, { body: runBody(view.kind, more), started }));
+  view.resumeBtn.disabled = false;
+  if (!ok && app.primary === view) {
+    // Refused: the turn stays as it was.
+    view.pending = true;
+    view.setStatus(status);
   }
 }
 

@@ -1,7 +1,8 @@
 // runview.js — the view of one turn of a thread: its question, activity
 // timeline, streamed then rendered answer, sources, summary, status and
 // buttons. A turn is the run that asked the question and the runs that
-// answered its interrupts (command.resume) after it.
+// went on with it after: answers to its interrupts (command.resume) and
+// runs that continued it (input null) after a cancel, a stop or a failure.
 //
 // What it shows comes from the Agent Server API: the answer streams as
 // messages-tuple chunks and is the last ai message of the state's values
@@ -64,6 +65,7 @@ export function answerOf(values) {
 const PRIMARY_IDS = {
   statusEl: 'run-status',
   cancelBtn: 'run-cancel',
+  resumeBtn: 'run-resume',
   timeline: 'timeline',
   answerStatus: 'answer-status',
   answer: 'answer',
@@ -83,7 +85,7 @@ export class RunView {
    * turn: {thread_id, kind ("research" | "agent"), question, runs: the
    *       API's runs of the turn, oldest first (may be empty until the
    *       first stream opens)}.
-   * actions: {cancel(view), loadActivity(view), onChange(view)}
+   * actions: {cancel(view), resume(view), loadActivity(view), onChange(view)}
    * historic: true for an earlier turn of the thread (its status and answer
    *           come from the API, its streams only fill the timeline).
    */
@@ -100,6 +102,7 @@ export class RunView {
     this.streamNode = null; // text node the tokens are appended to
     this.streamID = ''; // the id of the message being streamed
     this.interrupt = null;
+    this.pending = false; // the thread has tasks left to run (Resume continues them)
     this.values = null; // the newest state values seen
     this.costs = new Map(); // run id → its last custom cost event
     this.errors = new Set();
@@ -141,6 +144,8 @@ export class RunView {
     this.metaEl = el('span', { class: 'run-meta-text' });
     this.cancelBtn = el('button', { type: 'button', class: 'button small secondary', hidden: true }, 'Cancel');
     this.cancelBtn.addEventListener('click', () => this.actions.cancel(this));
+    this.resumeBtn = el('button', { type: 'button', class: 'button small primary', hidden: true }, 'Resume');
+    this.resumeBtn.addEventListener('click', () => this.actions.resume(this));
 
     this.timeline = el('ol', { class: 'timeline', 'aria-live': 'polite', 'aria-relevant': 'additions', 'aria-label': 'Activity' });
     this.activityCount = el('span', { class: 'count' });
@@ -184,7 +189,7 @@ export class RunView {
         { class: 'run-head' },
         el('p', { class: 'run-label' }, this.kind === 'agent' ? 'Task' : 'Question'),
         el('h3', { class: 'run-question' }, str(this.run.input)),
-        el('div', { class: 'run-meta' }, this.statusEl, this.metaEl, this.progressEl, el('span', { class: 'run-buttons' }, this.cancelBtn)),
+        el('div', { class: 'run-meta' }, this.statusEl, this.metaEl, this.progressEl, el('span', { class: 'run-buttons' }, this.cancelBtn, this.resumeBtn)),
       ),
       this.activity,
       this.answerStatus,
@@ -225,10 +230,12 @@ export class RunView {
 
   /**
    * applyEnd takes how the turn's newest run ended: its status, the
-   * interrupt the thread waits on (or null) and the state's values, whose
-   * answer and sources it renders.
+   * interrupt the thread waits on (or null), the state's values, whose
+   * answer and sources it renders, and whether the thread has tasks left
+   * to run (a run cancelled, stopped or failed midway: Resume goes on).
    */
-  applyEnd(status, interrupt, values) {
+  applyEnd(status, interrupt, values, pending = false) {
+    this.pending = !!pending;
     if (values && typeof values === 'object') this.values = values;
     this.interrupt = status === 'needs-input' && interrupt && typeof interrupt === 'object' ? interrupt : null;
     if (status === 'done' || status === 'failed' || (status === 'interrupted' && this.values)) this.renderValues(this.values);
@@ -322,6 +329,13 @@ export class RunView {
     this.lastEventId = 0;
   }
 
+  /** clearErrors takes away the errors shown (a resumed run goes on). */
+  clearErrors() {
+    this.errors.clear();
+    clear(this.errorEl);
+    show(this.errorEl, false);
+  }
+
   showError(message) {
     const msg = str(message).trim();
     if (!msg || this.errors.has(msg)) return;
@@ -332,6 +346,12 @@ export class RunView {
 
   #syncButtons() {
     show(this.cancelBtn, this.primary && !this.historic && ['queued', 'running'].includes(this.status));
+    show(this.resumeBtn, this.canResume());
+  }
+
+  /** canResume says whether Resume applies: the turn stopped (cancelled or failed) with tasks left to run. */
+  canResume() {
+    return this.primary && !this.historic && this.pending && ['interrupted', 'failed'].includes(this.status);
   }
 
   #addActivity(a) {
@@ -521,10 +541,10 @@ export class RunView {
         text = this.answerFinal ? 'Answer ready.' : 'Done.';
         break;
       case 'failed':
-        text = 'The run failed.';
+        text = this.canResume() ? 'The run failed. Resume it to try its unfinished steps again.' : 'The run failed.';
         break;
       case 'interrupted':
-        text = 'The run was cancelled.';
+        text = this.canResume() ? 'The run was cancelled. Resume it to go on.' : 'The run was cancelled.';
         break;
       default:
         text = '';
