@@ -108,15 +108,19 @@ func (c *cachingModel) cached(prompt string) int {
 // uses every loop, with three pages read per query (pages longer than
 // what a source may take of the prompt), as the CLI wires it with default
 // settings, against a model server that caches prompt prefixes as OpenAI
-// does: the run's input tokens, those of the research (summary) prompts,
-// and the share read from the cache, at medium and high effort.
+// does: the run's input tokens, those of each role (research: the summary
+// prompts), and the share read from the cache, at medium and high effort.
 //
 //	go test -run '^$' -bench PromptTokens -benchtime 1x ./research
 func BenchmarkPromptTokens(b *testing.B) {
 	for _, c := range []struct {
 		effort         string
 		queries, loops int
-	}{{"medium", 3, 3}, {"high", 5, 10}} {
+		most           int // input tokens: issue 31's bounds
+	}{
+		{"medium", 3, 3, 83_738}, // the code before the research budget
+		{"high", 5, 10, 250_000},
+	} {
 		b.Run("effort="+c.effort, func(b *testing.B) {
 			f := newFakeServices(b, latencies{})
 			f.pageText = strings.Repeat("A sentence of the page with a fact in it, a figure and a name. ", 160) // ~10 kB
@@ -124,7 +128,8 @@ func BenchmarkPromptTokens(b *testing.B) {
 			f.model.Close()
 			f.model = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { model.ServeHTTP(w, r) }))
 			r := openResearch(b, f, map[string]string{"DEEPGRAPH_EFFORT": c.effort})
-			var input, research, cached int
+			var input, cached int
+			var byRole llm.UsageByRole
 			for b.Loop() {
 				model = &cachingModel{f: f}
 				rep, err := r.Run(context.Background(), "question")
@@ -136,10 +141,15 @@ func BenchmarkPromptTokens(b *testing.B) {
 				}
 				tot := rep.Usage.Total().Usage
 				input, cached = tot.PromptTokens, tot.CachedTokens
-				research = rep.Usage[llm.RoleResearch].Usage.PromptTokens
+				byRole = rep.Usage
+			}
+			if input > c.most {
+				b.Errorf("a run at %s effort took %d input tokens, want at most %d (by role: %+v)", c.effort, input, c.most, byRole)
 			}
 			b.ReportMetric(float64(input), "input-tokens/run")
-			b.ReportMetric(float64(research), "research-input-tokens/run")
+			for role, u := range byRole {
+				b.ReportMetric(float64(u.Usage.PromptTokens), role+"-input-tokens/run")
+			}
 			b.ReportMetric(100*float64(cached)/float64(input), "%cached")
 		})
 	}
