@@ -117,17 +117,24 @@ func BenchmarkPromptTokens(b *testing.B) {
 		effort         string
 		queries, loops int
 		most           int // input tokens: issue 31's bounds
+		researchBudget int // research_budget, when set
 	}{
-		{"medium", 3, 3, 83_738}, // the code before the research budget
-		{"high", 5, 10, 250_000},
+		{"medium", 3, 3, 83_738, 0}, // the code before the research budget
+		{"high", 5, 10, 250_000, 0},
+		{"high", 5, 10, 250_000, 1000}, // the key reaches the research prompts
 	} {
-		b.Run("effort="+c.effort, func(b *testing.B) {
+		name, vars := "effort="+c.effort, map[string]string{"DEEPGRAPH_EFFORT": c.effort}
+		if c.researchBudget > 0 {
+			name += fmt.Sprintf(",research_budget=%d", c.researchBudget)
+			vars["DEEPGRAPH_RESEARCH_BUDGET"] = fmt.Sprint(c.researchBudget)
+		}
+		b.Run(name, func(b *testing.B) {
 			f := newFakeServices(b, latencies{})
 			f.pageText = strings.Repeat("A sentence of the page with a fact in it, a figure and a name. ", 160) // ~10 kB
 			var model *cachingModel
 			f.model.Close()
 			f.model = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { model.ServeHTTP(w, r) }))
-			r := openResearch(b, f, map[string]string{"DEEPGRAPH_EFFORT": c.effort})
+			r := openResearch(b, f, vars)
 			var input, cached int
 			var byRole llm.UsageByRole
 			for b.Loop() {
@@ -145,6 +152,9 @@ func BenchmarkPromptTokens(b *testing.B) {
 			}
 			if input > c.most {
 				b.Errorf("a run at %s effort took %d input tokens, want at most %d (by role: %+v)", c.effort, input, c.most, byRole)
+			}
+			if research := byRole[llm.RoleResearch]; c.researchBudget > 0 && research.Usage.PromptTokens > research.Calls*c.researchBudget {
+				b.Errorf("%d research prompts took %d input tokens, more than research_budget=%d each", research.Calls, research.Usage.PromptTokens, c.researchBudget)
 			}
 			b.ReportMetric(float64(input), "input-tokens/run")
 			for role, u := range byRole {
