@@ -73,7 +73,11 @@ type Config struct {
 	// ContextBudget bounds, in tokens, what reflection and the answer read
 	// of the findings (research.Config.ContextBudget); 0 means the answer
 	// model's default.
-	ContextBudget     int
+	ContextBudget int
+	// ResearchBudget bounds, in tokens, each research (summary) prompt
+	// (research.Config.ResearchBudget); 0 means derived from the queries
+	// and loops (research.ResearchBudgetFor).
+	ResearchBudget    int
 	SearchConcurrency int
 	PageConcurrency   int
 	// LLMTimeout bounds one model call (retries included), SearchTimeout one

@@ -318,6 +318,8 @@ func TestValidationErrors(t *testing.T) {
 			want: []string{"openai_base_url: http://bob:xxxxx@127.0.0.1:1/v1 is not allowed: use an http or https URL without user:password in it (from env OPENAI_BASE_URL)"}},
 		{name: "context budget too small", args: []string{"--context-budget", "300"},
 			want: []string{"context_budget: 300 is not allowed: use 0 (the answer model's default) or a whole number of tokens from 1000 to 2000000 (from flag --context-budget)"}},
+		{name: "research budget too small", env: map[string]string{"DEEPGRAPH_RESEARCH_BUDGET": "100"},
+			want: []string{"research_budget: 100 is not allowed: use 0 (from the effort) or a whole number of tokens from 500 to 1000000 (from env DEEPGRAPH_RESEARCH_BUDGET)"}},
 		{name: "model spec", args: []string{"--model", "gpt-4o"},
 			want: []string{"model: gpt-4o is not allowed: use a model spec provider:model"}},
 		{name: "several at once", file: "max_research_loops: 0\nformat: pdf\n",
@@ -641,4 +643,15 @@ func TestStore(t *testing.T) {
 func (l Loader) withFlags(t *testing.T, args ...string) Loader {
 	l.Flags = flags(t, args...)
 	return l
+}
+
+// research_budget is read from a flag or the environment; 0 (unset) leaves
+// it to the effort.
+func TestResearchBudgetKey(t *testing.T) {
+	c, err := isolate(t).withFlags(t, "--effort", "high").Load()
+	require.NoError(t, err)
+	assert.Zero(t, c.ResearchBudget, "unset: derived from the effort by package research")
+	c, err = isolate(t).withFlags(t, "--effort", "high", "--research-budget", "2500").Load()
+	require.NoError(t, err)
+	assert.Equal(t, 2500, c.ResearchBudget)
 }

@@ -119,6 +119,7 @@ var table = []entry{
 		"Most search queries of the first round, and of each follow-up round. Set explicitly, it wins over effort.",
 		func(c *Config) *int { return &c.InitialQueries })),
 	withEnv(contextBudgetKey()),
+	withEnv(researchBudgetKey()),
 	withEnv(intKey("max_research_loops", "--loops", 2, 1, MaxLoops,
 		"Most reflections per question; 1 means a single round of research. Set explicitly, it wins over effort.",
 		func(c *Config) *int { return &c.MaxLoops })),
@@ -369,6 +370,30 @@ func contextBudgetKey() entry {
 	inner := e.set
 	e.set = func(c *Config, v any) error {
 		if err := inner(c, v); err != nil || c.ContextBudget != 0 && c.ContextBudget < 1000 {
+			return allowedError{allowed, nil}
+		}
+		return nil
+	}
+	return e
+}
+
+// MinResearchBudget and MaxResearchBudget bound research_budget, in
+// tokens, when it is set.
+const (
+	MinResearchBudget = 500
+	MaxResearchBudget = 1_000_000
+)
+
+func researchBudgetKey() entry {
+	allowed := fmt.Sprintf("0 (from the effort) or a whole number of tokens from %d to %d", MinResearchBudget, MaxResearchBudget)
+	e := intKey("research_budget", "--research-budget", 0, 0, MaxResearchBudget,
+		"Tokens of each research prompt, the one that summarises a query's search results and pages; beyond it the pages' text is shortened, fairly across them, keeping each page's start and every source's label. "+
+			"0 means from the queries and loops: 75000 tokens shared by queries × loops prompts, each from 1000 to 4000 (low and medium effort 4000, high 1500).",
+		func(c *Config) *int { return &c.ResearchBudget })
+	e.Default = "0 (from the effort)"
+	inner := e.set
+	e.set = func(c *Config, v any) error {
+		if err := inner(c, v); err != nil || c.ResearchBudget != 0 && c.ResearchBudget < MinResearchBudget {
 			return allowedError{allowed, nil}
 		}
 		return nil

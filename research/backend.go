@@ -89,7 +89,9 @@ type SearchBackend struct {
 	// ReadPages is how many of the top snippet-only results are read in full
 	// (default 3; negative: none).
 	ReadPages int
-	// MaxSourceChars caps the text of one source in the prompt (default 6000).
+	// MaxSourceChars caps the text of one source in the prompt (default
+	// 6000); a Query's Budget may shorten it further, fairly across the
+	// sources.
 	MaxSourceChars int
 	// Logger receives page-read failures in detail (the snippet is used
 	// instead; the Finding's Warnings count them).
@@ -135,22 +137,39 @@ func (b *SearchBackend) Research(ctx context.Context, model llm.Model, q Query) 
 	snippetsOnly := !slices.ContainsFunc(results, func(r search.Result) bool { return r.Content != "" })
 
 	sources := make([]citation.Source, len(results))
-	var listing strings.Builder
+	texts := make([]string, len(results))
 	for i, res := range results {
 		sources[i] = citation.ForResult(res.Title, res.URL, q.ID, i)
-		text := res.Content
-		if text == "" {
-			text = res.Snippet
+		texts[i] = res.Content
+		if texts[i] == "" {
+			texts[i] = res.Snippet
 		}
-		fmt.Fprintf(&listing, "<source label=\"S%d\" title=%q url=%q>\n%s\n</source>\n\n", i+1, oneLine(res.Title), res.URL, untrusted.Escape(clip(text, limit)))
+		texts[i] = clip(texts[i], limit)
 	}
-	prompt := fmt.Sprintf(summarizerPrompt, q.Text, oneLine(q.Topic), q.Date, listing.String())
+	prompt := summaryPrompt(q, results, texts)
+	if q.Budget > 0 && len(prompt) > q.Budget*CharsPerToken {
+		// The sources' text shares what the rest of the prompt leaves of
+		// the budget; their labels, titles and URLs stay as they are.
+		rest := len(summaryPrompt(q, results, make([]string, len(results))))
+		avail := max(q.Budget*CharsPerToken-rest, minSourceChars*len(results))
+		prompt = summaryPrompt(q, results, fitSources(texts, avail))
+	}
 	resp, err := model.Generate(ctx, []schemas.Message{schemas.UserMessage(prompt)}, llm.Temperature(0))
 	if err != nil {
 		return Finding{}, err
 	}
 	text, _ := citation.FromLabels(resp.Content, sources)
 	return Finding{Summary: text, Sources: sources, Warnings: warnings, SnippetsOnly: snippetsOnly}, nil
+}
+
+// summaryPrompt is the prompt that summarises results, each with its text
+// (a page, or its snippet) under its label S1, S2, ….
+func summaryPrompt(q Query, results []search.Result, texts []string) string {
+	var listing strings.Builder
+	for i, res := range results {
+		fmt.Fprintf(&listing, "<source label=\"S%d\" title=%q url=%q>\n%s\n</source>\n\n", i+1, oneLine(res.Title), res.URL, untrusted.Escape(texts[i]))
+	}
+	return fmt.Sprintf(summarizerPrompt, q.Text, oneLine(q.Topic), q.Date, listing.String())
 }
 
 // Warnings implements Warner: the files a local corpus did not index
@@ -251,7 +270,7 @@ func clip(s string, n int) string {
 	for cut > 0 && cut < len(s) && !isRuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut] + " …[truncated]"
+	return s[:cut] + truncated
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -77,6 +77,20 @@
 // citation copied from a note resolves like one copied from a summary, and
 // a marker a note invented is dropped like any other.
 //
+// # The research budget
+//
+// Each research (summary) prompt has a budget too (Config.ResearchBudget,
+// in tokens): by default ResearchBudgetFor the run's queries and loops,
+// RunResearchBudget shared by the queries × loops prompts a run can make,
+// each from MinResearchBudget to MaxResearchBudget — 4,000 tokens at low and
+// medium effort, 1,500 at high — so that a run's research prompts together
+// stay bounded whatever its effort. The web_research task carries it to the
+// back end (Query.Budget); SearchBackend shortens the pages' text to fit,
+// fairly: sources shorter than an equal share stay whole, the longer ones
+// are cut to one length, each keeping its start, never inside a label or a
+// link. The sources and their labels are unchanged, so citations resolve
+// as before.
+//
 // A run that degrades says so rather than going on silently: pages the
 // network guard refused or that could not be read, searches that found
 // nothing and corpus files that were not indexed are Warnings — activities

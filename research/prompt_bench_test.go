@@ -108,23 +108,35 @@ func (c *cachingModel) cached(prompt string) int {
 // uses every loop, with three pages read per query (pages longer than
 // what a source may take of the prompt), as the CLI wires it with default
 // settings, against a model server that caches prompt prefixes as OpenAI
-// does: the run's input tokens, those of the research (summary) prompts,
-// and the share read from the cache, at medium and high effort.
+// does: the run's input tokens, those of each role (research: the summary
+// prompts), and the share read from the cache, at medium and high effort.
 //
 //	go test -run '^$' -bench PromptTokens -benchtime 1x ./research
 func BenchmarkPromptTokens(b *testing.B) {
 	for _, c := range []struct {
 		effort         string
 		queries, loops int
-	}{{"medium", 3, 3}, {"high", 5, 10}} {
-		b.Run("effort="+c.effort, func(b *testing.B) {
+		most           int // input tokens: issue 31's bounds
+		researchBudget int // research_budget, when set
+	}{
+		{"medium", 3, 3, 83_738, 0}, // the code before the research budget
+		{"high", 5, 10, 250_000, 0},
+		{"high", 5, 10, 250_000, 1000}, // the key reaches the research prompts
+	} {
+		name, vars := "effort="+c.effort, map[string]string{"DEEPGRAPH_EFFORT": c.effort}
+		if c.researchBudget > 0 {
+			name += fmt.Sprintf(",research_budget=%d", c.researchBudget)
+			vars["DEEPGRAPH_RESEARCH_BUDGET"] = fmt.Sprint(c.researchBudget)
+		}
+		b.Run(name, func(b *testing.B) {
 			f := newFakeServices(b, latencies{})
 			f.pageText = strings.Repeat("A sentence of the page with a fact in it, a figure and a name. ", 160) // ~10 kB
 			var model *cachingModel
 			f.model.Close()
 			f.model = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { model.ServeHTTP(w, r) }))
-			r := openResearch(b, f, map[string]string{"DEEPGRAPH_EFFORT": c.effort})
-			var input, research, cached int
+			r := openResearch(b, f, vars)
+			var input, cached int
+			var byRole llm.UsageByRole
 			for b.Loop() {
 				model = &cachingModel{f: f}
 				rep, err := r.Run(context.Background(), "question")
@@ -136,10 +148,18 @@ func BenchmarkPromptTokens(b *testing.B) {
 				}
 				tot := rep.Usage.Total().Usage
 				input, cached = tot.PromptTokens, tot.CachedTokens
-				research = rep.Usage[llm.RoleResearch].Usage.PromptTokens
+				byRole = rep.Usage
+			}
+			if input > c.most {
+				b.Errorf("a run at %s effort took %d input tokens, want at most %d (by role: %+v)", c.effort, input, c.most, byRole)
+			}
+			if research := byRole[llm.RoleResearch]; c.researchBudget > 0 && research.Usage.PromptTokens > research.Calls*c.researchBudget {
+				b.Errorf("%d research prompts took %d input tokens, more than research_budget=%d each", research.Calls, research.Usage.PromptTokens, c.researchBudget)
 			}
 			b.ReportMetric(float64(input), "input-tokens/run")
-			b.ReportMetric(float64(research), "research-input-tokens/run")
+			for role, u := range byRole {
+				b.ReportMetric(float64(u.Usage.PromptTokens), role+"-input-tokens/run")
+			}
 			b.ReportMetric(100*float64(cached)/float64(input), "%cached")
 		})
 	}

@@ -59,6 +59,13 @@ type Config struct {
 	// CompactionModel and the newest are shown in full first (see the
 	// package doc). Default: DefaultContextBudgetFor(AnswerModel).
 	ContextBudget int
+	// ResearchBudget bounds, in tokens (CharsPerToken characters each),
+	// each research (summary) prompt: a back end that reads pages
+	// (SearchBackend) shortens the sources' text to fit, fairly across
+	// them. Default: ResearchBudgetFor the run's queries and loops, so
+	// that a run's research prompts together stay within about
+	// RunResearchBudget tokens.
+	ResearchBudget int
 	// CompactionModel condenses findings to fit the context budget; it
 	// defaults to ReflectionModel.
 	CompactionModel llm.Model
@@ -89,6 +96,11 @@ type Query struct {
 	ID    int    // its index among the turn's queries; citation ids derive from it
 	Topic string // the question being researched
 	Date  string // today, formatted for prompts
+	// Budget bounds, in tokens (CharsPerToken characters each), the
+	// prompt that summarises the query's sources: a back end that reads
+	// pages shortens their text to fit (see Config.ResearchBudget); 0
+	// means no bound beyond the back end's own.
+	Budget int
 }
 
 // Researcher runs the deep-search graph.
@@ -240,10 +252,11 @@ func (r *Researcher) afterQueries(s State) graph.Route {
 // research, one task each; a query's ID is its index in s.Queries.
 func (r *Researcher) research(s State, queries []string) graph.Route {
 	topic := Topic(s.Messages)
+	budget := r.researchBudget(s)
 	first := len(s.Queries) - len(queries)
 	sends := make([]graph.Send, len(queries))
 	for i, q := range queries {
-		sends[i] = graph.Send{Node: NodeWebResearch, Arg: Task{Query: q, ID: first + i, Topic: topic}}
+		sends[i] = graph.Send{Node: NodeWebResearch, Arg: Task{Query: q, ID: first + i, Topic: topic, Budget: budget}}
 	}
 	return graph.Sends(sends...)
 }
@@ -251,7 +264,7 @@ func (r *Researcher) research(s State, queries []string) graph.Route {
 func (r *Researcher) webResearch(ctx context.Context, t Task) (graph.Update[State], error) {
 	meter := new(llm.Meter)
 	model := llm.Metered(r.cfg.ResearchModel, meter, llm.RoleResearch)
-	f, err := r.cfg.Backend.Research(ctx, model, Query{Text: t.Query, ID: t.ID, Topic: t.Topic, Date: r.today()})
+	f, err := r.cfg.Backend.Research(ctx, model, Query{Text: t.Query, ID: t.ID, Topic: t.Topic, Date: r.today(), Budget: t.Budget})
 	if err != nil {
 		err = fmt.Errorf("researching %q with %s: %w", t.Query, r.cfg.Backend.Name(), err)
 		return graph.Update[State]{}, nodes.FailWithUsage(ctx, err, meter.Snapshot())

@@ -75,6 +75,9 @@ type Task struct {
 	Query string `json:"query"`
 	ID    int    `json:"id"`
 	Topic string `json:"topic"` // the question, for the summary's focus
+	// Budget bounds the research prompt, in tokens (Query.Budget); 0, as
+	// in tasks checkpointed before it existed, means no bound.
+	Budget int `json:"budget,omitempty"`
 }
 
 // Field handles of State.

@@ -26,7 +26,7 @@ var globalFlags = []string{"config", "quiet", "verbose", "no-save", "no-input", 
 // flagGroups are the settings' flags by what they set.
 var flagGroups = map[string][]string{
 	"models": {"model", "query-model", "research-model", "reflection-model", "answer-model"},
-	"calls":  {"llm-timeout", "retries", "max-concurrency", "timeout", "max-cost", "context-budget"},
+	"calls":  {"llm-timeout", "retries", "max-concurrency", "timeout", "max-cost", "context-budget", "research-budget"},
 	"effort": {"effort", "queries", "loops"},
 	"search": {"search", "corpus", "corpus-cache-dir", "allow-private-urls", "search-timeout", "fetch-timeout", "search-concurrency", "page-concurrency"},
 	"output": {"format"},
@@ -43,7 +43,7 @@ var usesFlags = map[string][]string{
 	"resume": {"models", "calls", "effort", "search", "output", "store"},
 	"serve":  {"models", "calls", "effort", "search", "store", "serve"},
 	"mcp":    {"models", "calls", "effort", "search"},
-	"worker": {"models", "llm-timeout", "retries", "max-concurrency", "max-cost", "context-budget", "effort", "search"},
+	"worker": {"models", "llm-timeout", "retries", "max-concurrency", "max-cost", "context-budget", "research-budget", "effort", "search"},
 	"batch":  {"effort", "timeout"},
 	"eval":   {"query-model", "research-model", "reflection-model", "answer-model", "calls", "queries", "loops", "search", "store"},
 	"runs":   {"output", "store"},

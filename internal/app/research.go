@@ -82,6 +82,7 @@ func newResearch(cfg *config.Config, models *Models, backend *Backend, cp graph.
 		Checkpointer:    cp,
 		ModelRetry:      modelRetry(cfg),
 		ContextBudget:   cfg.ContextBudget,
+		ResearchBudget:  cfg.ResearchBudget,
 	})
 	if err != nil {
 		return nil, &setupError{err}
