@@ -105,3 +105,11 @@ func TestOptions(t *testing.T) {
 	assert.Contains(t, string(errs[0].Data), "mode bad is not offered")
 	assert.Equal(t, 2, closed, "each run set up is closed")
 }
+
+// New leaves the caller's options as they were: the guard normalises the
+// CORS origins into its own copy.
+func TestNewKeepsTheCallersOrigins(t *testing.T) {
+	origins := []string{"https://App.Example/"}
+	agentserver.New(agentserver.Options{CORSOrigins: origins})
+	assert.Equal(t, []string{"https://App.Example/"}, origins)
+}

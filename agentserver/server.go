@@ -118,9 +118,6 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	for i, o := range opts.CORSOrigins {
-		opts.CORSOrigins[i] = strings.ToLower(strings.TrimRight(o, "/"))
-	}
 	s := &Server{opts: opts, cp: opts.Checkpointer, log: opts.Logger, threads: map[string]*thread{}, runs: map[string]*run{}, drained: drain.New(nil)}
 	if opts.MaxRunning > 0 {
 		s.slots = make(chan struct{}, opts.MaxRunning)
