@@ -265,19 +265,9 @@ func (w *pageWriter) page(v pageView) {
 	w.text(r.Set)
 	w.raw(`</title>
 <style>
-body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1100px;padding:1rem 1.5rem;color:#1d1d1f;background:#fff}
-h1{font-size:1.5rem;margin:.3rem 0}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;width:100%;margin:.5rem 0}th,td{border:1px solid #ddd;padding:.3rem .5rem;text-align:left;vertical-align:top}
-th{background:#f5f5f7}td.num{white-space:nowrap}.meta{color:#555}
-details{border:1px solid #ddd;border-radius:6px;margin:.4rem 0;padding:.3rem .6rem}summary{cursor:pointer;font-weight:600}
-.answer{white-space:pre-wrap;background:#fafafa;border-left:3px solid #ccc;padding:.4rem .6rem;font-size:.93rem}
-.lbl{display:inline-block;border-radius:4px;padding:0 .35rem;font-size:.8rem;font-weight:600;color:#fff}
-.supported{background:#2e7d32}.unsupported{background:#9e6a00}.contradicted{background:#c62828}.unreadable{background:#666}.uncited{background:#999}
-.correct{background:#2e7d32}.partially_correct{background:#9e6a00}.incorrect{background:#c62828}
-blockquote{margin:.2rem 0 .5rem 1rem;padding:.2rem .6rem;border-left:3px solid #bbb;color:#333;font-size:.88rem;white-space:pre-wrap;max-height:12rem;overflow:auto}
-.err{color:#c62828}svg text{font:12px system-ui,sans-serif}
-@media (prefers-color-scheme:dark){body{background:#111;color:#eee}th{background:#222}td,th,details{border-color:#444}.answer{background:#1a1a1a}blockquote{color:#ccc}svg text{fill:#eee}.meta{color:#aaa}}
-</style></head><body>
+`)
+	w.raw(pageStyle)
+	w.raw(`</style></head><body>
 <h1>Eval: `)
 	w.text(r.Set)
 	w.raw(`</h1>
@@ -622,3 +612,18 @@ func (w *pageWriter) statement(s JudgedStatement) {
 	w.raw(`</li>
 `)
 }
+
+// pageStyle is the page's style sheet.
+const pageStyle = `body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1100px;padding:1rem 1.5rem;color:#1d1d1f;background:#fff}
+h1{font-size:1.5rem;margin:.3rem 0}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;width:100%;margin:.5rem 0}th,td{border:1px solid #ddd;padding:.3rem .5rem;text-align:left;vertical-align:top}
+th{background:#f5f5f7}td.num{white-space:nowrap}.meta{color:#555}
+details{border:1px solid #ddd;border-radius:6px;margin:.4rem 0;padding:.3rem .6rem}summary{cursor:pointer;font-weight:600}
+.answer{white-space:pre-wrap;background:#fafafa;border-left:3px solid #ccc;padding:.4rem .6rem;font-size:.93rem}
+.lbl{display:inline-block;border-radius:4px;padding:0 .35rem;font-size:.8rem;font-weight:600;color:#fff}
+.supported{background:#2e7d32}.unsupported{background:#9e6a00}.contradicted{background:#c62828}.unreadable{background:#666}.uncited{background:#999}
+.correct{background:#2e7d32}.partially_correct{background:#9e6a00}.incorrect{background:#c62828}
+blockquote{margin:.2rem 0 .5rem 1rem;padding:.2rem .6rem;border-left:3px solid #bbb;color:#333;font-size:.88rem;white-space:pre-wrap;max-height:12rem;overflow:auto}
+.err{color:#c62828}svg text{font:12px system-ui,sans-serif}
+@media (prefers-color-scheme:dark){body{background:#111;color:#eee}th{background:#222}td,th,details{border-color:#444}.answer{background:#1a1a1a}blockquote{color:#ccc}svg text{fill:#eee}.meta{color:#aaa}}
+`

@@ -26,19 +26,7 @@ var referencePage = template.Must(template.New("page").Funcs(template.FuncMap{
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Eval: {{.R.Set}}</title>
 <style>
-body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1100px;padding:1rem 1.5rem;color:#1d1d1f;background:#fff}
-h1{font-size:1.5rem;margin:.3rem 0}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;width:100%;margin:.5rem 0}th,td{border:1px solid #ddd;padding:.3rem .5rem;text-align:left;vertical-align:top}
-th{background:#f5f5f7}td.num{white-space:nowrap}.meta{color:#555}
-details{border:1px solid #ddd;border-radius:6px;margin:.4rem 0;padding:.3rem .6rem}summary{cursor:pointer;font-weight:600}
-.answer{white-space:pre-wrap;background:#fafafa;border-left:3px solid #ccc;padding:.4rem .6rem;font-size:.93rem}
-.lbl{display:inline-block;border-radius:4px;padding:0 .35rem;font-size:.8rem;font-weight:600;color:#fff}
-.supported{background:#2e7d32}.unsupported{background:#9e6a00}.contradicted{background:#c62828}.unreadable{background:#666}.uncited{background:#999}
-.correct{background:#2e7d32}.partially_correct{background:#9e6a00}.incorrect{background:#c62828}
-blockquote{margin:.2rem 0 .5rem 1rem;padding:.2rem .6rem;border-left:3px solid #bbb;color:#333;font-size:.88rem;white-space:pre-wrap;max-height:12rem;overflow:auto}
-.err{color:#c62828}svg text{font:12px system-ui,sans-serif}
-@media (prefers-color-scheme:dark){body{background:#111;color:#eee}th{background:#222}td,th,details{border-color:#444}.answer{background:#1a1a1a}blockquote{color:#ccc}svg text{fill:#eee}.meta{color:#aaa}}
-</style></head><body>
+` + pageStyle + `</style></head><body>
 <h1>Eval: {{.R.Set}}</h1>
 <p class="meta">{{len .R.Questions}} questions × {{len .R.Configurations}} configurations × {{.R.Repeat}} run(s) · judge <strong>{{.R.Judge}}</strong> ({{.R.JudgePasses}} pass(es) per item) · {{.R.Created.Format "2006-01-02 15:04 UTC"}}</p>
 <h2>Configurations</h2>
