@@ -72,21 +72,26 @@ func (sg *stepsGraph) counts() map[string]int64 {
 	return out
 }
 
+// serveSteps serves the steps graph (assistant "steps") on a memory saver
+// and returns it, a client, and the path of a new thread.
+func serveSteps(t *testing.T) (*stepsGraph, client, string) {
+	t.Helper()
+	cp := graph.NewMemorySaver()
+	srv, err := agentserver.New(agentserver.Options{Checkpointer: cp, Heartbeat: time.Hour})
+	require.NoError(t, err)
+	sg, compiled := newStepsGraph(t, cp)
+	require.NoError(t, srv.Serve("steps", agentserver.Compiled(compiled)))
+	c := client{t: t, base: newHTTPServer(t, srv).URL}
+	return sg, c, "/threads/" + newThread(c)
+}
+
 // TestContinueCancelledRun: a run cancelled mid-step (cancel
 // action=interrupt) leaves its thread with pending tasks; a run with input
 // null and no command continues it: only the task that had not finished
 // (c) runs again, then the rest of the graph (d); a and b are not run
 // again.
 func TestContinueCancelledRun(t *testing.T) {
-	cp := graph.NewMemorySaver()
-	srv, err := agentserver.New(agentserver.Options{Checkpointer: cp, Heartbeat: time.Hour})
-	require.NoError(t, err)
-	sg, compiled := newStepsGraph(t, cp)
-	require.NoError(t, srv.Serve("steps", agentserver.Compiled(compiled)))
-	ts := newHTTPServer(t, srv)
-	c := client{t: t, base: ts.URL}
-	tid := newThread(c)
-	path := "/threads/" + tid
+	sg, c, path := serveSteps(t)
 
 	sg.block.Store(true)
 	var run struct {
@@ -201,15 +206,7 @@ func waitFor(t *testing.T, cond func() bool) {
 // TestContinueFailedRun: a run that failed in a task continues with input
 // null: the failed task runs again, its finished sibling does not.
 func TestContinueFailedRun(t *testing.T) {
-	cp := graph.NewMemorySaver()
-	srv, err := agentserver.New(agentserver.Options{Checkpointer: cp, Heartbeat: time.Hour})
-	require.NoError(t, err)
-	sg, compiled := newStepsGraph(t, cp)
-	require.NoError(t, srv.Serve("steps", agentserver.Compiled(compiled)))
-	ts := newHTTPServer(t, srv)
-	c := client{t: t, base: ts.URL}
-	tid := newThread(c)
-	path := "/threads/" + tid
+	sg, c, path := serveSteps(t)
 
 	sg.fail.Store(true)
 	_, evs := stream(t, c, path+"/runs/stream", map[string]any{"assistant_id": "steps", "input": map[string]any{"done": []string{}}})
