@@ -12,28 +12,9 @@ import (
 
 // GuardOptions configure Guard: the security of an HTTP endpoint that runs
 // research on the operator's keys (research serve's API, research mcp
-// --http).
-type GuardOptions struct {
-	// Token, when set, is the token every request must carry, as
-	// Authorization: Bearer (or x-api-key), but those Open lets through.
-	Token string
-	// Open, when set, says which requests need no token (a health check).
-	Open func(*http.Request) bool
-	// CORSOrigins are the other origins whose pages may call the endpoint.
-	// Any other cross-site Origin is refused — even a simple POST that a
-	// browser sends without a preflight.
-	CORSOrigins []string
-	// Loopback says the endpoint listens on loopback only: requests must
-	// then name a loopback host (no DNS rebinding).
-	Loopback bool
-	// ContentSecurityPolicy is sent with every response when set.
-	ContentSecurityPolicy string
-	// AllowHeaders are the request headers a listed origin's preflight may
-	// ask for (default Authorization, Content-Type); ExposeHeaders the
-	// response headers its scripts may read.
-	AllowHeaders  []string
-	ExposeHeaders []string
-}
+// --http). Guard sets the refusals' wording and shape (Realm, TokenHint,
+// OriginHint, Refuse) itself.
+type GuardOptions = guard.Options
 
 // Guard applies to every request: security headers, the Host check on a
 // loopback endpoint, the Origin check and CORS, then the token (package
@@ -43,16 +24,15 @@ type GuardOptions struct {
 // so that a refused client does not hold a connection (see
 // internal/httpserve for the limits on those).
 func Guard(next http.Handler, o GuardOptions) http.Handler {
-	return guard.Wrap(next, guard.Options{Token: o.Token, Open: o.Open, CORSOrigins: o.CORSOrigins, Loopback: o.Loopback,
-		ContentSecurityPolicy: o.ContentSecurityPolicy, AllowHeaders: o.AllowHeaders, ExposeHeaders: o.ExposeHeaders,
-		Realm: "deepgraph", TokenHint: tokenHint, OriginHint: "list it under serve.cors_origins to allow it",
-		Refuse: func(w http.ResponseWriter, status int, msg string) {
-			code := codeForbidden
-			if status == http.StatusUnauthorized {
-				code = codeUnauthorized
-			}
-			writeError(w, status, code, msg)
-		}})
+	o.Realm, o.TokenHint, o.OriginHint = "deepgraph", tokenHint, "list it under serve.cors_origins to allow it"
+	o.Refuse = func(w http.ResponseWriter, status int, msg string) {
+		code := codeForbidden
+		if status == http.StatusUnauthorized {
+			code = codeUnauthorized
+		}
+		writeError(w, status, code, msg)
+	}
+	return guard.Wrap(next, o)
 }
 
 // tokenHint says how to send the token.
