@@ -170,12 +170,17 @@ func randomDelay(most int) func() time.Duration {
 
 // child starts the test binary running this test in role.
 func child(t *testing.T, role, location, dir, thread, block string) *exec.Cmd {
-	parts := strings.Split(t.Name(), "/")
-	// The child runs the top-level test only: Crash acts as the child there.
-	pattern := "^" + regexp.QuoteMeta(parts[0]) + "$"
+	return startChild(t, dir, role, envRole+"="+role, envLocation+"="+location, envDir+"="+dir, envThread+"="+thread, envBlock+"="+block)
+}
+
+// startChild starts the test binary running this test's top-level test —
+// which acts as the child when it finds its variables in env — with its
+// output in dir/name.out (childOutput).
+func startChild(t *testing.T, dir, name string, env ...string) *exec.Cmd {
+	pattern := "^" + regexp.QuoteMeta(strings.Split(t.Name(), "/")[0]) + "$"
 	cmd := exec.Command(os.Args[0], "-test.run="+pattern, "-test.count=1", "-test.timeout=5m")
-	cmd.Env = append(os.Environ(), envRole+"="+role, envLocation+"="+location, envDir+"="+dir, envThread+"="+thread, envBlock+"="+block)
-	out, err := os.Create(filepath.Join(dir, role+".out"))
+	cmd.Env = append(os.Environ(), env...)
+	out, err := os.Create(filepath.Join(dir, name+".out"))
 	require.NoError(t, err)
 	t.Cleanup(func() { out.Close() })
 	cmd.Stdout, cmd.Stderr = out, out

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -150,14 +148,7 @@ func durCrash(t *testing.T, location string, open func(string) (graph.Checkpoint
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.DeleteThread(context.Background(), thread) })
 
-	pattern := "^" + regexp.QuoteMeta(strings.Split(t.Name(), "/")[0]) + "$"
-	cmd := exec.Command(os.Args[0], "-test.run="+pattern, "-test.count=1", "-test.timeout=5m")
-	cmd.Env = append(os.Environ(), envDurMode+"="+mode.String(), envDurLocation+"="+location, envDurDir+"="+dir, envDurThread+"="+thread)
-	out, err := os.Create(filepath.Join(dir, "child.out"))
-	require.NoError(t, err)
-	defer out.Close()
-	cmd.Stdout, cmd.Stderr = out, out
-	require.NoError(t, cmd.Start())
+	cmd := startChild(t, dir, "child", envDurMode+"="+mode.String(), envDurLocation+"="+location, envDurDir+"="+dir, envDurThread+"="+thread)
 	killed := false
 	defer func() {
 		if !killed {
@@ -165,7 +156,7 @@ func durCrash(t *testing.T, location string, open func(string) (graph.Checkpoint
 			_ = cmd.Wait()
 		}
 	}()
-	childOut := func() string { b, _ := os.ReadFile(filepath.Join(dir, "child.out")); return string(b) }
+	childOut := func() string { return childOutput(dir, "child") }
 	require.Eventually(t, func() bool {
 		nodes, _ := durLog(t, dir)
 		return slices.Contains(nodes, durBlock)
