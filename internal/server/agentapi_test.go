@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -38,15 +39,24 @@ func (ts *testServer) lgStream(path string, body any) []lgEvent {
 	require.Equal(ts.t, 200, resp.StatusCode)
 	require.Equal(ts.t, "text/event-stream", resp.Header.Get("Content-Type"))
 	require.NotEmpty(ts.t, resp.Header.Get("Content-Location"))
+	return readLGEvents(ts.t, resp.Body, false)
+}
+
+// readLGEvents reads a run's SSE stream into its events, without the
+// metadata event when skipMetadata.
+func readLGEvents(t testing.TB, body io.Reader, skipMetadata bool) []lgEvent {
+	t.Helper()
 	var out []lgEvent
 	var cur lgEvent
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 1<<20), 4<<20)
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
 		case line == "" && cur.Event != "":
-			out = append(out, cur)
+			if !skipMetadata || cur.Event != "metadata" {
+				out = append(out, cur)
+			}
 			cur = lgEvent{}
 		case strings.HasPrefix(line, "event: "):
 			cur.Event = strings.TrimPrefix(line, "event: ")
@@ -54,7 +64,7 @@ func (ts *testServer) lgStream(path string, body any) []lgEvent {
 			cur.Data = json.RawMessage(strings.TrimPrefix(line, "data: "))
 		}
 	}
-	require.NoError(ts.t, sc.Err())
+	require.NoError(t, sc.Err())
 	return out
 }
 

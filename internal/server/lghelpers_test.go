@@ -1,11 +1,9 @@
 package server
 
 import (
-	"bufio"
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -67,26 +65,7 @@ func (ts *testServer) lgJoin(r lgRun, modes ...string) []lgEvent {
 	require.NoError(ts.t, err)
 	defer resp.Body.Close()
 	require.Equal(ts.t, 200, resp.StatusCode)
-	var out []lgEvent
-	var cur lgEvent
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 4<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "" && cur.Event != "":
-			if len(modes) == 0 || cur.Event != "metadata" {
-				out = append(out, cur)
-			}
-			cur = lgEvent{}
-		case strings.HasPrefix(line, "event: "):
-			cur.Event = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			cur.Data = json.RawMessage(strings.TrimPrefix(line, "data: "))
-		}
-	}
-	require.NoError(ts.t, sc.Err())
-	return out
+	return readLGEvents(ts.t, resp.Body, len(modes) > 0)
 }
 
 // lgRunValues are the values a run ended with: of its newest checkpoint.
