@@ -37,11 +37,10 @@ func TestOwnership(t *testing.T) {
 	})
 }
 
-// TestCrash kills runs with SIGKILL and resumes them in other processes; the
-// children find the schema and the server in the location, "schema dsn".
-func TestCrash(t *testing.T) {
-	dsn := testDSN(t)
-	checkpointtest.Crash(t, freshSchema(t, dsn)+" "+dsn, func(location string) (graph.Checkpointer, error) {
+// openLocation opens a crash test's location, "schema dsn", closed when
+// the test ends.
+func openLocation(t *testing.T) func(location string) (graph.Checkpointer, error) {
+	return func(location string) (graph.Checkpointer, error) {
 		schema, dsn, _ := strings.Cut(location, " ")
 		s, err := Open(context.Background(), dsn, WithSchema(schema))
 		if err != nil {
@@ -49,7 +48,14 @@ func TestCrash(t *testing.T) {
 		}
 		t.Cleanup(s.Close)
 		return s, nil
-	})
+	}
+}
+
+// TestCrash kills runs with SIGKILL and resumes them in other processes; the
+// children find the schema and the server in the location, "schema dsn".
+func TestCrash(t *testing.T) {
+	dsn := testDSN(t)
+	checkpointtest.Crash(t, freshSchema(t, dsn)+" "+dsn, openLocation(t))
 }
 
 // TestCrashDurability kills runs in each durability mode with SIGKILL and
@@ -57,15 +63,7 @@ func TestCrash(t *testing.T) {
 // in the location, "schema dsn".
 func TestCrashDurability(t *testing.T) {
 	dsn := testDSN(t)
-	checkpointtest.CrashDurability(t, freshSchema(t, dsn)+" "+dsn, func(location string) (graph.Checkpointer, error) {
-		schema, dsn, _ := strings.Cut(location, " ")
-		s, err := Open(context.Background(), dsn, WithSchema(schema))
-		if err != nil {
-			return nil, err
-		}
-		t.Cleanup(s.Close)
-		return s, nil
-	})
+	checkpointtest.CrashDurability(t, freshSchema(t, dsn)+" "+dsn, openLocation(t))
 }
 
 func checkpoint(thread, id, parent string, step int) *graph.Checkpoint {
