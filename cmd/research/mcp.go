@@ -227,11 +227,12 @@ func (c *cli) mcpHTTP(ctx context.Context, srv *mcp.Server, addr, token string, 
 	hs := httpServer(h, cfg, c.logger())
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	c.console.line(fmt.Sprintf("Serving MCP at http://%s%s (%s), researching with %s using %s", ln.Addr(), mcpserver.PathMCP, tools,
-		r.Backend.Name(), r.Models.Spec("research")))
+	// "Serving …" comes last: whoever waits for it has every start-up line.
 	if token == "" {
 		c.console.line("No token: only this machine can reach it")
 	}
+	c.console.line(fmt.Sprintf("Serving MCP at http://%s%s (%s), researching with %s using %s", ln.Addr(), mcpserver.PathMCP, tools,
+		r.Backend.Name(), r.Models.Spec("research")))
 	select {
 	case err := <-served:
 		return fmt.Errorf("research mcp stopped: %w", err)

@@ -107,14 +107,15 @@ func (c *cli) serve(cmd *cobra.Command, _ []string) error {
 	hs := httpServer(srv.Handler(), cfg, logger)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	c.console.line(fmt.Sprintf("Serving http://%s (runs kept in %s; at most %d running, %d waiting)", ln.Addr(), st.Where,
-		cfg.Serve.MaxRunning, cfg.Serve.QueueSize))
+	// "Serving …" comes last: whoever waits for it has every start-up line.
 	if cfg.Serve.Token.Reveal() == "" {
 		c.console.line("No token: only this machine can reach the API")
 	}
 	if cfg.Agent.Browser && cfg.Serve.AllowAgent {
 		c.console.line(fmt.Sprintf("Agent runs have a browser each (at most %d at once)", cfg.Serve.MaxBrowsers))
 	}
+	c.console.line(fmt.Sprintf("Serving http://%s (runs kept in %s; at most %d running, %d waiting)", ln.Addr(), st.Where,
+		cfg.Serve.MaxRunning, cfg.Serve.QueueSize))
 	select {
 	case err := <-served:
 		return fmt.Errorf("research serve stopped: %w", err)
