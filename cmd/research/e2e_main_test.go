@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"syscall"
@@ -18,28 +17,46 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The end-to-end tests run the built binary, as a user would: TestMain builds
-// it once (with the race detector when the tests run with it: the e2e tests
-// are where the whole program runs its goroutines together, the CLI's
-// signal handling, the server, the MCP server and the worker with the
-// engine), and each test runs it with a scrubbed environment against
-// httptest fakes of the providers' real wire protocols.
+// The end-to-end tests run the program as a user would: as its own
+// process, started from a file named research, with a scrubbed environment
+// against httptest fakes of the providers' real wire protocols. That
+// program is this test binary: started under the name research it runs
+// Main instead of the tests (TestMain). So the e2e tests need no second
+// build and link of the whole program — the most expensive step of this
+// package's tests — and the program runs with the race detector whenever
+// the tests do: the e2e tests are where the whole program runs its
+// goroutines together (the CLI's signal handling, the server, the MCP
+// server and the worker with the engine).
 
-// binary is the path of the research binary built for the tests, with
-// -ldflags -X main.version=testVersion, as scripts/release.sh stamps a
-// release (the unstamped version is cli_test's).
+// binary is the path the e2e tests start the program by: a symbolic link
+// named research to this test binary.
 var binary string
 
+// testVersion is the version the program reports under the e2e tests, as
+// if scripts/release.sh had stamped it with -ldflags -X main.version (the
+// unstamped version is cli_test's).
 const testVersion = "v9.8.7-e2e"
 
+// programName is the name that makes this test binary the program.
+const programName = "research"
+
 func TestMain(m *testing.M) {
+	if filepath.Base(os.Args[0]) == programName {
+		version = testVersion
+		os.Exit(Main(os.Args[1:]))
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: the test binary's path:", err)
+		os.Exit(1)
+	}
 	dir, err := os.MkdirTemp("", "research-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: temp dir:", err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "research")
-	if err := build(binary, "-ldflags", "-X main.version="+testVersion); err != nil {
+	binary = filepath.Join(dir, programName)
+	if err := os.Symlink(self, binary); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		_ = os.RemoveAll(dir)
 		os.Exit(1)
@@ -47,27 +64,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-// build compiles this package into out.
-func build(out string, extra ...string) error {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	args := []string{"build", "-o", out}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	args = append(args, extra...)
-	args = append(args, ".")
-	cmd := exec.Command(goTool, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return nil
 }
 
 // result is one run of the binary.
