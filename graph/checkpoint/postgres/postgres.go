@@ -22,6 +22,7 @@ type Saver struct {
 	pool     *pgxpool.Pool
 	ownsPool bool
 	maxBytes int
+	retry    retry.Policy
 	sql      statements
 
 	// beforeLeaseRead, set by tests only, runs in TakeThread before it
@@ -35,6 +36,7 @@ type Option func(*settings)
 type settings struct {
 	schema   string
 	maxBytes int
+	retry    retry.Policy
 }
 
 // WithSchema puts the tables in the named schema, creating it when it is
@@ -42,6 +44,13 @@ type settings struct {
 // search_path (usually public).
 func WithSchema(name string) Option {
 	return func(s *settings) { s.schema = name }
+}
+
+// WithRetry sets how transient errors (a server restarting, a connection
+// cut, a serialization conflict) are retried: by default (retry.Default)
+// for up to 30 s, or until the context's deadline.
+func WithRetry(p retry.Policy) Option {
+	return func(s *settings) { s.retry = p }
 }
 
 // WithMaxBytes bounds one stored document — a checkpoint or a task record —
@@ -91,11 +100,11 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Saver, error
 	if len(set.schema) > maxSchemaName {
 		return nil, fmt.Errorf("postgres: the schema name %q is longer than PostgreSQL's %d bytes: choose a shorter one", set.schema, maxSchemaName)
 	}
-	s := &Saver{pool: pool, maxBytes: set.maxBytes, sql: newStatements(set.schema)}
+	s := &Saver{pool: pool, maxBytes: set.maxBytes, retry: set.retry, sql: newStatements(set.schema)}
 	// The setup is one transaction that checks the tables' version first,
 	// so running it again after a transient error (a server restarting,
 	// a connection cut) is safe: it finds its own earlier work done.
-	if err := retry.Do(ctx, Transient, func(ctx context.Context, _ int) error { return s.migrate(ctx, set.schema) }); err != nil {
+	if err := s.retry.Do(ctx, Transient, func(ctx context.Context, _ int) error { return s.migrate(ctx, set.schema) }); err != nil {
 		where := "the search path's schema"
 		if set.schema != "" {
 			where = fmt.Sprintf("schema %q", set.schema)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/graph/checkpoint/internal/storecodec"
-	"github.com/deepgraph/deepgraph/graph/checkpoint/retry"
 )
 
 // lease is a thread's lease as its row holds it.
@@ -56,7 +55,7 @@ func (s *Saver) Put(ctx context.Context, cp *graph.Checkpoint) error {
 	if err != nil {
 		return fmt.Errorf("postgres: checkpoint %s of thread %q: %w", cp.ID, cp.Thread, err)
 	}
-	return retry.Do(ctx, Transient, func(ctx context.Context, attempt int) error {
+	return s.retry.Do(ctx, Transient, func(ctx context.Context, attempt int) error {
 		return s.put(ctx, cp, attempt, data, channels, versions, tasks, records)
 	})
 }
@@ -128,7 +127,7 @@ func (s *Saver) put(ctx context.Context, cp *graph.Checkpoint, attempt int, data
 // with a transient error. Each of its uses is idempotent: DeleteThread and
 // Prune delete what is there (Prune's count is of the last attempt).
 func (s *Saver) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
+	return s.retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
 		return pgx.BeginFunc(ctx, s.pool, fn)
 	})
 }
@@ -172,7 +171,7 @@ func (s *Saver) PutWrites(ctx context.Context, at graph.Ref, run string, writes 
 	}
 	// An upsert: running it again stores the same records.
 	var tag pgconn.CommandTag
-	err = retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
+	err = s.retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
 		tag, err = s.pool.Exec(ctx, s.sql.putWrites, at.Thread, at.Checkpoint, tasks, docs, run, at.Namespace)
 		return err
 	})
@@ -184,7 +183,7 @@ func (s *Saver) PutWrites(ctx context.Context, at graph.Ref, run string, writes 
 	}
 	var l lease
 	var exists bool
-	err = retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
+	err = s.retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
 		return s.pool.QueryRow(ctx, s.sql.writeCheck, at.Thread, at.Namespace, at.Checkpoint).Scan(&l.run, &l.until, &l.live, &exists)
 	})
 	if err != nil {
@@ -202,7 +201,7 @@ func (s *Saver) PutWrites(ctx context.Context, at graph.Ref, run string, writes 
 // Get implements graph.Checkpointer, in one query.
 func (s *Saver) Get(ctx context.Context, at graph.Ref) (*graph.Checkpoint, error) {
 	var cp *graph.Checkpoint
-	err := retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
+	err := s.retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
 		var err error
 		cp, err = s.get(ctx, at)
 		return err
@@ -267,7 +266,7 @@ func complete(cp *graph.Checkpoint) error {
 // List implements graph.Checkpointer, in three queries.
 func (s *Saver) List(ctx context.Context, at graph.Ref, limit int) ([]*graph.Checkpoint, error) {
 	var out []*graph.Checkpoint
-	err := retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
+	err := s.retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
 		var err error
 		out, err = s.list(ctx, at, limit)
 		return err
@@ -436,7 +435,7 @@ func (s *Saver) TakeThread(ctx context.Context, thread, run string, ttl time.Dur
 		return graph.Lease{}, errors.New("postgres: a lease needs a thread and a run")
 	}
 	got := graph.Lease{Thread: thread, Run: run}
-	err := retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
+	err := s.retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
 		if s.beforeLeaseRead != nil {
 			s.beforeLeaseRead()
 		}
@@ -475,7 +474,7 @@ func (s *Saver) TakeThread(ctx context.Context, thread, run string, ttl time.Dur
 
 // ReleaseThread implements graph.Checkpointer.
 func (s *Saver) ReleaseThread(ctx context.Context, thread, run string) error {
-	err := retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
+	err := s.retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
 		_, err := s.pool.Exec(ctx, s.sql.releaseLease, thread, run)
 		return err
 	})
@@ -488,7 +487,7 @@ func (s *Saver) ReleaseThread(ctx context.Context, thread, run string) error {
 // StopThread implements graph.Checkpointer.
 func (s *Saver) StopThread(ctx context.Context, thread string) (graph.Lease, error) {
 	l := graph.Lease{Thread: thread, Stop: true}
-	err := retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
+	err := s.retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
 		return s.pool.QueryRow(ctx, s.sql.stopLease, thread).Scan(&l.Run, &l.Until)
 	})
 	switch {
@@ -505,7 +504,7 @@ func (s *Saver) StopThread(ctx context.Context, thread string) (graph.Lease, err
 // its rows, indexes and compression).
 func (s *Saver) StoredBytes(ctx context.Context, thread string) (int64, error) {
 	var n int64
-	err := retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
+	err := s.retry.Do(ctx, Transient, func(ctx context.Context, _ int) error {
 		return s.pool.QueryRow(ctx, s.sql.storedBytes, thread).Scan(&n)
 	})
 	if err != nil {

@@ -63,7 +63,7 @@ func openReadOnly(ctx context.Context, abs string, set settings, immutable bool)
 	// Readers and the writer share the handle: the writer's statements
 	// are prepared, so that a write fails as SQLite refuses it rather
 	// than on a missing statement.
-	s := &Saver{path: abs, maxBytes: set.maxBytes, busyTimeout: set.busyTimeout, db: db, writer: db}
+	s := &Saver{path: abs, maxBytes: set.maxBytes, busyTimeout: set.busyTimeout, retry: set.retry, db: db, writer: db}
 	if err := s.checkReadOnly(ctx); err != nil {
 		_ = db.Close()
 		return nil, err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/graph/checkpoint/internal/storecodec"
+	"github.com/deepgraph/deepgraph/graph/checkpoint/retry"
 )
 
 // DefaultBusyTimeout is how long a write waits for the file's lock when
@@ -46,6 +47,7 @@ type settings struct {
 	busyTimeout time.Duration
 	synchronous Synchronous
 	maxBytes    int
+	retry       retry.Policy
 }
 
 // WithBusyTimeout sets how long a write waits for the file's lock while
@@ -53,6 +55,13 @@ type settings struct {
 // default (DefaultBusyTimeout), a negative duration not at all.
 func WithBusyTimeout(d time.Duration) Option {
 	return func(s *settings) { s.busyTimeout = d }
+}
+
+// WithRetry sets how a transaction that finds the file busy or locked past
+// the busy timeout is tried again: by default (retry.Default) for up to
+// 30 s, or until the context's deadline.
+func WithRetry(p retry.Policy) Option {
+	return func(s *settings) { s.retry = p }
 }
 
 // WithSynchronous sets the synchronous level: SyncNormal (the default) or
@@ -77,6 +86,7 @@ type Saver struct {
 	path        string
 	maxBytes    int
 	busyTimeout time.Duration
+	retry       retry.Policy
 	db          *sql.DB // reads, and the application's own tables (DB)
 	writer      *sql.DB // this Saver's writes, through one connection
 	// The statements of Put and PutWrites, prepared once on the writer's
@@ -109,7 +119,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Saver, error) {
 		return nil, fmt.Errorf("sqlite: creating the store %s: %w", path, err)
 	}
 	name := dsn(abs, set)
-	s := &Saver{path: abs, maxBytes: set.maxBytes, busyTimeout: set.busyTimeout}
+	s := &Saver{path: abs, maxBytes: set.maxBytes, busyTimeout: set.busyTimeout, retry: set.retry}
 	// driver.Open only parses the name, which dsn built.
 	if s.db, err = driver.Open(name); err == nil {
 		s.writer, err = driver.Open(name)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/graph/checkpoint/internal/storecodec"
-	"github.com/deepgraph/deepgraph/graph/checkpoint/retry"
 )
 
 // The statements. A document is read back only when it is within the
@@ -489,20 +488,20 @@ func (s *Saver) StoredBytes(ctx context.Context, thread string) (int64, error) {
 
 // write runs fn in a write transaction, which begins IMMEDIATE.
 func (s *Saver) write(ctx context.Context, fn func(*sql.Tx) error) error {
-	return inTx(ctx, s.writer, nil, fn)
+	return s.inTx(ctx, s.writer, nil, fn)
 }
 
 // read runs fn in a read transaction: one snapshot of the file.
 func (s *Saver) read(ctx context.Context, fn func(*sql.Tx) error) error {
-	return inTx(ctx, s.db, &sql.TxOptions{ReadOnly: true}, fn)
+	return s.inTx(ctx, s.db, &sql.TxOptions{ReadOnly: true}, fn)
 }
 
 // inTx runs fn in a transaction, and again in a new one while it fails
-// with a busy or locked database (Transient) within ctx's deadline. SQLite
+// with a busy or locked database (Transient), as WithRetry says. SQLite
 // reports such an error before the commit takes effect, so no attempt
 // repeats a committed one.
-func inTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
-	return retry.Do(ctx, Transient, func(ctx context.Context, _ int) error { return tryTx(ctx, db, opts, fn) })
+func (s *Saver) inTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
+	return s.retry.Do(ctx, Transient, func(ctx context.Context, _ int) error { return tryTx(ctx, db, opts, fn) })
 }
 
 func tryTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/graph/checkpoint/internal/storecodec"
+	"github.com/deepgraph/deepgraph/graph/checkpoint/retry"
 )
 
 // TestCorruptRows: a stored document that cannot be read back is reported
@@ -146,10 +147,10 @@ func TestQueryPlans(t *testing.T) {
 	}
 }
 
-// TestBusy: a write that waits for the lock longer than the busy timeout
-// fails and says why.
+// TestBusy: a write that waits for the lock longer than the busy timeout,
+// tried again for as long as its retry policy allows, fails and says why.
 func TestBusy(t *testing.T) {
-	s := openTemp(t, WithBusyTimeout(50*time.Millisecond))
+	s := openTemp(t, WithBusyTimeout(50*time.Millisecond), WithRetry(retry.Policy{Budget: 200 * time.Millisecond}))
 	other := openAt(t, s.Path())
 	tx, err := other.DB().BeginTx(t.Context(), nil) // IMMEDIATE: holds the lock
 	require.NoError(t, err)
