@@ -91,7 +91,10 @@ func uniqueSleep(t *testing.T) string {
 // forked — dies with the call when it times out (--tool-timeout), with the
 // run when it times out (--timeout), and with the agent when it is
 // interrupted (SIGINT), terminated (SIGTERM) or killed (SIGKILL). ps
-// counts the survivors: none. (Where PID namespaces are refused, the
+// counts the survivors: none. The scenarios run side by side (each
+// command's sleep has a duration of its own, which is how ps tells their
+// processes apart); the test as a whole is not parallel, so that no other
+// test loads the machine while the timeouts run. (Where PID namespaces are refused, the
 // SIGKILL case is the fallback's documented limit and is skipped; the
 // tools package tests the fallback in each case.)
 func TestE2EAgentExecLeavesNoProcess(t *testing.T) {
@@ -122,6 +125,7 @@ func TestE2EAgentExecLeavesNoProcess(t *testing.T) {
 	t.Logf("containment here: %s", contained)
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
 			if sc.signal == syscall.SIGKILL && !contained.Namespaced() {
 				t.Skip("PID namespaces are not permitted here: in the fallback, what a call orphaned outlives an agent killed with SIGKILL (tools' package documentation)")
 			}
