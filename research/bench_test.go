@@ -197,7 +197,7 @@ type fakeServices struct {
 	pageText string
 }
 
-func newFakeServices(b *testing.B, lat latencies) *fakeServices {
+func newFakeServices(b testing.TB, lat latencies) *fakeServices {
 	f := &fakeServices{}
 	f.model = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
