@@ -195,6 +195,9 @@ type fakeServices struct {
 	// pageText, when set, follows each page's first line: a page as long
 	// as real ones.
 	pageText string
+	// summarySentences is how many sentences a summary has (default 18:
+	// ~1,500 characters before its markers become links).
+	summarySentences int
 }
 
 func newFakeServices(b testing.TB, lat latencies) *fakeServices {
