@@ -58,15 +58,17 @@ Instructions:
 Sources:
 %s`
 
-// The reflection prompt is the head, one message per finding, and the
-// tail. What stays the same over a run's reflections comes first — the
-// question, the date, the summaries, which only grow at their end while
-// they fit the budget — and what changes from one reflection to the next
-// last, in a Transient message: so each reflection's prompt begins with
+// The reflection prompt is the head, the findings and the tail
+// (Researcher.reflectionPrompt). What stays the same over a run's
+// reflections comes first — the question, the date, the summaries, which
+// only grow at their end while they fit the budget — and what changes from
+// one reflection to the next last: so each reflection's prompt begins with
 // the previous one's head and findings, a prefix that the providers that
 // cache prompts by prefix (OpenAI, Gemini, DeepSeek, …) serve from their
-// cache, and that Anthropic's cache, whose breakpoint ends before the tail,
-// finds at the block boundary after the previous reflection's last finding.
+// cache, and that Anthropic's cache — when the findings are one message
+// each and the tail a Transient one, so that the breakpoint ends the
+// prompt before the tail — finds at the block boundary after the previous
+// reflection's last finding.
 const reflectionHead = `You are an expert research assistant reviewing summaries gathered to answer: "%s".
 
 Today is %s. %s
