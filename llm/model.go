@@ -98,15 +98,17 @@ func GoogleSearch() Option { return func(r *Request) { r.GoogleSearch = true } }
 // Providers cache that prefix so the calls after the first read it at the
 // cached-input price:
 //
-//   - Anthropic: cache_control breakpoints on the system prompt, the tools
-//     and the last turn before the newest one (a cache write costs more than
+//   - Anthropic: cache_control breakpoints on the system prompt, the tools,
+//     the turn before the newest one and the newest one, each ending before
+//     its schemas.Message.Transient messages (a cache write costs more than
 //     plain input, so calls that are not part of a series should not ask);
 //   - OpenAI: a prompt_cache_key derived from the prefix (model, system
 //     prompt, tools, first user turn), so a run's calls reach the same
 //     cache; OpenAI caches prefixes of 1024 tokens and more by itself;
 //   - Gemini: nothing to send, the API caches implicitly.
 //
-// Callers keep the stable part of a prompt first and the changing part last.
+// Callers keep the stable part of a prompt first and the changing part last,
+// the part shown for one call only marked Transient.
 // What was read from and written to a cache comes back in Usage
 // (CachedTokens, CacheWriteTokens).
 func CachePrompt() Option { return func(r *Request) { r.CachePrompt = true } }

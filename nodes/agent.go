@@ -132,7 +132,8 @@ type AgentConfig struct {
 	// States are shown to the model before each think step: each one's
 	// current state (a browser's open page), after the conversation,
 	// fenced as untrusted like tool output. A step sees only the latest
-	// state: it is not kept in the messages.
+	// state: it is not kept in the messages, and the prompt cache's
+	// breakpoint goes before it (schemas.Message.Transient).
 	States []StateSource
 	// Checkpointer stores the agent's runs: Run and Resume with graph.Thread
 	// continue a run after a crash or a failure without repeating finished

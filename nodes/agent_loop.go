@@ -193,7 +193,8 @@ func fenceOutput(tool, content string) string {
 
 // states are the messages showing the model the current state of the
 // agent's state sources (AgentConfig.States), fenced like tool output and
-// cut like it.
+// cut like it. They are Transient: a provider's prompt cache ends before
+// them, since the next step shows a new state instead.
 func (a *Agent) states(ctx context.Context) []schemas.Message {
 	var msgs []schemas.Message
 	for _, src := range a.cfg.States {
@@ -203,7 +204,7 @@ func (a *Agent) states(ctx context.Context) []schemas.Message {
 		}
 		name := src.Name()
 		fenced := toolOutputFence.Wrap(fmt.Sprintf("tool=%q kind=\"state\" untrusted=\"true\"", name), cutText(st, a.cfg.MaxToolOutput))
-		msgs = append(msgs, schemas.UserMessage("The current state of "+name+", for your next step (it replaces any earlier state):\n"+fenced))
+		msgs = append(msgs, schemas.Message{Role: schemas.User, Content: "The current state of " + name + ", for your next step (it replaces any earlier state):\n" + fenced, Transient: true})
 	}
 	return msgs
 }

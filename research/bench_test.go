@@ -195,9 +195,12 @@ type fakeServices struct {
 	// pageText, when set, follows each page's first line: a page as long
 	// as real ones.
 	pageText string
+	// summarySentences is how many sentences a summary has (default 18:
+	// ~1,500 characters before its markers become links).
+	summarySentences int
 }
 
-func newFakeServices(b *testing.B, lat latencies) *fakeServices {
+func newFakeServices(b testing.TB, lat latencies) *fakeServices {
 	f := &fakeServices{}
 	f.model = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {

@@ -106,15 +106,13 @@ func (r *Researcher) withBudget(node graph.NodeFunc[State], budget int) graph.No
 // none, when the findings in full exceed budget characters; usage is nil
 // when nothing was condensed.
 func (r *Researcher) compact(ctx context.Context, s State, budget int) (map[int]string, llm.UsageByRole, error) {
-	full := 0
 	var uncondensed []Finding
 	for _, f := range s.Findings {
-		full += len(f.Summary)
 		if _, ok := s.Notes[f.ID]; !ok {
 			uncondensed = append(uncondensed, f)
 		}
 	}
-	if full <= budget || len(uncondensed) == 0 {
+	if summariesLen(s.Findings) <= budget || len(uncondensed) == 0 {
 		return s.Notes, nil, nil
 	}
 	meter := new(llm.Meter)
@@ -186,11 +184,7 @@ type fitted struct {
 // left out, oldest first.
 func fit(fs []Finding, notes map[int]string, budget int) fitted {
 	out := fitted{text: make([]string, len(fs)), condensed: make([]bool, len(fs))}
-	full := 0
-	for _, f := range fs {
-		full += len(f.Summary)
-	}
-	if full <= budget {
+	if summariesLen(fs) <= budget {
 		for i, f := range fs {
 			out.text[i] = f.Summary
 		}
@@ -225,13 +219,28 @@ func fit(fs []Finding, notes map[int]string, budget int) fitted {
 	return out
 }
 
+// summariesLen is the length of the findings' summaries in full.
+func summariesLen(fs []Finding) int {
+	n := 0
+	for _, f := range fs {
+		n += len(f.Summary)
+	}
+	return n
+}
+
 // render joins the fitted findings with sep, marking the condensed ones,
 // and says how many were left out.
 func (ft fitted) render(sep string) string {
-	parts := make([]string, 0, len(ft.text)+1)
+	parts := ft.parts()
 	if ft.omitted > 0 {
-		parts = append(parts, fmt.Sprintf("(%d earlier summaries are left out to fit the context budget.)", ft.omitted))
+		parts = append([]string{ft.omittedNote()}, parts...)
 	}
+	return strings.Join(parts, sep)
+}
+
+// parts are the findings shown, in order, the condensed ones marked.
+func (ft fitted) parts() []string {
+	parts := make([]string, 0, len(ft.text))
 	for i, t := range ft.text {
 		switch {
 		case t == "":
@@ -241,7 +250,11 @@ func (ft fitted) render(sep string) string {
 			parts = append(parts, t)
 		}
 	}
-	return strings.Join(parts, sep)
+	return parts
+}
+
+func (ft fitted) omittedNote() string {
+	return fmt.Sprintf("(%d earlier summaries are left out to fit the context budget.)", ft.omitted)
 }
 
 // fencedFindings are the findings within budget characters, joined by

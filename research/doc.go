@@ -77,6 +77,25 @@
 // citation copied from a note resolves like one copied from a summary, and
 // a marker a note invented is dropped like any other.
 //
+// # Prompt caching
+//
+// A turn's reflections resend the same head (the question, the date) and
+// the findings so far, which grow at their end, with what changes from one
+// reflection to the next — the queries searched, the last knowledge gap —
+// last: the providers that cache prompt prefixes by themselves (OpenAI,
+// Gemini) serve each reflection's start from the previous one's. For
+// Anthropic, whose cache ends at explicit breakpoints and finds an earlier
+// prefix only at a content block's boundary, a reflection is sent, while
+// its findings fit in full and another reflection may read it, marked
+// llm.CachePrompt and laid out as the head, one message (one content block)
+// per finding, and the tail as a Transient message: the breakpoint follows
+// the last finding. Condensed or left out, findings change from one
+// reflection to the next, so such a reflection is one message and asks
+// for no cache write. The other prompts share no prefix a cache could
+// serve: each summary prompt's sources are its own, and the answer, the
+// turn's last call, offers no tools where the reflections offer their
+// schema's tool, and Anthropic's cache key begins with the tools.
+//
 // # The research budget
 //
 // Each research (summary) prompt has a budget too (Config.ResearchBudget,

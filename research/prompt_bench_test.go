@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/deepgraph/deepgraph/internal/fakeproviders"
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/schemas"
 )
@@ -22,9 +23,7 @@ import (
 // role and content, in order; a token is 4 bytes of it. It reports
 // prompt_tokens and prompt_tokens_details.cached_tokens so.
 //
-// It scripts a research run that uses every loop: fresh queries and
-// follow-ups, a summary of ~1,500 characters citing the sources, notes of
-// ~300 characters when findings are condensed, a short answer.
+// It scripts a research run that uses every loop (fakeServices.reply).
 type cachingModel struct {
 	f       *fakeServices
 	mu      sync.Mutex
@@ -55,25 +54,15 @@ func (c *cachingModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	cached = cached / 128 * 128
 
-	last := req.Messages[len(req.Messages)-1].Content
-	format := strings.ToLower(string(req.ResponseFormat))
-	var content string
-	switch {
-	case strings.Contains(format, "reflection"):
-		content = benchJSON(schemas.Reflection{KnowledgeGap: "more", FollowUpQueries: c.f.queries(20)})
-	case strings.Contains(format, "notes"): // compaction: a note per finding
-		notes := make([]string, strings.Count(last, "<finding n="))
-		for i := range notes {
-			notes[i] = strings.Repeat("A condensed fact with its figure [S1]. ", 8)
-		}
-		content = benchJSON(map[string][]string{"notes": notes})
-	case len(req.ResponseFormat) > 0 && string(req.ResponseFormat) != "null":
-		content = benchJSON(schemas.SearchQueryList{Query: c.f.queries(20), Rationale: "r"})
-	case strings.Contains(last, "well-researched answer"):
-		content = "The answer [S1]."
-	default:
-		content = strings.Repeat("The sources agree on a figure, a name and a date [S1][S2]; one adds a detail [S3]. ", 18)
+	var text strings.Builder // the messages' text, for the script
+	for _, m := range req.Messages {
+		text.WriteString(m.Content + "\n")
 	}
+	format := string(req.ResponseFormat)
+	if format == "null" {
+		format = ""
+	}
+	content := c.f.reply(format, text.String())
 	usage := fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":100,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}`, tokens, tokens+100, cached)
 	if req.Stream {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -84,6 +73,35 @@ func (c *cachingModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = fmt.Fprintf(w, `{"id":"c","object":"chat.completion","model":"fake","choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":%s}`,
 		benchJSON(content), usage)
+}
+
+// reply is the scripted reply of a research run that uses every loop, to a
+// call that asks for structured output described by schema ("" for text:
+// the call's JSON schema or structured-output tool, which names it) with
+// prompt: fresh queries and follow-ups, a summary of summarySentences
+// sentences citing the sources, notes of ~300 characters when findings are
+// condensed, a short answer.
+func (f *fakeServices) reply(schema, prompt string) string {
+	schema = strings.ToLower(schema)
+	switch {
+	case strings.Contains(schema, "reflection"):
+		return benchJSON(schemas.Reflection{KnowledgeGap: "more", FollowUpQueries: f.queries(20)})
+	case strings.Contains(schema, "notes"): // compaction: a note per finding
+		notes := make([]string, strings.Count(prompt, "<finding n="))
+		for i := range notes {
+			notes[i] = strings.Repeat("A condensed fact with its figure [S1]. ", 8)
+		}
+		return benchJSON(map[string][]string{"notes": notes})
+	case schema != "":
+		return benchJSON(schemas.SearchQueryList{Query: f.queries(20), Rationale: "r"})
+	case strings.Contains(prompt, "well-researched answer"):
+		return "The answer [S1]."
+	}
+	n := f.summarySentences
+	if n == 0 {
+		n = 18
+	}
+	return strings.Repeat("The sources agree on a figure, a name and a date [S1][S2]; one adds a detail [S3]. ", n)
 }
 
 // cached returns the length of the longest prefix prompt shares with an
@@ -161,6 +179,93 @@ func BenchmarkPromptTokens(b *testing.B) {
 				b.ReportMetric(float64(u.Usage.PromptTokens), role+"-input-tokens/run")
 			}
 			b.ReportMetric(100*float64(cached)/float64(input), "%cached")
+		})
+	}
+}
+
+// anthropicModel is a Messages API server that caches prompt prefixes as
+// Anthropic does (fakeproviders.AnthropicCache) and answers as the OpenAI
+// one does (fakeServices.reply): structured output as a call of the
+// schema's tool.
+func anthropicModel(f *fakeServices, cache *fakeproviders.AnthropicCache) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		req, err := fakeproviders.ReadAnthropicRequest(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		schema := ""
+		for _, t := range req.Tools {
+			schema += t.Name
+		}
+		content := fakeproviders.AnthropicText(f.reply(schema, req.Prompt()))
+		if schema != "" {
+			var input map[string]any
+			if err := json.Unmarshal([]byte(f.reply(schema, req.Prompt())), &input); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			content = fakeproviders.AnthropicToolUse("toolu_1", req.Tools[len(req.Tools)-1].Name, input)
+		}
+		fakeproviders.WriteAnthropicMessage(w, req.Stream, []map[string]any{content}, cache.Use(req.Body, 100))
+	}
+}
+
+// BenchmarkAnthropicPromptCache runs the research graph on Anthropic
+// (claude-sonnet-4-5, wired as the CLI does with default settings) against
+// a Messages API fake that caches prompt prefixes as Anthropic does, with
+// every loop used and three pages read per query, and reports per run the
+// input tokens, those read from and written to the cache, the share read
+// from it, and the cost at claude-sonnet-4-5's prices — with the cache,
+// and for the same tokens without it. Summaries of 18 sentences (~4,600
+// characters once their markers are links) exceed the reflection's budget
+// from the second round on at high effort, so that the reflections stop
+// being cached (see the package doc); summaries of 6 sentences (~1,500)
+// fit for more rounds.
+//
+//	go test -run '^$' -bench AnthropicPromptCache -benchtime 1x ./research
+func BenchmarkAnthropicPromptCache(b *testing.B) {
+	price, _ := llm.PriceFor("anthropic:claude-sonnet-4-5")
+	for _, c := range []struct {
+		effort         string
+		queries, loops int
+		sentences      int
+	}{{"medium", 3, 3, 18}, {"high", 5, 10, 18}, {"medium", 3, 3, 6}, {"high", 5, 10, 6}} {
+		b.Run(fmt.Sprintf("effort=%s,summary=%d", c.effort, c.sentences), func(b *testing.B) {
+			f := newFakeServices(b, latencies{})
+			f.summarySentences = c.sentences
+			f.pageText = strings.Repeat("A sentence of the page with a fact in it, a figure and a name. ", 160) // ~10 kB
+			var cache *fakeproviders.AnthropicCache
+			f.model.Close()
+			f.model = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { anthropicModel(f, cache)(w, r) }))
+			r := openResearch(b, f, map[string]string{"DEEPGRAPH_EFFORT": c.effort, "DEEPGRAPH_MODEL": "anthropic:claude-sonnet-4-5",
+				"ANTHROPIC_API_KEY": "sk-ant-bench-0123456789", "ANTHROPIC_BASE_URL": f.model.URL})
+			var u llm.Usage
+			var byRole llm.UsageByRole
+			for b.Loop() {
+				cache = &fakeproviders.AnthropicCache{}
+				rep, err := r.Run(context.Background(), "question")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got := len(rep.Queries); got != c.queries*c.loops {
+					b.Fatalf("the run searched %d queries, want %d: the fake no longer drives every loop", got, c.queries*c.loops)
+				}
+				u, byRole = rep.Usage.Total().Usage, rep.Usage
+			}
+			uncached := u
+			uncached.CachedTokens, uncached.CacheWriteTokens = 0, 0
+			b.ReportMetric(float64(u.PromptTokens), "input-tokens/run")
+			b.ReportMetric(float64(u.CachedTokens), "cache-read-tokens/run")
+			b.ReportMetric(float64(u.CacheWriteTokens), "cache-write-tokens/run")
+			b.ReportMetric(100*float64(u.CachedTokens)/float64(u.PromptTokens), "%cached")
+			for role, ru := range byRole {
+				if ru.Usage.CachedTokens > 0 {
+					b.ReportMetric(float64(ru.Usage.CachedTokens), role+"-cache-read-tokens/run")
+				}
+			}
+			b.ReportMetric(price.Cost(u), "$/run")
+			b.ReportMetric(price.Cost(uncached), "$uncached/run")
 		})
 	}
 }

@@ -58,20 +58,24 @@ Instructions:
 Sources:
 %s`
 
-// reflectionPrompt puts what stays the same over a run's reflections first
-// — the question, the date, the summaries, which only grow at their end
-// while they fit the budget — and what changes from one reflection to the
-// next last, so that each reflection's prompt begins with the previous
-// one's summaries: a prefix the providers that cache prompts by prefix
-// (OpenAI, Gemini, DeepSeek, …) serve from their cache.
-const reflectionPrompt = `You are an expert research assistant reviewing summaries gathered to answer: "%s".
+// The reflection prompt is the head, the findings and the tail
+// (Researcher.reflectionPrompt). What stays the same over a run's
+// reflections comes first — the question, the date, the summaries, which
+// only grow at their end while they fit the budget — and what changes from
+// one reflection to the next last: so each reflection's prompt begins with
+// the previous one's head and findings, a prefix that the providers that
+// cache prompts by prefix (OpenAI, Gemini, DeepSeek, …) serve from their
+// cache, and that Anthropic's cache — when the findings are one message
+// each and the tail a Transient one, so that the breakpoint ends the
+// prompt before the tail — finds at the block boundary after the previous
+// reflection's last finding.
+const reflectionHead = `You are an expert research assistant reviewing summaries gathered to answer: "%s".
 
 Today is %s. %s
 
-Summaries:
-%s
+Summaries:`
 
-Instructions:
+const reflectionTail = `%sInstructions:
 - Decide whether the summaries above are enough to answer the question well.
 - If they are not, describe the knowledge gap and write follow-up search queries that would fill it. Each query must work on its own as a web search; do not repeat queries already searched.
 - If they are enough, set is_sufficient to true, leave knowledge_gap empty and give no follow-up queries.

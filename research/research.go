@@ -163,14 +163,17 @@ func (r *Researcher) build() (*graph.Compiled[State], error) {
 		Usage:   fUsage,
 	}.Node(), retry)
 	graph.AddTask(g, NodeWebResearch, r.webResearch, retry)
-	g.AddNode(NodeReflection, r.withSearches(r.withBudget(nodes.Structured[State, schemas.Reflection]{
-		Model:   r.cfg.ReflectionModel,
-		Role:    llm.RoleReflection,
-		Prompt:  r.reflectionPrompt,
-		Write:   r.reflect,
-		Options: []llm.Option{llm.Temperature(1)},
-		Usage:   fUsage,
-	}.Node(), reflectionBudget)), retry)
+	reflection := func(opts ...llm.Option) graph.NodeFunc[State] {
+		return nodes.Structured[State, schemas.Reflection]{
+			Model:   r.cfg.ReflectionModel,
+			Role:    llm.RoleReflection,
+			Prompt:  r.reflectionPrompt,
+			Write:   r.reflect,
+			Options: append([]llm.Option{llm.Temperature(1)}, opts...),
+			Usage:   fUsage,
+		}.Node()
+	}
+	g.AddNode(NodeReflection, r.withSearches(r.withBudget(r.cacheIfResent(reflection(), reflection(llm.CachePrompt())), reflectionBudget)), retry)
 	g.AddNode(NodeFinalizeAnswer, r.withBudget(nodes.Generate[State]{
 		Model:   r.cfg.AnswerModel,
 		Role:    llm.RoleAnswer,
@@ -276,14 +279,61 @@ func (r *Researcher) webResearch(ctx context.Context, t Task) (graph.Update[Stat
 	return graph.Writes(fFindings.Add(f), fUsage.Merge(meter.Snapshot())), nil
 }
 
+// reflectionPrompt is the head, the findings and the tail (see
+// reflectionHead) in one message, or, when the reflection is cached
+// (cachesReflection), laid out for caches that end a prefix at a block
+// boundary (Anthropic): the head, one message per finding, each its own
+// <untrusted> element, and the Transient tail.
 func (r *Researcher) reflectionPrompt(s State) []schemas.Message {
 	gap := s.Reflection.KnowledgeGap
 	if gap == "" {
 		gap = "(none yet)"
 	}
 	_, budget := r.budgetChars()
-	return []schemas.Message{schemas.UserMessage(fmt.Sprintf(reflectionPrompt,
-		Topic(s.Messages), r.today(), untrustedNote, fencedFindings(s, budget, "\n\n---\n\n"), bulletList(s.Queries), untrusted.Wrap("", gap)))}
+	ft := fit(s.Findings, s.Notes, budget)
+	head := fmt.Sprintf(reflectionHead, Topic(s.Messages), r.today(), untrustedNote)
+	omitted := ""
+	if ft.omitted > 0 {
+		omitted = ft.omittedNote() + "\n\n"
+	}
+	tail := fmt.Sprintf(reflectionTail, omitted, bulletList(s.Queries), untrusted.Wrap("", gap))
+	if !r.cachesReflection(s) {
+		return []schemas.Message{schemas.UserMessage(head + "\n" + untrusted.Wrap("", strings.Join(ft.parts(), "\n\n---\n\n")) + "\n\n" + tail)}
+	}
+	msgs := []schemas.Message{schemas.UserMessage(head)}
+	for _, p := range ft.parts() {
+		msgs = append(msgs, schemas.UserMessage(untrusted.Wrap("", p)))
+	}
+	return append(msgs, schemas.Message{Role: schemas.User, Content: tail, Transient: true})
+}
+
+// cachesReflection says whether the reflection of s asks for its prompt's
+// head and findings to be cached (llm.CachePrompt), for the next
+// reflection of the turn, which resends them, to read: when the turn may
+// have more than one reflection and the findings fit the reflection's
+// budget in full — condensed or left out, they change from one reflection
+// to the next. The first reflection, which has nothing to read, caches
+// only when another round as large would fit too: a cache write costs
+// more than plain input.
+func (r *Researcher) cachesReflection(s State) bool {
+	_, loops := r.limits(s)
+	_, budget := r.budgetChars()
+	size := summariesLen(s.Findings)
+	if s.Loops == 0 {
+		size *= 2
+	}
+	return loops > 1 && size <= budget
+}
+
+// cacheIfResent runs cached — the reflection with llm.CachePrompt — when
+// cachesReflection, else plain.
+func (r *Researcher) cacheIfResent(plain, cached graph.NodeFunc[State]) graph.NodeFunc[State] {
+	return func(ctx context.Context, s State) (graph.Update[State], error) {
+		if r.cachesReflection(s) {
+			return cached(ctx, s)
+		}
+		return plain(ctx, s)
+	}
 }
 
 // reflect records the reflection and decides the next round: follow-up

@@ -37,7 +37,11 @@ func TestSummariesAreFencedAsUntrusted(t *testing.T) {
 
 	prompts := map[string]string{}
 	for _, c := range m.Calls() {
-		p := c.LastMessage().Content
+		var parts []string // a cached reflection's prompt is several messages
+		for _, msg := range c.Messages {
+			parts = append(parts, msg.Content)
+		}
+		p := strings.Join(parts, "\n")
 		switch {
 		case strings.Contains(p, "reviewing summaries"):
 			prompts["reflection"] = p

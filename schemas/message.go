@@ -33,6 +33,12 @@ type Message struct {
 	// Images are attached pictures (tool screenshots, user uploads). Providers
 	// that cannot take images ignore them.
 	Images []Image `json:"images,omitempty"`
+	// Transient says the message is shown for this call only — a
+	// browser's current page, a prompt's per-call instructions — so that
+	// no later call resends a prompt prefix that ends in it: providers that
+	// cache prompts at explicit breakpoints (Anthropic, see llm.CachePrompt)
+	// end the cached prefix before it. Transient messages come last.
+	Transient bool `json:"transient,omitempty"`
 }
 
 // Image is a picture attached to a message.

@@ -5,7 +5,9 @@
 // asked for, tool results), reads the research graph's prompts (source
 // labels to cite, citation markers to copy), and writes the answers: a chat
 // completion, unary or streamed as SSE, an OpenAI error, and a SearXNG JSON
-// search. What a fake answers — its script — stays with the fake.
+// search. For Anthropic's Messages API it reads a request, writes a message
+// (JSON or its event stream) and models the prompt cache (AnthropicCache).
+// What a fake answers — its script — stays with the fake.
 //
 // It imports only the standard library and knows no test framework.
 package fakeproviders

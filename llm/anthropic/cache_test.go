@@ -53,3 +53,56 @@ func TestCachePromptBreakpoints(t *testing.T) {
 	assert.Equal(t, "Be careful.", plain["system"])
 	assert.NotContains(t, reqs[1].Raw, "cache_control")
 }
+
+// A Transient message — shown for one call only — is never the end of a
+// cached prefix: the breakpoints go on the last block before it, in its
+// turn and in the turn before.
+func TestCachePromptBreakpointsSkipTransientMessages(t *testing.T) {
+	call := schemas.ToolCall{ID: "toolu_a", Name: "lookup", Arguments: json.RawMessage(`{}`)}
+	state := schemas.Message{Role: schemas.User, Content: "The page now.", Transient: true}
+	for _, c := range []struct {
+		name string
+		msgs []schemas.Message
+		want string
+	}{
+		{"an agent step with a state after the results", []schemas.Message{
+			schemas.UserMessage("Task."),
+			{Role: schemas.Assistant, Content: "Looking.", ToolCalls: []schemas.ToolCall{call}},
+			schemas.ToolResultMessage(call, "result"),
+			state,
+		}, `[
+			{"role":"user","content":[{"type":"text","text":"Task."}]},
+			{"role":"assistant","content":[{"type":"text","text":"Looking."},
+				{"type":"tool_use","id":"toolu_a","name":"lookup","input":{},"cache_control":{"type":"ephemeral"}}]},
+			{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_a","content":"result","cache_control":{"type":"ephemeral"}},
+				{"type":"text","text":"The page now."}]}
+		]`},
+		{"one turn of blocks, its last one transient", []schemas.Message{
+			schemas.UserMessage("Question."),
+			schemas.UserMessage("Finding 1."),
+			schemas.UserMessage("Finding 2."),
+			{Role: schemas.User, Content: "What to do now.", Transient: true},
+		}, `[
+			{"role":"user","content":[{"type":"text","text":"Question."},{"type":"text","text":"Finding 1."},
+				{"type":"text","text":"Finding 2.","cache_control":{"type":"ephemeral"}},{"type":"text","text":"What to do now."}]}
+		]`},
+		{"a newest turn that is all transient", []schemas.Message{
+			schemas.UserMessage("Task."),
+			schemas.AssistantMessage("Done?"),
+			state,
+		}, `[
+			{"role":"user","content":[{"type":"text","text":"Task.","cache_control":{"type":"ephemeral"}}]},
+			{"role":"assistant","content":[{"type":"text","text":"Done?","cache_control":{"type":"ephemeral"}}]},
+			{"role":"user","content":[{"type":"text","text":"The page now."}]}
+		]`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+				wiretest.WriteJSON(w, http.StatusOK, message("end_turn", textBlock("ok")))
+			})
+			_, err := newTestModel(t, f, nil).Generate(context.Background(), c.msgs, llm.CachePrompt())
+			require.NoError(t, err)
+			assert.JSONEq(t, c.want, wiretest.JSON(t, f.Requests()[0].Body["messages"]))
+		})
+	}
+}

@@ -44,7 +44,8 @@
 //	                     output_tokens = CompletionTokens
 //	prompt caching       calls marked llm.CachePrompt: cache_control breakpoints on the
 //	                     last tool, the system prompt, the turn before the newest and
-//	                     the newest, so the next call of the series reads that prefix
+//	                     the newest, so the next call of the series reads that prefix;
+//	                     a turn ends before its Transient messages (shown for one call)
 //	images               user images as base64 image blocks; tool-result images in the
 //	                     user turn after the results
 //	Google Search        not available: llm.ErrUnsupported

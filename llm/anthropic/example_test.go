@@ -2,6 +2,7 @@ package anthropic_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -89,4 +90,57 @@ data: {"type":"message_stop"}
 	// Output:
 	// [{"is_sufficient":true,]["knowledge_gap":"","follow_up_queries":[]}]
 	// {"is_sufficient":true,"knowledge_gap":"","follow_up_queries":[]} stop 0
+}
+
+// A call marked llm.CachePrompt carries cache breakpoints; one ends the
+// newest turn before its Transient messages, which the next call of the
+// series does not resend. The fake server answers with the text of the
+// block that carries it, and usage that reads from the cache.
+func Example_cachePrompt() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct {
+				Content []struct {
+					Text         string    `json:"text"`
+					CacheControl *struct{} `json:"cache_control"`
+				} `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		marked := ""
+		for _, m := range req.Messages {
+			for _, b := range m.Content {
+				if b.CacheControl != nil {
+					marked = b.Text
+				}
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+			"content": []any{map[string]any{"type": "text", "text": "breakpoint after: " + marked}}, "stop_reason": "end_turn",
+			"usage": map[string]any{"input_tokens": 12, "output_tokens": 6, "cache_read_input_tokens": 2048}})
+	}))
+	defer srv.Close()
+
+	m, err := anthropic.New(anthropic.Config{APIKey: "sk-ant-example", BaseURL: srv.URL})
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp, err := m.Generate(context.Background(), []schemas.Message{
+		schemas.UserMessage("The question and what was found so far."),
+		schemas.UserMessage("Finding 1."),
+		schemas.UserMessage("Finding 2."),
+		{Role: schemas.User, Content: "What to do with it this time.", Transient: true},
+	}, llm.CachePrompt())
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(resp.Content)
+	fmt.Println(resp.Usage.PromptTokens, "input tokens,", resp.Usage.CachedTokens, "read from the cache")
+	// Output:
+	// breakpoint after: Finding 2.
+	// 2060 input tokens, 2048 read from the cache
 }

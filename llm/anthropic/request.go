@@ -37,7 +37,7 @@ func (m *Model) prepare(msgs []schemas.Message, req llm.Request) (prepared, erro
 		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
 	}
 	p.names = wire
-	system, turns, err := toMessages(msgs, wire)
+	system, turns, stable, err := toMessages(msgs, wire)
 	if err != nil {
 		return p, fmt.Errorf("%s: %w: %w", m.provider, llm.ErrBadRequest, err)
 	}
@@ -95,7 +95,7 @@ func (m *Model) prepare(msgs []schemas.Message, req llm.Request) (prepared, erro
 		p.params.SetExtraFields(extra)
 	}
 	if req.CachePrompt {
-		markCachePrefix(&p.params)
+		markCachePrefix(&p.params, stable)
 	}
 	return p, nil
 }
@@ -106,9 +106,11 @@ func (m *Model) prepare(msgs []schemas.Message, req llm.Request) (prepared, erro
 // end of the newest turn — so the next call of the series, which resends all
 // of this and adds its own turns, reads everything up to there from the
 // cache (Anthropic looks back from each breakpoint for the longest prefix it
-// has cached). The system prompt carries the fourth (prepare); Anthropic
-// allows four.
-func markCachePrefix(params *anthropic.MessageNewParams) {
+// has cached). A turn ends, for this, at its last block that is not
+// transient (stable[i] blocks of turn i are; see toMessages): a prefix that
+// ends in a block shown for one call only is never resent. The system prompt
+// carries the fourth breakpoint (prepare); Anthropic allows four.
+func markCachePrefix(params *anthropic.MessageNewParams, stable []int) {
 	mark := func(cc *anthropic.CacheControlEphemeralParam) {
 		if cc != nil {
 			*cc = anthropic.NewCacheControlEphemeralParam()
@@ -117,19 +119,25 @@ func markCachePrefix(params *anthropic.MessageNewParams) {
 	if n := len(params.Tools); n > 0 {
 		mark(params.Tools[n-1].GetCacheControl())
 	}
-	for i := max(len(params.Messages)-2, 0); i < len(params.Messages); i++ {
-		turn := params.Messages[i]
-		var blocks []anthropic.ContentBlockParamUnion
-		switch {
-		case turn.OfUser != nil:
-			blocks = turn.OfUser.Content
-		case turn.OfAssistant != nil:
-			blocks = turn.OfAssistant.Content
+	marked := 0
+	for i := len(params.Messages) - 1; i >= 0 && marked < 2; i-- {
+		if stable[i] == 0 {
+			continue
 		}
-		if k := len(blocks); k > 0 {
-			mark(blocks[k-1].GetCacheControl())
-		}
+		mark(blocksOf(params.Messages[i])[stable[i]-1].GetCacheControl())
+		marked++
 	}
+}
+
+// blocksOf is a turn's content blocks.
+func blocksOf(turn anthropic.MessageParam) []anthropic.ContentBlockParamUnion {
+	switch {
+	case turn.OfUser != nil:
+		return turn.OfUser.Content
+	case turn.OfAssistant != nil:
+		return turn.OfAssistant.Content
+	}
+	return nil
 }
 
 // tool is a tool definition with its input schema sent as it is.
@@ -146,29 +154,31 @@ func tool(name, description string, schema json.RawMessage) anthropic.ToolUnionP
 // messages of one role form one turn (tool results and the user's next
 // words share the user turn that follows the calls). Images attached to tool
 // results follow the results in that turn. Tool input is sent as the exact
-// JSON of the call's arguments.
-func toMessages(msgs []schemas.Message, wire llm.ToolNames) (string, []anthropic.MessageParam, error) {
-	var system []string
-	var turns []anthropic.MessageParam
+// JSON of the call's arguments. stable[i] counts the blocks of turn i up to
+// and including its last one from a message that is not Transient.
+func toMessages(msgs []schemas.Message, wire llm.ToolNames) (system string, turns []anthropic.MessageParam, stable []int, err error) {
+	var systems []string
+	transient := false // the message being added is
 	add := func(user bool, blocks ...anthropic.ContentBlockParamUnion) {
 		if len(blocks) == 0 {
 			return
 		}
-		if n := len(turns); n > 0 {
-			last := &turns[n-1]
-			if user && last.OfUser != nil {
-				last.OfUser.Content = append(last.OfUser.Content, blocks...)
-				return
+		n := len(turns)
+		switch {
+		case n > 0 && user && turns[n-1].OfUser != nil:
+			turns[n-1].OfUser.Content = append(turns[n-1].OfUser.Content, blocks...)
+		case n > 0 && !user && turns[n-1].OfAssistant != nil:
+			turns[n-1].OfAssistant.Content = append(turns[n-1].OfAssistant.Content, blocks...)
+		default:
+			if user {
+				turns = append(turns, anthropic.NewUserMessage(blocks...))
+			} else {
+				turns = append(turns, anthropic.NewAssistantMessage(blocks...))
 			}
-			if !user && last.OfAssistant != nil {
-				last.OfAssistant.Content = append(last.OfAssistant.Content, blocks...)
-				return
-			}
+			stable = append(stable, 0)
 		}
-		if user {
-			turns = append(turns, anthropic.NewUserMessage(blocks...))
-		} else {
-			turns = append(turns, anthropic.NewAssistantMessage(blocks...))
+		if !transient {
+			stable[len(turns)-1] = len(blocksOf(turns[len(turns)-1]))
 		}
 	}
 	var pending []anthropic.ContentBlockParamUnion // images from tool results
@@ -182,10 +192,11 @@ func toMessages(msgs []schemas.Message, wire llm.ToolNames) (string, []anthropic
 		if msg.Role != schemas.Tool {
 			flush()
 		}
+		transient = msg.Transient
 		switch msg.Role {
 		case schemas.System:
 			if s := strings.TrimSpace(msg.Content); s != "" {
-				system = append(system, msg.Content)
+				systems = append(systems, msg.Content)
 			}
 		case schemas.User:
 			var blocks []anthropic.ContentBlockParamUnion
@@ -200,14 +211,14 @@ func toMessages(msgs []schemas.Message, wire llm.ToolNames) (string, []anthropic
 			}
 			for _, tc := range msg.ToolCalls {
 				if tc.ID == "" || tc.Name == "" {
-					return "", nil, fmt.Errorf("message %d: a tool call needs an ID and a name", i)
+					return "", nil, nil, fmt.Errorf("message %d: a tool call needs an ID and a name", i)
 				}
 				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, objectArguments(tc.Arguments), wire.Wire(tc.Name)))
 			}
 			add(false, blocks...)
 		case schemas.Tool:
 			if msg.ToolCallID == "" {
-				return "", nil, fmt.Errorf("message %d: a tool result needs the ToolCallID of the call it answers", i)
+				return "", nil, nil, fmt.Errorf("message %d: a tool result needs the ToolCallID of the call it answers", i)
 			}
 			result := anthropic.ToolResultBlockParam{ToolUseID: msg.ToolCallID}
 			// The API takes a tool result's content as text or as blocks;
@@ -216,14 +227,14 @@ func toMessages(msgs []schemas.Message, wire llm.ToolNames) (string, []anthropic
 			add(true, anthropic.ContentBlockParamUnion{OfToolResult: &result})
 			pending = append(pending, imageBlocks(msg.Images)...)
 		default:
-			return "", nil, fmt.Errorf("message %d: unknown role %q", i, msg.Role)
+			return "", nil, nil, fmt.Errorf("message %d: unknown role %q", i, msg.Role)
 		}
 	}
 	flush()
 	if len(turns) == 0 {
-		return "", nil, fmt.Errorf("the conversation has only system messages; add a user message")
+		return "", nil, nil, fmt.Errorf("the conversation has only system messages; add a user message")
 	}
-	return strings.Join(system, "\n\n"), turns, nil
+	return strings.Join(systems, "\n\n"), turns, stable, nil
 }
 
 func imageBlocks(images []schemas.Image) []anthropic.ContentBlockParamUnion {

@@ -54,7 +54,7 @@
 //   - System messages become the system instruction; assistant messages the
 //     "model" role; tool results functionResponse parts ({"output": content},
 //     named by Message.Name or by the call they answer), consecutive results
-//     in one turn; images inline data.
+//     in one turn, and consecutive user messages too; images inline data.
 //   - Tool calls are sent back as functionCall parts carrying ToolCall.Signature
 //     as the thought signature, which Gemini 3 requires. Calls the API sent
 //     without an ID get one ("gemini-call-…"), which is kept on our side only.

@@ -759,3 +759,26 @@ func TestNothingPrinted(t *testing.T) {
 	require.Error(t, err)
 	assert.Empty(t, logged.String(), "printed outside slog")
 }
+
+// Consecutive user messages are one user content, as one turn; tool results
+// stay a content of their own.
+func TestConsecutiveUserMessagesAreOneContent(t *testing.T) {
+	call := schemas.ToolCall{ID: "c1", Name: "lookup", Arguments: json.RawMessage(`{}`)}
+	contents, _, err := convertMessages([]schemas.Message{
+		schemas.UserMessage("Head."),
+		schemas.UserMessage("Finding 1."),
+		{Role: schemas.Assistant, ToolCalls: []schemas.ToolCall{call}},
+		schemas.ToolResultMessage(call, "result"),
+		schemas.UserMessage("State."),
+		schemas.UserMessage("Closing."),
+	})
+	require.NoError(t, err)
+	raw, err := json.Marshal(contents)
+	require.NoError(t, err)
+	assert.JSONEq(t, `[
+		{"role":"user","parts":[{"text":"Head."},{"text":"Finding 1."}]},
+		{"role":"model","parts":[{"functionCall":{"id":"c1","name":"lookup"}}]},
+		{"role":"user","parts":[{"functionResponse":{"id":"c1","name":"lookup","response":{"output":"result"}}}]},
+		{"role":"user","parts":[{"text":"State."},{"text":"Closing."}]}
+	]`, string(raw))
+}

@@ -175,7 +175,8 @@ func functionCallingConfig(choice llm.ToolChoice, tools []schemas.ToolDef) (*wir
 // convertMessages maps a conversation to Gemini contents and the system
 // instruction's parts. Messages that carry nothing are skipped (the API
 // rejects empty contents); consecutive tool results become one content, as
-// Gemini expects the answers to parallel calls together.
+// Gemini expects the answers to parallel calls together, and so do
+// consecutive user messages, as one turn.
 func convertMessages(msgs []schemas.Message) ([]*wireContent, []*wirePart, error) {
 	var (
 		contents []*wireContent
@@ -200,7 +201,12 @@ func convertMessages(msgs []schemas.Message) ([]*wireContent, []*wirePart, error
 			if err != nil {
 				return nil, nil, err
 			}
-			if len(parts) > 0 {
+			switch {
+			case len(parts) == 0:
+			case len(contents) > 0 && contents[len(contents)-1].Role == roleUser && !lastTool:
+				last := contents[len(contents)-1]
+				last.Parts = append(last.Parts, parts...)
+			default:
 				contents = append(contents, &wireContent{Role: roleUser, Parts: parts})
 				lastTool = false
 			}

@@ -53,3 +53,34 @@ func TestPromptCacheKey(t *testing.T) {
 	assert.NotContains(t, reqs[3].Body, "prompt_cache_key")
 	assert.NotContains(t, reqs[4].Body, "prompt_cache_key", "compatible servers may reject the field")
 }
+
+// Consecutive text-only user messages — a prompt laid out in blocks for
+// Anthropic's cache, an agent's observations in text mode — are sent as one
+// user message, their texts joined by a blank line, for the chat templates
+// that refuse two user messages in a row; a message with images, or any
+// other role, ends the run.
+func TestConsecutiveUserMessagesAreOne(t *testing.T) {
+	f := wiretest.NewServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		wiretest.WriteJSON(w, http.StatusOK, completion("ok", nil))
+	})
+	img := schemas.Image{MIMEType: "image/png", Data: []byte{1}}
+	_, err := newTestModel(t, f, nil).Generate(context.Background(), []schemas.Message{
+		schemas.SystemMessage("Be careful."),
+		schemas.UserMessage("Head."),
+		schemas.UserMessage("Finding 1."),
+		{Role: schemas.User, Content: "Tail.", Transient: true},
+		schemas.AssistantMessage("Noted."),
+		schemas.UserMessage("Look."),
+		{Role: schemas.User, Content: "This picture.", Images: []schemas.Image{img}},
+		schemas.UserMessage("Thanks."),
+	})
+	require.NoError(t, err)
+	assert.JSONEq(t, `[
+		{"role":"system","content":"Be careful."},
+		{"role":"user","content":"Head.\n\nFinding 1.\n\nTail."},
+		{"role":"assistant","content":"Noted."},
+		{"role":"user","content":"Look."},
+		{"role":"user","content":[{"type":"text","text":"This picture."},{"type":"image_url","image_url":{"url":"data:image/png;base64,AQ=="}}]},
+		{"role":"user","content":"Thanks."}
+	]`, wiretest.JSON(t, f.Requests()[0].Body["messages"]))
+}

@@ -43,6 +43,8 @@
 //	                     OpenRouter) → Response.Reasoning / Delta.Reasoning
 //	images               user images as data: URLs; tool-result images go into a user
 //	                     message after the tool results (the tool role is text-only)
+//	user messages        consecutive text-only ones are sent as one (texts joined by a
+//	                     blank line): some models' chat templates refuse two in a row
 //	Google Search        not available: llm.ErrUnsupported
 //
 // # On the SDK

@@ -120,7 +120,8 @@ func cacheKey(model string, msgs []schemas.Message, tools []schemas.ToolDef) str
 // toMessages converts the conversation, naming tools by their wire names.
 // Images attached to tool results go into a user message after the run of
 // tool messages, since the tool role takes text only and tool results must
-// directly follow their call.
+// directly follow their call. Consecutive text-only user messages become
+// one.
 func toMessages(msgs []schemas.Message, instructions string, wire llm.ToolNames) ([]openai.ChatCompletionMessageParamUnion, error) {
 	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(msgs)+2)
 	if instructions != "" {
@@ -140,16 +141,30 @@ func toMessages(msgs []schemas.Message, instructions string, wire llm.ToolNames)
 			pending = nil
 		}
 	}
+	// Consecutive text-only user messages form one message, their texts
+	// joined by a blank line, as they form one turn on Anthropic: the chat
+	// templates of some models served behind this API (Gemma's, Mistral's)
+	// refuse two user messages in a row.
+	joinable, text := -1, "" // the text-only user message the next one joins
 	for i, msg := range msgs {
 		if msg.Role != schemas.Tool {
 			flush()
 		}
+		joins := joinable
+		joinable = -1
 		switch msg.Role {
 		case schemas.System:
 			out = append(out, openai.SystemMessage(msg.Content))
 		case schemas.User:
 			if len(msg.Images) == 0 {
-				out = append(out, openai.UserMessage(msg.Content))
+				if joins >= 0 {
+					text += "\n\n" + msg.Content
+					out[joins] = openai.UserMessage(text)
+				} else {
+					text = msg.Content
+					out = append(out, openai.UserMessage(text))
+				}
+				joinable = len(out) - 1
 				continue
 			}
 			var parts []openai.ChatCompletionContentPartUnionParam
