@@ -343,6 +343,11 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	return a, nil
 }
 
+// Tools returns the agent's own tools, terminate included, as AllowTools
+// and DenyTools leave them (the tools of its dynamic sets are filtered the
+// same way at each step).
+func (a *Agent) Tools() *tools.Collection { return a.tools }
+
 // Graph returns the agent's compiled graph (for Mermaid, or to run it with
 // your own options).
 func (a *Agent) Graph() *graph.Compiled[AgentState] { return a.graph }

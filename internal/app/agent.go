@@ -258,7 +258,7 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 	if err != nil {
 		return nil, &setupError{fmt.Errorf("agent: %w", err)}
 	}
-	setup.Agent, setup.Tools = agent, set
+	setup.Agent, setup.Tools = agent, agent.Tools()
 	return setup, nil
 }
 
