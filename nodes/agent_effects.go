@@ -237,14 +237,20 @@ func (a *Agent) prepare(ctx context.Context, s AgentState, set *tools.Collection
 		}
 		key := callKey(s.Steps, i, call)
 		out[i].key = key
-		if data, ok, err := j.Recall(ctx, key+resultSuffix); err == nil && ok {
-			var res tools.Result
-			if json.Unmarshal(data, &res) == nil {
-				out[i].res, out[i].settled = res, true
-				continue
-			}
+		result, done, err := j.Recall(ctx, key+resultSuffix)
+		var ran bool
+		if err == nil && !done {
+			_, ran, err = j.Recall(ctx, key+intentSuffix)
 		}
-		if _, ok, err := j.Recall(ctx, key+intentSuffix); err != nil || !ok {
+		var res tools.Result
+		switch {
+		case err != nil:
+			out[i].res, out[i].settled = tools.Failf("the call to %s was not run: the run's record, which says whether it ran before, could not be read (%v)", call.Name, err), true
+			continue
+		case done && json.Unmarshal(result, &res) == nil:
+			out[i].res, out[i].settled = res, true
+			continue
+		case !done && !ran:
 			continue
 		}
 		if !a.cfg.ApproveTools {

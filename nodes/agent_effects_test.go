@@ -175,7 +175,8 @@ type mapJournal struct {
 	keep, wait int
 	results    int
 	resulted   chan struct{}
-	fails      error
+	fails      error // of Record
+	unreadable error // of Recall
 }
 
 func newJournal(keep, wait int) *mapJournal {
@@ -185,6 +186,9 @@ func newJournal(keep, wait int) *mapJournal {
 func (j *mapJournal) Recall(_ context.Context, key string) ([]byte, bool, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.unreadable != nil {
+		return nil, false, j.unreadable
+	}
 	d, ok := j.recs[key]
 	return d, ok, nil
 }
@@ -339,17 +343,28 @@ func TestAgentUnknownOutcomeAsksThePersonWithApproveTools(t *testing.T) {
 	}
 }
 
-// A call with side effects that cannot be recorded before it runs does
-// not run.
+// A call with side effects does not run when the journal cannot be
+// written before it runs, or read to tell whether it ran before.
 func TestAgentEffectfulCallIsNotRunUnrecorded(t *testing.T) {
-	eff := &effectTool{name: "append"}
-	m := fake.New(fake.ToolCalls(appendCall("x")), fake.ToolCalls(terminate("success", "Done."))).Strict()
-	a := newAgent(t, m, nodes.AgentConfig{}, eff)
-	j := newJournal(0, 0)
-	j.fails = errors.New("disk full")
-	res, err := a.Run(nodes.WithCallJournal(context.Background(), j), "Append", nil)
-	require.NoError(t, err)
-	assert.Equal(t, nodes.AgentSuccess, res.Status)
-	assert.Empty(t, eff.lines())
-	assert.Contains(t, toolMessages(m.Calls()[1].Messages)["call_0_0"], "could not be recorded before it ran (disk full)")
+	for _, tc := range []struct {
+		name              string
+		fails, unreadable error
+		want              string
+	}{
+		{name: "unwritable", fails: errors.New("disk full"), want: "could not be recorded before it ran (disk full)"},
+		{name: "unreadable", unreadable: errors.New("I/O error"), want: "which says whether it ran before, could not be read (I/O error)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eff := &effectTool{name: "append"}
+			m := fake.New(fake.ToolCalls(appendCall("x")), fake.ToolCalls(terminate("success", "Done."))).Strict()
+			a := newAgent(t, m, nodes.AgentConfig{}, eff)
+			j := newJournal(0, 0)
+			j.fails, j.unreadable = tc.fails, tc.unreadable
+			res, err := a.Run(nodes.WithCallJournal(context.Background(), j), "Append", nil)
+			require.NoError(t, err)
+			assert.Equal(t, nodes.AgentSuccess, res.Status)
+			assert.Empty(t, eff.lines())
+			assert.Contains(t, toolMessages(m.Calls()[1].Messages)["call_0_0"], tc.want)
+		})
+	}
 }
