@@ -772,6 +772,9 @@ func (a *Agent) asksFor(call schemas.ToolCall) bool {
 // runs again when the run resumes with an answer, so no other tool runs
 // twice. A rejected call gets its result here, saying why.
 func (a *Agent) ask(ctx context.Context, s AgentState) (graph.Update[AgentState], error) {
+	// The dynamic sets' tools as they are now — a resumed run in another
+	// process has not seen them yet — say which calls have side effects.
+	a.toolsNow(ctx)
 	var msgs []schemas.Message
 	var rest []schemas.ToolCall
 	for _, call := range s.Calls {

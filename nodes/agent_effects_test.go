@@ -368,3 +368,38 @@ func TestAgentEffectfulCallIsNotRunUnrecorded(t *testing.T) {
 		})
 	}
 }
+
+// staticDynamic is a dynamic tool set that does not change.
+type staticDynamic struct{ c *tools.Collection }
+
+func (s staticDynamic) Collection(context.Context) (*tools.Collection, error) { return s.c, nil }
+
+// A run resumed by another agent (another process) still asks about the
+// calls of dynamic tools (an MCP server's) with side effects.
+func TestAgentApproveToolsAsksAboutDynamicToolsAfterAResume(t *testing.T) {
+	own := &effectTool{name: "append"}
+	remote := &effectTool{name: "srv.write"}
+	rc, err := tools.NewCollection(remote)
+	require.NoError(t, err)
+	saver := graph.NewMemorySaver()
+	newA := func(m *fake.Model) *nodes.Agent {
+		return newAgent(t, m, nodes.AgentConfig{Checkpointer: saver, ApproveTools: true, Dynamic: []tools.Dynamic{staticDynamic{rc}}}, own)
+	}
+	ctx := context.Background()
+	res, err := newA(fake.New(fake.ToolCalls(appendCall("a"), fake.ToolCall("srv.write", map[string]string{"line": "r"})))).
+		Run(ctx, "Write", nil, graph.Thread("dyn"))
+	require.ErrorIs(t, err, graph.ErrInterrupted)
+	require.Equal(t, "append", res.Approval.Tool)
+
+	m := fake.New(fake.ToolCalls(terminate("success", "Done."))).Strict()
+	res, err = newA(m).Resume(ctx, nil, graph.Thread("dyn"), graph.Answer("approve"))
+	require.ErrorIs(t, err, graph.ErrInterrupted)
+	require.NotNil(t, res.Approval)
+	assert.Equal(t, "srv.write", res.Approval.Tool)
+	assert.Empty(t, remote.lines(), "not run before it is approved")
+	res, err = newA(m).Resume(ctx, nil, graph.Thread("dyn"), graph.Answer("approve"))
+	require.NoError(t, err)
+	assert.Equal(t, nodes.AgentSuccess, res.Status)
+	assert.Equal(t, []string{"a"}, own.lines())
+	assert.Equal(t, []string{"r"}, remote.lines())
+}
