@@ -345,11 +345,7 @@ func TestNewAgentTools(t *testing.T) {
 			}
 			require.NoError(t, err)
 			defer a.Close()
-			names := a.Tools.Names()
-			if !contains(names, tools.TerminateName) {
-				names = append(names, tools.TerminateName) // the agent adds it
-			}
-			assert.Equal(t, tt.want, names)
+			assert.Equal(t, tt.want, a.Tools.Names(), "the tools the agent offers, terminate included")
 			assert.Equal(t, contains(tt.want, "bash"), HasExec(a.Tools))
 			assert.Equal(t, contains(tt.want, "browser"), a.BrowserNote() != "")
 			assert.Equal(t, "openai:gpt-4.1-mini", a.Spec)
