@@ -478,6 +478,12 @@ func (c *cli) resume(cmd *cobra.Command, id, answer string) error {
 			return err
 		}
 		set.Apply(cfg, func(key string) bool { return flagChanged(cmd, key) })
+		if set.Agent != nil && !flagChanged(cmd, "agent.mcp") {
+			// The run's MCP servers, as it started with them (its calls
+			// of their tools, approvals included, go on), here only: a
+			// server resuming a run never starts commands it stored.
+			cfg.Agent.MCP = set.Agent.MCP
+		}
 		// The models and tools are set up before the run is marked as
 		// running here: a setup error (a missing key, say) leaves it as it
 		// was.
