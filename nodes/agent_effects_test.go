@@ -403,3 +403,22 @@ func TestAgentApproveToolsAsksAboutDynamicToolsAfterAResume(t *testing.T) {
 	assert.Equal(t, []string{"a"}, own.lines())
 	assert.Equal(t, []string{"r"}, remote.lines())
 }
+
+// A call whose arguments are not a JSON object (a provider passes
+// malformed ones on as a JSON string) is asked about all the same, and
+// fails as malformed once approved.
+func TestAgentApproveToolsMalformedArguments(t *testing.T) {
+	eff := &effectTool{name: "append"}
+	m := fake.New(fake.ToolCalls(fake.ToolCall("append", json.RawMessage(`"{\"line\": oops"`))), fake.ToolCalls(terminate("success", "Done."))).Strict()
+	a := newAgent(t, m, nodes.AgentConfig{Checkpointer: graph.NewMemorySaver(), ApproveTools: true}, eff)
+	ctx := context.Background()
+	res, err := a.Run(ctx, "Append", nil, graph.Thread("bad"))
+	require.ErrorIs(t, err, graph.ErrInterrupted)
+	require.NotNil(t, res.Approval)
+	assert.Equal(t, `"{\"line\": oops"`, string(res.Approval.Args))
+	res, err = a.Resume(ctx, nil, graph.Thread("bad"), graph.Answer("approve"))
+	require.NoError(t, err)
+	assert.Equal(t, nodes.AgentSuccess, res.Status)
+	assert.Empty(t, eff.lines())
+	assert.Contains(t, toolMessages(m.Calls()[1].Messages)["call_0_0"], "invalid arguments for append")
+}
