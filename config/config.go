@@ -135,6 +135,13 @@ type Agent struct {
 	// Tools restricts the tools offered to the model; empty means all that
 	// are available.
 	Tools []string
+	// DenyTools removes tools from those offered: names or patterns
+	// (server.* for an MCP server's tools).
+	DenyTools []string
+	// ApproveTools makes each tool call with side effects (bash,
+	// python_execute, the editor's writes, MCP tools not annotated
+	// read-only) wait for a person's approval before it runs.
+	ApproveTools bool
 	// TextMode drives the model with a text ReAct protocol instead of
 	// native tool calling.
 	TextMode bool

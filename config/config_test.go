@@ -379,7 +379,7 @@ func TestUnknownKeys(t *testing.T) {
 		l.File = writeFile(t, "config.yaml", "agent: yes\n")
 		_, err := l.Load()
 		require.ErrorIs(t, err, ErrInvalid)
-		assert.Contains(t, err.Error(), "agent: yes is not allowed: use a section of keys (workspace, allow_exec, max_steps, tool_timeout, tools, browser, mcp, text_mode)")
+		assert.Contains(t, err.Error(), "agent: yes is not allowed: use a section of keys (workspace, allow_exec, max_steps, tool_timeout, tools, deny_tools, approve_tools, browser, mcp, text_mode)")
 	})
 }
 
@@ -525,7 +525,7 @@ func TestAddFlags(t *testing.T) {
 	assert.Nil(t, fs.Lookup("model"))
 	err := AddFlags(fs, "gemini_api_key")
 	require.Error(t, err, "secrets have no flag")
-	assert.Equal(t, []string{"agent.workspace", "agent.allow_exec", "agent.max_steps", "agent.tool_timeout", "agent.tools", "agent.browser", "agent.mcp", "agent.text_mode"}, KeysWithFlags("agent."))
+	assert.Equal(t, []string{"agent.workspace", "agent.allow_exec", "agent.max_steps", "agent.tool_timeout", "agent.tools", "agent.deny_tools", "agent.approve_tools", "agent.browser", "agent.mcp", "agent.text_mode"}, KeysWithFlags("agent."))
 }
 
 func TestClosest(t *testing.T) {

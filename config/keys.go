@@ -210,6 +210,11 @@ var table = []entry{
 			"and a research run takes minutes by design (rounds of searches, page reads and model calls, each bounded by its own timeouts), which this bound would cut short.",
 		func(c *Config) *time.Duration { return &c.Agent.ToolTimeout })),
 	withEnv(toolsKey()),
+	withEnv(denyToolsKey()),
+	withEnv(boolKey("agent.approve_tools", "--approve-tools", false,
+		"Ask before each tool call with side effects runs (bash, python_execute, the editor's writes, MCP tools not annotated read-only): the run pauses "+
+			"until you approve it, edit its arguments or reject it with a reason — on the terminal, with research resume ID --answer, or over HTTP. Needs the run store.",
+		func(c *Config) *bool { return &c.Agent.ApproveTools })),
 	withEnv(boolKey("agent.browser", "--browser", false,
 		"Offer the browser tool: a headless Chromium the agent drives (pages that need JavaScript, forms, clicks, tabs), with the SSRF guard of fetch_page on every request, "+
 			"downloads, uploads and device permissions refused, and a fresh profile per run. Needs Chromium installed (see browser.chromium).",
@@ -617,6 +622,23 @@ func toolsKey() entry {
 		},
 		show:  func(c *Config) string { return strings.Join(c.Agent.Tools, ",") },
 		empty: "all available",
+	}
+}
+
+func denyToolsKey() entry {
+	return entry{
+		Key: Key{Name: "agent.deny_tools", Default: "none", Flag: "--deny-tools",
+			Help: "Tools never offered to the agent, comma-separated: names or patterns, such as bash or files.* for every tool of the MCP server files (terminate is always kept)."},
+		set: func(c *Config, v any) error {
+			items, err := asList(v)
+			if err != nil {
+				return allowedError{"a list of tool names or patterns, e.g. \"bash,files.write_*\"", nil}
+			}
+			c.Agent.DenyTools = items
+			return nil
+		},
+		show:  func(c *Config) string { return strings.Join(c.Agent.DenyTools, ",") },
+		empty: "none",
 	}
 }
 

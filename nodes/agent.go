@@ -152,6 +152,15 @@ type AgentConfig struct {
 	// (the run ends with AgentError and its Partial). When the call fails
 	// or runs out of its grace, the run ends as if it were off.
 	TimeoutGrace time.Duration
+	// ApproveTools makes each tool call with side effects (tools.EffectOf:
+	// bash, python_execute, the editor's writes, MCP tools not annotated
+	// read-only) wait for a person's decision before it runs: the run
+	// pauses at an interrupt of AgentNodeAsk whose payload is a
+	// ToolApproval, and Resume with graph.Answer(text) — "approve",
+	// "reject: why" or "edit: {arguments}" (ParseToolDecision) — goes on.
+	// It needs a Checkpointer. A rejected call is not run; the model is
+	// told why.
+	ApproveTools bool
 	// Workspace is the directory the agent's file tools work in. With it,
 	// done means done: a run whose task names files to make ("write
 	// notes.md", "create a file with …") or whose answer says it wrote one
@@ -300,6 +309,9 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 			return nil, fmt.Errorf("nodes: agent tools: %w", err)
 		}
 	}
+	if cfg.ApproveTools && cfg.Checkpointer == nil {
+		return nil, errNoApproval
+	}
 	a := &Agent{cfg: cfg}
 	tc = a.filterTools(tc)
 	_, hasAsk := tc.Get(tools.AskHumanName)
@@ -312,7 +324,7 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	g.AddNode(AgentNodeFinal, a.bestEffort, ModelRetry(cfg.ModelRetry))
 	g.AddEdge(graph.Start, AgentNodeThink)
 	thinkTo := []string{AgentNodeAct, AgentNodeThink, AgentNodeFinal, graph.End}
-	if a.asks {
+	if a.asks || cfg.ApproveTools {
 		g.AddNode(AgentNodeAsk, a.ask)
 		g.AddEdge(AgentNodeAsk, AgentNodeAct)
 		thinkTo = append(thinkTo, AgentNodeAsk)
@@ -331,6 +343,11 @@ func NewAgent(cfg AgentConfig) (*Agent, error) {
 	a.graph = compiled
 	return a, nil
 }
+
+// Tools returns the agent's own tools, terminate included, as AllowTools
+// and DenyTools leave them (the tools of its dynamic sets are filtered the
+// same way at each step).
+func (a *Agent) Tools() *tools.Collection { return a.tools }
 
 // Graph returns the agent's compiled graph (for Mermaid, or to run it with
 // your own options).
@@ -362,6 +379,10 @@ type AgentResult struct {
 	// Waiting is the question a paused run waits on (see
 	// AgentConfig.Checkpointer).
 	Waiting *HumanQuestion `json:"waiting,omitempty"`
+	// Approval, when the paused run waits for the approval of a tool call
+	// (AgentConfig.ApproveTools), is that call; Waiting then holds its
+	// question.
+	Approval *ToolApproval `json:"approval,omitempty"`
 	// Partial is, for a run that failed (Status AgentError), what it had
 	// done by then: its tool calls, its last reply and the sources it
 	// gathered, with citations checked like an answer's (Sources are then
@@ -485,7 +506,12 @@ func (a *Agent) drive(ctx context.Context, grace time.Duration, last AgentState,
 		case graph.EventInterrupt:
 			res := withFailed(resultOf(ev.State))
 			for _, pi := range ev.Interrupts {
-				if q, err := graph.PayloadOf[HumanQuestion](pi); err == nil && pi.Node == AgentNodeAsk {
+				if pi.Node != AgentNodeAsk && pi.Node != AgentNodeAct {
+					continue
+				}
+				if p, err := graph.PayloadOf[ToolApproval](pi); err == nil && p.Tool != "" {
+					res.Waiting, res.Approval = &p.HumanQuestion, &p
+				} else if q, err := graph.PayloadOf[HumanQuestion](pi); err == nil {
 					res.Waiting = &q
 				}
 			}
@@ -623,7 +649,7 @@ func (a *Agent) afterThink(s AgentState) graph.Route {
 		return graph.Goto(AgentNodeFinal)
 	case s.Status != "":
 		return graph.Goto(graph.End)
-	case a.asks && slices.ContainsFunc(s.Calls, func(c schemas.ToolCall) bool { return c.Name == tools.AskHumanName }):
+	case slices.ContainsFunc(s.Calls, a.asksFor):
 		return graph.Goto(AgentNodeAsk)
 	case len(s.Calls) > 0:
 		return graph.Goto(AgentNodeAct)
@@ -636,21 +662,29 @@ func (a *Agent) afterThink(s AgentState) graph.Route {
 
 // act runs the last step's tool calls, in parallel, and records their
 // results in call order.
+//
+// Calls with side effects are recorded in the run's journal before and
+// after they run, and those a stopped run had started are not repeated
+// blindly (see WithCallJournal).
 func (a *Agent) act(ctx context.Context, s AgentState) (graph.Update[AgentState], error) {
 	results := make([]tools.Result, len(s.Calls))
 	set := a.toolsNow(ctx)
+	calls, err := a.prepare(ctx, s, set)
+	if err != nil {
+		return graph.Update[AgentState]{}, err
+	}
 	var wg sync.WaitGroup
-	for i, call := range s.Calls {
+	for i, c := range calls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			res, err := set.Execute(ctx, call)
-			if err != nil {
-				res = tools.Failf("%v", err)
+			res := c.res
+			if !c.settled {
+				res = execute(ctx, set, c)
 			}
 			results[i] = res
-			graph.Emit(ctx, AgentEvent{Kind: AgentEventAct, Step: s.Steps, Tool: call.Name, Args: call.Arguments,
+			graph.Emit(ctx, AgentEvent{Kind: AgentEventAct, Step: s.Steps, Tool: c.call.Name, Args: c.call.Arguments,
 				Output: cutText(res.Content(), MaxEventOutput), Failed: res.Failed(), Duration: time.Since(start)})
 		}()
 	}
@@ -665,8 +699,11 @@ func (a *Agent) act(ctx context.Context, s AgentState) (graph.Update[AgentState]
 	u := graph.Writes(aCalls.Set(nil), aSources.Add(added...))
 	finished := false
 	var after []graph.Write[AgentState]
-	for i, call := range s.Calls {
-		msgs = append(msgs, a.observation(call, results[i], notes[i]))
+	for i, c := range calls {
+		call := c.call // with the arguments it ran with
+		m := a.observation(call, results[i], notes[i])
+		m.Content = editNote(s.Messages, call) + m.Content
+		msgs = append(msgs, m)
 		if tools.IsTerminate(call) && !results[i].Failed() {
 			if t, err := tools.ParseTerminate(call); err == nil {
 				if t.Status != tools.TerminateSuccess {
@@ -720,27 +757,62 @@ func (a *Agent) observation(call schemas.ToolCall, res tools.Result, sources str
 	return m
 }
 
-// ask answers the step's ask_human calls, one interrupt each, in the order
-// of the calls, and leaves the other calls to act. Only this node runs again
-// when the run resumes with an answer, so no other tool runs twice.
+// asksFor reports whether call waits for a person at the ask node: an
+// ask_human call (with a Checkpointer), or an effectful call with
+// ApproveTools.
+func (a *Agent) asksFor(call schemas.ToolCall) bool {
+	if call.Name == tools.AskHumanName {
+		return a.asks
+	}
+	return a.cfg.ApproveTools && a.effectful(call)
+}
+
+// ask answers the step's ask_human calls and has its effectful calls
+// approved (ApproveTools), one interrupt each, in the order of the calls,
+// and leaves the other calls, and the approved ones, to act. Only this node
+// runs again when the run resumes with an answer, so no other tool runs
+// twice. A rejected call gets its result here, saying why.
 func (a *Agent) ask(ctx context.Context, s AgentState) (graph.Update[AgentState], error) {
+	// The dynamic sets' tools as they are now — a resumed run in another
+	// process has not seen them yet — say which calls have side effects.
+	a.toolsNow(ctx)
 	var msgs []schemas.Message
 	var rest []schemas.ToolCall
 	for _, call := range s.Calls {
-		if call.Name != tools.AskHumanName {
+		if !a.asksFor(call) {
 			rest = append(rest, call)
 			continue
 		}
 		start := time.Now()
-		res, err := a.askOne(ctx, call, s.Steps)
+		res, approved, err := a.askAbout(ctx, call, s.Steps)
 		if err != nil {
 			return graph.Update[AgentState]{}, err
+		}
+		if approved != nil {
+			rest = append(rest, *approved)
+			continue
 		}
 		graph.Emit(ctx, AgentEvent{Kind: AgentEventAct, Step: s.Steps, Tool: call.Name, Args: call.Arguments,
 			Output: cutText(res.Content(), MaxEventOutput), Failed: res.Failed(), Duration: time.Since(start)})
 		msgs = append(msgs, a.observation(call, res, ""))
 	}
 	return graph.Writes(aCalls.Set(rest), aMessages.Add(msgs...)), nil
+}
+
+// askAbout asks the person about call: the answer to an ask_human call,
+// or the decision on an effectful one — the call to run (approved, with
+// the arguments the person gave), or the result of a rejected one.
+func (a *Agent) askAbout(ctx context.Context, call schemas.ToolCall, step int) (tools.Result, *schemas.ToolCall, error) {
+	if call.Name == tools.AskHumanName {
+		res, err := a.askOne(ctx, call, step)
+		return res, nil, err
+	}
+	d, err := a.approve(ctx, call, step, false)
+	if err != nil {
+		return tools.Result{}, nil, err
+	}
+	approved, res := decided(call, d)
+	return res, approved, nil
 }
 
 func (a *Agent) askOne(ctx context.Context, call schemas.ToolCall, step int) (tools.Result, error) {

@@ -90,13 +90,19 @@ func textRecord(text string) string {
 	return "text:" + hex.EncodeToString(sum[:16])
 }
 
+// canonicalJSON is raw with its object keys sorted and no spaces, and
+// characters such as < > & as they are (they are shown to people and
+// models).
 func canonicalJSON(raw json.RawMessage) string {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return strings.TrimSpace(string(raw))
 	}
-	out, _ := json.Marshal(v) // map keys come out sorted
-	return string(out)
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // map keys come out sorted
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // loops reports whether the records end in a cycle: for a period p up to

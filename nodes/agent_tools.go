@@ -75,7 +75,7 @@ func (a *Agent) filterTools(c *tools.Collection) *tools.Collection {
 // checkToolCount refuses a tool set larger than the model accepts.
 func (a *Agent) checkToolCount(c *tools.Collection) error {
 	if n := len(c.Names()); n > a.cfg.MaxTools {
-		return fmt.Errorf("nodes: agent: %w: the step offers %d tools but the model accepts at most %d (AgentConfig.MaxTools): narrow them with an allow-list (AgentConfig.AllowTools; --tools on the command line, e.g. server.* or server.tool for MCP tools) or a deny-list",
+		return fmt.Errorf("nodes: agent: %w: the step offers %d tools but the model accepts at most %d (AgentConfig.MaxTools): narrow them with an allow-list (AgentConfig.AllowTools; --tools on the command line, e.g. server.* or server.tool for MCP tools) or a deny-list (AgentConfig.DenyTools; --deny-tools)",
 			ErrTooManyTools, n, a.cfg.MaxTools)
 	}
 	return nil

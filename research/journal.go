@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+
+	"github.com/deepgraph/deepgraph/nodes"
 )
 
 // CallJournal keeps the results of the external calls a run pays for — the
@@ -18,14 +20,10 @@ import (
 // and read its pages again. deepgraph's run store is one
 // (runstore.Store.RecordCall); keys name the run's calls, so one journal
 // serves one run.
-type CallJournal interface {
-	// Recall returns the result recorded under key; ok is false when
-	// there is none.
-	Recall(ctx context.Context, key string) (data []byte, ok bool, err error)
-	// Record keeps the result of a call (a JSON document) under key. The
-	// run uses the result only once Record has returned.
-	Record(ctx context.Context, key string, data []byte) error
-}
+//
+// It is the interface of the agent's journal of its effectful tool calls
+// (nodes.CallJournal): one run store serves both.
+type CallJournal = nodes.CallJournal
 
 // Journal records the run's searches and page reads in j, and serves
 // those it recorded already from there (see CallJournal): pass the same

@@ -67,6 +67,10 @@ type tracedTool struct {
 	name string
 }
 
+// Unwrap returns the traced tool (tools.Wrapper), so that what its calls
+// may do (tools.EffectOf) is asked of it.
+func (w *tracedTool) Unwrap() tools.Tool { return w.Tool }
+
 func (w *tracedTool) Run(ctx context.Context, args json.RawMessage) (tools.Result, error) {
 	ctx, span := w.t.tracer.Start(ctx, w.name, trace.WithAttributes(
 		AttrGenAIOperation.String("execute_tool"), AttrToolName.String(w.Tool.Name())))

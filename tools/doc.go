@@ -80,6 +80,18 @@
 //     its final answer; the agent loop recognises it with IsTerminate and
 //     reads it with ParseTerminate.
 //
+// # Side effects
+//
+// A tool whose calls may change something outside the run implements
+// SideEffects, and EffectOf (or Collection.Effect) says what a call may
+// do, asking the tool inside wrappers (Wrapper: WithTimeout, telemetry's
+// traced tools): bash and python_execute always, the editor's writes (with
+// a view of the file as their Check), MCP tools their server does not
+// annotate read-only. An agent asks a person before such calls when told
+// to, and never repeats them blindly after a crash (nodes.AgentConfig.
+// ApproveTools, nodes.WithCallJournal); other calls are read-only and may
+// be repeated.
+//
 // # Security posture
 //
 // Everything a tool receives from the model, and everything it returns

@@ -34,7 +34,22 @@ fetch_page (public addresses only unless --allow-private-urls),
 str_replace_editor (confined to the workspace), planning, ask_human (when
 stdin is a terminal), terminate — and python_execute and bash only with
 --allow-exec, browser (a headless Chromium: pages that need JavaScript,
-forms, clicks, tabs) only with --browser. --tools narrows the set.
+forms, clicks, tabs) only with --browser. --tools narrows the set (MCP
+tools as server.tool, or server.* for all of a server's) and --deny-tools
+removes tools (names or patterns); a step never offers the model more than
+128 tools (OpenAI's limit) — it fails naming the limit instead.
+
+Side effects: bash, python_execute, the editor's writes (create,
+str_replace, insert, undo_edit) and MCP tools not annotated read-only may
+change things. With --approve-tools each such call waits for you before it
+runs: answer "approve", "reject: REASON" (the agent is told why) or "edit:
+{JSON arguments}" on the terminal, or later with research resume ID
+--answer, or over HTTP (research serve). It needs the run store (not
+--no-save). Each such call is also recorded in the run's record before it
+runs and when it ends: when a run killed during one is resumed, the call is
+not run again blindly — the agent is told its outcome is unknown (with the
+file's current content for an editor write), or, with --approve-tools, you
+are asked. Read-only calls (searches, page reads, views) may run again.
 
 With --browser, the model sees the browser's state before each step (the
 URL, the tabs, the page's interactive elements numbered for its actions,
@@ -82,6 +97,7 @@ the step limit was reached (a best-effort answer is printed); 5 the agent was
 stuck repeating itself; 130 interrupted.`,
 		Example: `  research agent "Summarise the three latest Go releases into notes.md" --workspace ./notes
   research agent --allow-exec --tools str_replace_editor,python_execute,terminate "Plot …"
+  research agent --allow-exec --approve-tools "Clean up the build scripts in this repo" --workspace ./repo
   research agent --browser "Find the cheapest direct flight on example-airline.com next Friday"`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -208,9 +224,19 @@ func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.Age
 			tr.Progress(ctx, baseTokens+int64(tokens(spent.Usage)), baseCalls+spent.Calls)
 		}
 	}
+	if tr != nil {
+		// Tool calls with side effects are recorded in the run's record
+		// before and after they run: a resumed run does not repeat them
+		// blindly.
+		runCtx = nodes.WithCallJournal(runCtx, tr.Journal())
+	}
 	res, runErr := start(runCtx, steps.observe)
 	for res != nil && res.Waiting != nil && errors.Is(runErr, graph.ErrInterrupted) && c.canAsk() {
-		line, err := c.ask(runCtx, "question from the agent", res.Waiting.Question)
+		heading := "question from the agent"
+		if res.Approval != nil {
+			heading = "approve a tool call"
+		}
+		line, err := c.ask(runCtx, heading, res.Waiting.Question)
 		if err != nil {
 			if !errors.Is(err, errNoAnswer) {
 				runErr = err
@@ -265,7 +291,7 @@ func (c *cli) driveAgent(ctx context.Context, cfg *config.Config, setup *app.Age
 	case o.timedOut:
 		return &exitError{code: exitFailed, err: fmt.Errorf("the agent did not finish within the timeout of %s (timeout); what it had done is above", cfg.Timeout)}
 	case paused:
-		c.pausedForQuestion(tr.Run.ID, res.Waiting)
+		c.pausedForQuestion(tr.Run.ID, res)
 		return &exitError{code: exitNeedsInput}
 	case runErr != nil:
 		return runErr

@@ -201,7 +201,7 @@ func TestE2EBrowserThreeStepTask(t *testing.T) {
 	productURL := shop.URL + "/product/blue-mug"
 	assert.Contains(t, res.stdout, "The Blue Mug costs €12.50, and 7 are in stock [1]("+productURL+").")
 	assert.Contains(t, res.stdout, productURL, "the Sources list")
-	assert.Contains(t, res.stderr, "Tools: browser\n")
+	assert.Contains(t, res.stderr, "Tools: browser, terminate\n", "the tools the agent offers, terminate included")
 	assert.Contains(t, res.stderr, "Browser: "+chromium)
 
 	reqs := searches.all()

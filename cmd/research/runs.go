@@ -156,9 +156,14 @@ func (c *cli) pausedForReview(id string, req *research.ReviewRequest) {
 }
 
 // pausedForQuestion says how to continue an agent run that waits for an
-// answer.
-func (c *cli) pausedForQuestion(id string, q *nodes.HumanQuestion) {
-	c.console.plain(fmt.Sprintf("Paused: run %s waits for your answer to the agent's question:\n  %s\n", id, oneLine(q.Question, 500)))
+// answer to its question, or for the approval of a tool call.
+func (c *cli) pausedForQuestion(id string, res *nodes.AgentResult) {
+	if res.Approval != nil {
+		c.console.plain(fmt.Sprintf("Paused: run %s waits for your approval of a tool call:\n  %s\n", id, oneLine(res.Waiting.Question, 2500)))
+		c.console.plain(fmt.Sprintf("Continue it with: research resume %s --answer approve   (or \"reject: REASON\", or \"edit: {JSON arguments}\")\n", id))
+		return
+	}
+	c.console.plain(fmt.Sprintf("Paused: run %s waits for your answer to the agent's question:\n  %s\n", id, oneLine(res.Waiting.Question, 500)))
 	c.console.plain(fmt.Sprintf("Continue it with: research resume %s --answer \"…\"\n", id))
 }
 
@@ -419,10 +424,19 @@ the environment as usual.
 A run that waits for an answer (research --review, or an agent that asked a
 question) asks on the terminal, or takes --answer: for a review "ok" approves
 the queries, "stop" writes the answer now, and anything else replaces the
-queries (separated by ";"); for an agent it is the answer to its question.`,
+queries (separated by ";"); for an agent it is the answer to its question, or,
+when it waits for the approval of a tool call (--approve-tools), "approve",
+"reject: REASON" or "edit: {JSON arguments}".
+
+A tool call with side effects (bash, python_execute, an editor write, an MCP
+tool not annotated read-only) that was running when the run stopped — its
+process killed, the machine down — is not run again: the agent is told its
+outcome is unknown (with the file's current content for an editor write), or,
+with --approve-tools, you are asked whether to run it again.`,
 		Example: `  research resume k3f9x2mq
   research resume k3f9 --answer "ok"
-  research resume k3f9 --answer "raft leader election; raft log compaction"`,
+  research resume k3f9 --answer "raft leader election; raft log compaction"
+  research resume k3f9 --answer "reject: do not delete files, move them to old/"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.resume(cmd, args[0], answer)
@@ -464,6 +478,12 @@ func (c *cli) resume(cmd *cobra.Command, id, answer string) error {
 			return err
 		}
 		set.Apply(cfg, func(key string) bool { return flagChanged(cmd, key) })
+		if set.Agent != nil && !flagChanged(cmd, "agent.mcp") {
+			// The run's MCP servers, as it started with them (its calls
+			// of their tools, approvals included, go on), here only: a
+			// server resuming a run never starts commands it stored.
+			cfg.Agent.MCP = set.Agent.MCP
+		}
 		// The models and tools are set up before the run is marked as
 		// running here: a setup error (a missing key, say) leaves it as it
 		// was.

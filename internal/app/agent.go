@@ -40,6 +40,10 @@ type AgentIO struct {
 	Pool *Pool
 }
 
+// ErrApproveNeedsStore: agent.approve_tools without a store to pause the
+// run in.
+var ErrApproveNeedsStore = errors.New("--approve-tools (agent.approve_tools) pauses the run until each tool call with side effects is approved, which needs the run store: drop --no-save (or set --store); research flow cannot ask yet")
+
 // pausingHuman stands in for the Asker of an agent whose ask_human calls
 // pause the run: the agent never calls it.
 type pausingHuman struct{}
@@ -114,8 +118,13 @@ func (a *AgentSetup) Close() {
 // allow_exec, is a setup error naming the available tools); its names with
 // a dot narrow the MCP tools (server.tool, or server.* for all of a
 // server's), and when it is set, MCP tools it does not name are left out.
+// agent.deny_tools removes tools (names or patterns, as server.*).
 // A step never offers the model more than nodes.DefaultMaxTools tools: it
 // fails with an error naming the limit instead.
+//
+// With agent.approve_tools, each tool call with side effects waits for a
+// person's decision (nodes.AgentConfig.ApproveTools): it needs
+// aio.Checkpointer, as the run pauses for it (ErrApproveNeedsStore).
 func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSetup, err error) {
 	spec := cfg.Model
 	var model llm.Model
@@ -240,13 +249,16 @@ func NewAgent(ctx context.Context, cfg *config.Config, aio AgentIO) (_ *AgentSet
 	if _, ok := set.Get(browser.Name); ok && setup.Browser != nil {
 		states = append(states, setup.Browser)
 	}
+	if cfg.Agent.ApproveTools && aio.Checkpointer == nil {
+		return nil, &setupError{ErrApproveNeedsStore}
+	}
 	agent, err := nodes.NewAgent(nodes.AgentConfig{Model: model, Tools: set, MaxSteps: cfg.Agent.MaxSteps, TextMode: cfg.Agent.TextMode,
 		Checkpointer: aio.Checkpointer, Dynamic: dynamic, ModelRetry: modelRetry(cfg), States: states, AllowTools: allow,
-		Workspace: ws})
+		DenyTools: cfg.Agent.DenyTools, ApproveTools: cfg.Agent.ApproveTools, Workspace: ws})
 	if err != nil {
 		return nil, &setupError{fmt.Errorf("agent: %w", err)}
 	}
-	setup.Agent, setup.Tools = agent, set
+	setup.Agent, setup.Tools = agent, agent.Tools()
 	return setup, nil
 }
 

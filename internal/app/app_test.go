@@ -310,6 +310,9 @@ func TestNewAgentTools(t *testing.T) {
 		{name: "a subset", args: []string{"--tools", "str_replace_editor"}, want: []string{"str_replace_editor", "terminate"}},
 		{name: "deep_research alone", vars: map[string]string{"SEARXNG_URL": "http://127.0.0.1:9"}, args: []string{"--tools", "deep_research"},
 			want: []string{"deep_research", "terminate"}},
+		{name: "a deny-list", args: []string{"--allow-exec", "--deny-tools", "planning,python_execute,str_*"}, want: []string{"fetch_page", "bash", "terminate"}},
+		{name: "terminate is never denied", args: []string{"--deny-tools", "*"}, want: []string{"terminate"}},
+		{name: "approval without a store", args: []string{"--approve-tools"}, wantErr: "--approve-tools (agent.approve_tools) pauses the run until each tool call with side effects is approved, which needs the run store"},
 		{name: "exec without allow", args: []string{"--tools", "python_execute"}, wantErr: "python_execute also needs --allow-exec"},
 		{name: "the browser", vars: map[string]string{"DEEPGRAPH_BROWSER_CHROMIUM": chromium}, args: []string{"--browser"},
 			want: []string{"fetch_page", "str_replace_editor", "planning", "browser", "terminate"}},
@@ -342,11 +345,7 @@ func TestNewAgentTools(t *testing.T) {
 			}
 			require.NoError(t, err)
 			defer a.Close()
-			names := a.Tools.Names()
-			if !contains(names, tools.TerminateName) {
-				names = append(names, tools.TerminateName) // the agent adds it
-			}
-			assert.Equal(t, tt.want, names)
+			assert.Equal(t, tt.want, a.Tools.Names(), "the tools the agent offers, terminate included")
 			assert.Equal(t, contains(tt.want, "bash"), HasExec(a.Tools))
 			assert.Equal(t, contains(tt.want, "browser"), a.BrowserNote() != "")
 			assert.Equal(t, "openai:gpt-4.1-mini", a.Spec)

@@ -190,6 +190,8 @@ func (s Settings) Apply(cfg *config.Config, changed func(key string) bool) {
 		set("agent.allow_exec", func() { cfg.Agent.AllowExec = a.AllowExec })
 		set("agent.max_steps", func() { cfg.Agent.MaxSteps = a.MaxSteps })
 		set("agent.tools", func() { cfg.Agent.Tools = a.Tools })
+		set("agent.deny_tools", func() { cfg.Agent.DenyTools = a.DenyTools })
+		set("agent.approve_tools", func() { cfg.Agent.ApproveTools = a.ApproveTools })
 		set("agent.text_mode", func() { cfg.Agent.TextMode = a.TextMode })
 		set("agent.browser", func() { cfg.Agent.Browser = a.Browser })
 	}

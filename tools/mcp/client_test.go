@@ -170,6 +170,16 @@ func TestToolsAndSchemas(t *testing.T) {
 	assert.Equal(t, "long", run(t, c, long.Name(), `{}`).Output)
 }
 
+// A tool the server annotates read-only has no side effects; the others
+// may have (tools.EffectOf).
+func TestToolEffects(t *testing.T) {
+	c, _, _ := connectMem(t, Server{Name: "t"})
+	coll, err := c.Collection(context.Background())
+	require.NoError(t, err)
+	assert.False(t, coll.Effect(schemas.ToolCall{Name: "t.sum"}).Effectful, "annotated readOnlyHint")
+	assert.True(t, coll.Effect(schemas.ToolCall{Name: "t.echo"}).Effectful, "not annotated")
+}
+
 func TestResults(t *testing.T) {
 	c, _, _ := connectMem(t, Server{Name: "t"})
 

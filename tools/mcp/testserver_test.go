@@ -73,7 +73,7 @@ func newTestServer(stdio bool) *testServer {
 	sdk.AddTool(s, &sdk.Tool{Name: "echo", Description: "Echoes text."}, func(_ context.Context, _ *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
 		return text("echo: " + in.Text), nil, nil
 	})
-	sdk.AddTool(s, &sdk.Tool{Name: "sum", Description: "Adds a and b."}, func(_ context.Context, _ *sdk.CallToolRequest, in sumIn) (*sdk.CallToolResult, sumOut, error) {
+	sdk.AddTool(s, &sdk.Tool{Name: "sum", Description: "Adds a and b.", Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true}}, func(_ context.Context, _ *sdk.CallToolRequest, in sumIn) (*sdk.CallToolResult, sumOut, error) {
 		return nil, sumOut{Sum: in.A + in.B}, nil
 	})
 	obj := &jsonschema.Schema{Type: "object"}

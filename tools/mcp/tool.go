@@ -24,6 +24,9 @@ type tool struct {
 	remote string // the tool's name on the server
 	desc   string
 	params *jsonschema.Schema
+	// readOnly: the server annotates the tool as not changing its
+	// environment (readOnlyHint).
+	readOnly bool
 }
 
 func (t *tool) Name() string                   { return t.name }
@@ -35,6 +38,10 @@ func (t *tool) Parameters() *jsonschema.Schema { return t.params }
 func (t *tool) Run(ctx context.Context, args json.RawMessage) (tools.Result, error) {
 	return t.c.call(ctx, t.name, t.remote, args)
 }
+
+// Effect implements tools.SideEffects: a tool the server does not
+// annotate as read-only (readOnlyHint) may change something.
+func (t *tool) Effect(json.RawMessage) tools.Effect { return tools.Effect{Effectful: !t.readOnly} }
 
 // RemoteName returns the name of the tool on its server, which may differ
 // from Name (the server's name is prefixed, and characters a model does not
@@ -140,7 +147,8 @@ func (c *Client) buildTools(listed []*sdk.Tool) []tools.Tool {
 		if desc == "" {
 			desc = fmt.Sprintf("The %s tool of the MCP server %s.", mt.Name, c.srv.Name)
 		}
-		out = append(out, &tool{c: c, name: name, remote: mt.Name, desc: "[" + c.srv.Name + "] " + desc, params: params})
+		readOnly := mt.Annotations != nil && mt.Annotations.ReadOnlyHint
+		out = append(out, &tool{c: c, name: name, remote: mt.Name, desc: "[" + c.srv.Name + "] " + desc, params: params, readOnly: readOnly})
 	}
 	return out
 }
