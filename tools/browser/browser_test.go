@@ -25,6 +25,7 @@ const formPage = `<!doctype html><html><head><title>Order form</title></head><bo
 // an option chosen, a box ticked, the button clicked — and the server gets
 // what a user's browser would send.
 func TestForm(t *testing.T) {
+	t.Parallel()
 	web := newSite(t)
 	web.page("/form", formPage)
 	got := make(chan http.Header, 1)
@@ -77,6 +78,7 @@ func TestForm(t *testing.T) {
 // a text that never comes ends the wait at its bound, as a failure the
 // model reads.
 func TestListRenderedLate(t *testing.T) {
+	t.Parallel()
 	web := newSite(t)
 	web.page("/list", `<!doctype html><title>Releases</title><h1>Releases</h1><ul id="list"></ul>
 <script>
@@ -110,6 +112,7 @@ setTimeout(() => {
 // current; the tabs can be switched and closed, and a page that opens
 // more tabs than allowed has them closed.
 func TestLinkOpensNewTab(t *testing.T) {
+	t.Parallel()
 	web := newSite(t)
 	web.page("/", `<!doctype html><title>Home</title><a href="/help" target="_blank">Help in a new tab</a>
 `)
@@ -159,6 +162,7 @@ func TestLinkOpensNewTab(t *testing.T) {
 // the viewport the state describes, a screenshot is an image, and go_back
 // returns to the previous page.
 func TestExtractScrollScreenshotBack(t *testing.T) {
+	t.Parallel()
 	web := newSite(t)
 	var long strings.Builder
 	long.WriteString(`<!doctype html><title>Handbook</title><article><h1>Handbook</h1>`)

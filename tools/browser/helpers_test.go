@@ -25,7 +25,9 @@ import (
 
 // The browser tests drive a real headless Chromium against pages served by
 // the test. Chromium: $DEEPGRAPH_CHROMIUM, or what FindChromium finds;
-// without one the tests skip, saying how to install it.
+// without one the tests skip, saying how to install it. Each test drives a
+// browser of its own, so they run in parallel — except those that count
+// the process's goroutines or a browser's processes (tagged_linux_test.go).
 
 // chromiumOrSkip returns the Chromium to test with, or skips.
 func chromiumOrSkip(t *testing.T) string {

@@ -20,6 +20,7 @@ import (
 // the SSRF guard and is refused; the model is told, and the private
 // server never sees a request.
 func TestPrivateAddressesRefused(t *testing.T) {
+	t.Parallel()
 	web := newSite(t)
 	secret := func(host string) string { return "http://" + host + ":" + web.port + "/secret" }
 	web.mux.HandleFunc("/secret", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "the metadata of the cloud") })
@@ -70,6 +71,7 @@ try { new WebSocket('ws://127.0.0.1:`+web.port+`/secret'); } catch (e) {}
 // TestDownloadRefused: a link to a file served as an attachment, and a
 // navigation to one, download nothing; the model is told.
 func TestDownloadRefused(t *testing.T) {
+	t.Parallel()
 	web := newSite(t)
 	web.page("/", `<!doctype html><title>Files</title><a href="/report.bin">Get the report</a>`)
 	web.mux.HandleFunc("/report.bin", func(w http.ResponseWriter, r *http.Request) {
@@ -108,6 +110,7 @@ func filesNamed(t *testing.T, dir, name string) []string {
 // asking for a file gets none, and location, notifications, camera and
 // microphone are denied.
 func TestUploadsAndPermissionsRefused(t *testing.T) {
+	t.Parallel()
 	web := newSite(t)
 	web.page("/", `<!doctype html><title>Asks</title>
 <input type="file" id="file" aria-label="Your CV">
@@ -144,6 +147,7 @@ for (const name of ['geolocation', 'notifications', 'camera', 'microphone']) {
 // its load time is up; the model is told and sees what had loaded, and the
 // browser goes on.
 func TestNeverFinishesLoading(t *testing.T) {
+	t.Parallel()
 	web := newSite(t)
 	web.mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -165,6 +169,7 @@ func TestNeverFinishesLoading(t *testing.T) {
 // within its size bound that says how many there are, lists those in view,
 // and numbers them all for the actions.
 func TestManyElements(t *testing.T) {
+	t.Parallel()
 	web := newSite(t)
 	var b strings.Builder
 	b.WriteString(`<!doctype html><title>Two thousand</title><h1>Buttons</h1><p id="out">none</p>`)
@@ -198,6 +203,7 @@ func TestManyElements(t *testing.T) {
 // TestPageLimit: past MaxPages, actions that load a page are refused and
 // those that read one still work.
 func TestPageLimit(t *testing.T) {
+	t.Parallel()
 	web := newSite(t)
 	web.page("/", `<!doctype html><title>Hi</title><p>Hello.</p><a href="/next">Next</a>`)
 	web.page("/next", `<!doctype html><title>Next</title><p>Next page.</p>`)
