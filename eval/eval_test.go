@@ -30,6 +30,7 @@ func evalSetup(t *testing.T) ([]eval.Question, []eval.Configuration, *corpusRunn
 }
 
 func TestRunEndToEndOverACorpus(t *testing.T) {
+	t.Parallel()
 	qs, cfgs, careful, careless, judge := evalSetup(t)
 	require.GreaterOrEqual(t, len(qs), 10)
 	out := t.TempDir()
@@ -121,6 +122,7 @@ func TestRunEndToEndOverACorpus(t *testing.T) {
 }
 
 func TestCompareSaysWhatChanged(t *testing.T) {
+	t.Parallel()
 	qs, cfgs, _, _, judge := evalSetup(t)
 	old, err := eval.Run(context.Background(), qs, cfgs[1:], eval.Options{Judge: judge})
 	require.NoError(t, err)
@@ -152,6 +154,7 @@ func TestCompareSaysWhatChanged(t *testing.T) {
 }
 
 func TestRunStopsWhenCancelledAndResumes(t *testing.T) {
+	t.Parallel()
 	qs, cfgs, careful, careless, judge := evalSetup(t)
 	out := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())

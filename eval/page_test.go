@@ -39,6 +39,7 @@ func chromium(t *testing.T) string {
 // screenshot goes to $DEEPGRAPH_ARTIFACTS (else the test's temporary
 // directory).
 func TestPageInChromium(t *testing.T) {
+	t.Parallel()
 	exe := chromium(t)
 	qs, cfgs, _, _, judge := evalSetup(t)
 	res, err := eval.Run(context.Background(), qs, cfgs, eval.Options{Judge: judge, Repeat: 2})
