@@ -73,6 +73,18 @@ func checkThread(t *Thread) error {
 	case t.Created.IsZero():
 		return fmt.Errorf("%w: thread %q has no creation time", ErrInvalid, t.ID)
 	}
+	return checkThreadData(t.ID, t.Data)
+}
+
+// checkThreadData validates a thread's Data: empty, or a JSON document of
+// at most MaxDocumentBytes.
+func checkThreadData(id string, data []byte) error {
+	switch {
+	case len(data) > MaxDocumentBytes:
+		return fmt.Errorf("%w: thread %q: its data document has %d bytes, over the limit of %d MiB", ErrTooLarge, id, len(data), MaxDocumentBytes>>20)
+	case len(data) > 0 && !json.Valid(data):
+		return fmt.Errorf("%w: thread %q: its data document is not valid JSON", ErrInvalid, id)
+	}
 	return nil
 }
 

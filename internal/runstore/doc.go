@@ -20,7 +20,8 @@
 // A Thread is the record of such a conversation: Create records the thread
 // of every new run (its kind and title from its first run, Updated when its
 // newest run started), and a server can create one before its first run
-// (CreateThread), list the conversations newest first (ListThreads) and
+// (CreateThread), keep a JSON document of its own with it (Thread.Data,
+// SetThreadData), list the conversations newest first (ListThreads) and
 // remove one with all its runs (DeleteThread). Deleting a thread's last run
 // leaves the thread; Prune removes the threads whose runs it removed all of.
 //
@@ -63,7 +64,7 @@
 //     Settings and Report as JSON bytes, verbatim; indexed by started time
 //     (List) and by thread (ThreadRuns);
 //   - research_threads: one row per thread, indexed by updated time
-//     (ListThreads);
+//     (ListThreads), with the application's Data as JSON bytes, verbatim;
 //   - research_run_events: one row per event, keyed by run id and seq, and
 //     indexed by run id, type and seq (LastEvent); data as JSON bytes,
 //     verbatim;
@@ -78,7 +79,8 @@
 // those of version 1, which had research_runs only, get the other tables
 // and a thread row for each thread of their runs; those of version 2 get
 // research_runs.cost_usd (Run.Cost), NULL — unknown — for the runs stored
-// before; those of version 3 get research_run_calls. Tables at a newer version
+// before; those of version 3 get research_run_calls; those of version 4
+// get research_threads.data, NULL (no data). Tables at a newer version
 // — made by a newer deepgraph — are refused with an error asking for an
 // upgrade.
 //

@@ -54,7 +54,8 @@ func OpenPostgres(ctx context.Context, pool *pgxpool.Pool) (Store, error) {
 				kind text NOT NULL,
 				title text NOT NULL,
 				created timestamptz NOT NULL,
-				updated timestamptz NOT NULL
+				updated timestamptz NOT NULL,
+				data bytea
 			)`,
 			`CREATE INDEX IF NOT EXISTS research_threads_updated ON research_threads (updated DESC, id DESC)`,
 			`CREATE TABLE IF NOT EXISTS research_run_events (
@@ -81,9 +82,9 @@ func OpenPostgres(ctx context.Context, pool *pgxpool.Pool) (Store, error) {
 		// research_runs.thread has the database's collation, thread ids
 		// "C".
 		runOfThread: `r.thread = t.id COLLATE "default"`,
-		hasCost: `SELECT count(*) FROM information_schema.columns
-			WHERE table_schema = current_schema() AND table_name = 'research_runs' AND column_name = 'cost_usd'`,
-		addCost:   `ALTER TABLE research_runs ADD COLUMN cost_usd double precision`,
+		hasColumn: `SELECT count(*) FROM information_schema.columns
+			WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2`,
+		added:     []addedColumn{{"research_runs", "cost_usd", "double precision"}, {"research_threads", "data", "bytea"}},
 		transient: cpostgres.Transient,
 	})
 }

@@ -239,6 +239,11 @@ type Thread struct {
 	// Runs is how many runs it has, filled when read (CreateThread ignores
 	// it).
 	Runs int `json:"runs"`
+	// Data is a JSON document the application keeps with the thread
+	// (research serve: the Agent Server API's record of it, with its
+	// metadata), at most MaxDocumentBytes; nil when it has none. It is
+	// written by CreateThread and SetThreadData, stored verbatim.
+	Data json.RawMessage `json:"data,omitempty"`
 }
 
 // ThreadListOptions select the threads ListThreads returns.
@@ -321,6 +326,11 @@ type Store interface {
 	// ListThreads returns threads most recently updated first (by Updated,
 	// then by ID); none gives an empty slice (not nil).
 	ListThreads(ctx context.Context, opts ThreadListOptions) ([]*Thread, error)
+	// SetThreadData replaces the Data of the thread with exactly the id
+	// (nil removes it). It fails with ErrNotFound when there is no such
+	// thread, and with ErrInvalid or ErrTooLarge when data is not a JSON
+	// document of at most MaxDocumentBytes.
+	SetThreadData(ctx context.Context, id string, data json.RawMessage) error
 	// DeleteThread removes the thread with exactly the id, all its runs and
 	// their events. It fails with ErrNotFound when there is neither a
 	// thread nor a run of the thread.

@@ -2,6 +2,7 @@ package runstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -32,8 +33,9 @@ import (
 // only; version 2 added research_threads, with a row for each thread of
 // the stored runs, and research_run_events; version 3 added
 // research_runs.cost_usd, NULL (unknown) in the runs stored before;
-// version 4 added research_run_calls.
-const schemaVersion = 4
+// version 4 added research_run_calls; version 5 added
+// research_threads.data, NULL in the threads stored before.
+const schemaVersion = 5
 
 // sqlConn runs statements on a database or in a transaction.
 type sqlConn interface {
@@ -84,10 +86,16 @@ type dialect struct {
 	// transient reports whether an error of the driver may pass when
 	// the statement or transaction runs again (see retryDB).
 	transient func(error) bool
-	// hasCost counts the columns cost_usd of research_runs (0 or 1), and
-	// addCost adds it to tables of version 2 or older.
-	hasCost, addCost string
+	// hasColumn counts the columns named $2 of the table $1 (0 or 1);
+	// added are the columns added to tables since version 2, which
+	// upgrading adds when they are missing.
+	hasColumn string
+	added     []addedColumn
 }
+
+// addedColumn is a column added to a table after its creation: ALTER
+// TABLE table ADD COLUMN column definition.
+type addedColumn struct{ table, column, definition string }
 
 // sqlStore is the Store over a SQL database.
 type sqlStore struct {
@@ -124,15 +132,17 @@ func openSQL(ctx context.Context, db sqlDB, d dialect) (*sqlStore, error) {
 		if _, err := c.exec(ctx, backfillThreads); err != nil {
 			return err
 		}
-		// Before version 3 the runs had no cost: it is unknown (NULL) in
-		// the runs stored before.
-		var costs int64
-		if err := scanOne(ctx, c, []any{&costs}, d.hasCost); err != nil {
-			return err
-		}
-		if costs == 0 {
-			if _, err := c.exec(ctx, d.addCost); err != nil {
+		// Columns added since (a run's cost before version 3, a thread's
+		// data before version 5) are NULL in the rows stored before.
+		for _, col := range d.added {
+			var n int64
+			if err := scanOne(ctx, c, []any{&n}, d.hasColumn, col.table, col.column); err != nil {
 				return err
+			}
+			if n == 0 {
+				if _, err := c.exec(ctx, `ALTER TABLE `+col.table+` ADD COLUMN `+col.column+` `+col.definition); err != nil {
+					return err
+				}
 			}
 		}
 		_, err = c.exec(ctx, `INSERT INTO research_runs_meta (key, value) VALUES ('schema_version', $1)
@@ -579,12 +589,12 @@ func scanInt64(rows sqlRows) (int64, error) {
 // threadFields.
 func (s *sqlStore) threadColumns() string {
 	return `t.id, t.kind, t.title, t.created, t.updated,
-		(SELECT count(*) FROM research_runs r WHERE ` + s.d.runOfThread + `)`
+		(SELECT count(*) FROM research_runs r WHERE ` + s.d.runOfThread + `), t.data`
 }
 
 // threadFields are the scan destinations of threadColumns.
 func threadFields(t *Thread) []any {
-	return []any{&t.ID, (*string)(&t.Kind), &t.Title, dbTime{&t.Created}, dbTime{&t.Updated}, &t.Runs}
+	return []any{&t.ID, (*string)(&t.Kind), &t.Title, dbTime{&t.Created}, dbTime{&t.Updated}, &t.Runs, (*[]byte)(&t.Data)}
 }
 
 func (s *sqlStore) CreateThread(ctx context.Context, t *Thread) error {
@@ -596,9 +606,9 @@ func (s *sqlStore) CreateThread(ctx context.Context, t *Thread) error {
 		updated = created
 	}
 	err := s.db.tx(ctx, func(c sqlConn) error {
-		changed, err := c.exec(ctx, `INSERT INTO research_threads (id, kind, title, created, updated)
-			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`,
-			t.ID, string(t.Kind), text(t.Title), s.time(created), s.time(updated))
+		changed, err := c.exec(ctx, `INSERT INTO research_threads (id, kind, title, created, updated, data)
+			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`,
+			t.ID, string(t.Kind), text(t.Title), s.time(created), s.time(updated), document(t.Data))
 		if err != nil || changed > 0 {
 			return err
 		}
@@ -642,6 +652,23 @@ func (s *sqlStore) ListThreads(ctx context.Context, opts ThreadListOptions) ([]*
 		return []*Thread{}, nil
 	}
 	return threads, nil
+}
+
+func (s *sqlStore) SetThreadData(ctx context.Context, id string, data json.RawMessage) error {
+	if err := checkThreadData(id, data); err != nil {
+		return err
+	}
+	changed, err := s.db.exec(ctx, `UPDATE research_threads SET data = $1 WHERE id = $2`, document(data), id)
+	switch {
+	case err != nil:
+		return fmt.Errorf("runstore: writing the data of thread %q in %s: %w", id, s.d.name, err)
+	case changed == 0:
+		if _, err := s.GetThread(ctx, id); err == nil {
+			return nil // written by an attempt whose reply was lost
+		}
+		return threadNotFound(id)
+	}
+	return nil
 }
 
 // DeleteThread removes the thread's row first: a Create adding a run to

@@ -330,10 +330,10 @@ func testCorruptOnRead(t *testing.T, e sqlEnv) {
 
 func testNewerSchema(t *testing.T, e sqlEnv) {
 	e.open(t)
-	e.exec(t, `UPDATE {meta} SET value = 5 WHERE key = 'schema_version'`)
+	e.exec(t, `UPDATE {meta} SET value = 6 WHERE key = 'schema_version'`)
 	_, err := e.openErr(t.Context())
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "has version 5, and this version of deepgraph reads up to 4: upgrade deepgraph")
+	assert.Contains(t, err.Error(), "has version 6, and this version of deepgraph reads up to 5: upgrade deepgraph")
 }
 
 func testCorruptEventOnRead(t *testing.T, e sqlEnv) {
@@ -467,7 +467,7 @@ func testUpgradeFromV2(t *testing.T, e sqlEnv) {
 	e.exec(t, `INSERT INTO {events} (run_id, seq, type, at, data) VALUES ('old00001', 1, 'end', NULL, $1)`, []byte(`{}`))
 
 	s := e.open(t)
-	assert.Equal(t, 4, e.count(t, `SELECT value FROM {meta} WHERE key = 'schema_version'`))
+	assert.Equal(t, 5, e.count(t, `SELECT value FROM {meta} WHERE key = 'schema_version'`))
 	old, err := s.Get(ctx, "old00001")
 	require.NoError(t, err)
 	assert.Nil(t, old.Cost, "a run stored before costs has an unknown one, never 0")
@@ -479,6 +479,8 @@ func testUpgradeFromV2(t *testing.T, e sqlEnv) {
 	th, err := s.GetThread(ctx, "talk")
 	require.NoError(t, err)
 	assert.Equal(t, 1, th.Runs)
+	assert.Nil(t, th.Data, "a thread stored before version 5 has no data")
+	require.NoError(t, s.SetThreadData(ctx, "talk", json.RawMessage(`{"kept":true}`)), "and can get some")
 
 	old.Cost = new(0.0042)
 	require.NoError(t, s.Update(ctx, old))
@@ -487,6 +489,9 @@ func testUpgradeFromV2(t *testing.T, e sqlEnv) {
 	create(t, s, r)
 
 	s = e.open(t) // again: nothing to upgrade
+	th, err = s.GetThread(ctx, "talk")
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"kept":true}`, string(th.Data))
 	runs, err := s.List(ctx, ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, runs, 2)

@@ -68,7 +68,8 @@ func sqliteDialect() dialect {
 				kind TEXT NOT NULL,
 				title TEXT NOT NULL,
 				created INTEGER NOT NULL,
-				updated INTEGER NOT NULL
+				updated INTEGER NOT NULL,
+				data BLOB
 			) STRICT`,
 			`CREATE INDEX IF NOT EXISTS research_threads_updated ON research_threads (updated DESC, id DESC)`,
 			`CREATE TABLE IF NOT EXISTS research_run_events (
@@ -94,8 +95,8 @@ func sqliteDialect() dialect {
 		// No row locks (keyShare, forUpdate): a transaction holds the
 		// database's write lock.
 		runOfThread: `r.thread = t.id`,
-		hasCost:     `SELECT count(*) FROM pragma_table_info('research_runs') WHERE name = 'cost_usd'`,
-		addCost:     `ALTER TABLE research_runs ADD COLUMN cost_usd REAL`,
+		hasColumn:   `SELECT count(*) FROM pragma_table_info($1) WHERE name = $2`,
+		added:       []addedColumn{{"research_runs", "cost_usd", "REAL"}, {"research_threads", "data", "BLOB"}},
 		transient:   csqlite.Transient,
 	}
 }

@@ -333,6 +333,30 @@ func testThreads(t *testing.T, s Store) {
 	_, err = s.GetThread(ctx, "thrd")
 	require.ErrorIs(t, err, ErrNotFound, "a whole id, not a prefix")
 
+	// Data: stored with the thread, replaced, removed; validated.
+	withData := &Thread{ID: "thrd0004", Created: base(), Data: json.RawMessage(`{"metadata":{"graph_id":"agent"}}`)}
+	require.NoError(t, s.CreateThread(ctx, withData))
+	got, err = s.GetThread(ctx, "thrd0004")
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"metadata":{"graph_id":"agent"}}`, string(got.Data))
+	require.NoError(t, s.SetThreadData(ctx, "thrd0004", json.RawMessage(`{"status":"idle"}`)))
+	list, err := s.ListThreads(ctx, ThreadListOptions{})
+	require.NoError(t, err)
+	byID := map[string]*Thread{}
+	for _, th := range list {
+		byID[th.ID] = th
+	}
+	assert.JSONEq(t, `{"status":"idle"}`, string(byID["thrd0004"].Data), "ListThreads reads it")
+	assert.Nil(t, byID["thrd0001"].Data, "a thread without data")
+	require.NoError(t, s.SetThreadData(ctx, "thrd0004", nil))
+	got, err = s.GetThread(ctx, "thrd0004")
+	require.NoError(t, err)
+	assert.Nil(t, got.Data)
+	assert.ErrorIs(t, s.SetThreadData(ctx, "thrd0009", json.RawMessage(`{}`)), ErrNotFound)
+	assert.ErrorIs(t, s.SetThreadData(ctx, "thrd0004", json.RawMessage(`{"a":`)), ErrInvalid)
+	assert.ErrorIs(t, s.CreateThread(ctx, &Thread{ID: "thrd0005", Created: base(), Data: json.RawMessage(`nope`)}), ErrInvalid)
+	assert.ErrorIs(t, s.SetThreadData(ctx, "thrd0004", json.RawMessage(bigDocument())), ErrTooLarge)
+
 	data, err := json.Marshal(&Thread{ID: "t", Created: base(), Updated: base()})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"id":"t","created":"2025-03-14T15:09:26.535897Z","updated":"2025-03-14T15:09:26.535897Z","runs":0}`, string(data))
