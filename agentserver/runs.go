@@ -206,17 +206,14 @@ func (s *Server) newRun(r *http.Request, threadID string) (*run, error) {
 
 	var t *thread
 	if threadID == "" {
-		if t, err = s.newThread("", nil, ""); err != nil {
+		if t, err = s.newThread("", nil, "", true); err != nil {
 			return nil, err
 		}
-		s.mu.Lock()
-		t.stateless = true
-		s.mu.Unlock()
 	} else if t, err = s.thread(threadID); err != nil {
 		if req.IfNotExists != "create" || !errors.Is(err, errNotFound) {
 			return nil, err
 		}
-		if t, err = s.newThread(threadID, nil, "do_nothing"); err != nil {
+		if t, err = s.newThread(threadID, nil, "do_nothing", false); err != nil {
 			return nil, err
 		}
 	}
@@ -299,6 +296,7 @@ func (s *Server) newRun(r *http.Request, threadID string) (*run, error) {
 		}
 	}
 	ru.log.add("metadata", map[string]any{"run_id": ru.id, "thread_id": t.id, "attempt": 1})
+	s.saveRun(ru)
 	admitted = true
 	go s.execute(ru)
 	return ru, nil
@@ -375,13 +373,22 @@ func (s *Server) execute(ru *run) {
 	if cause == nil || !errors.Is(cause, errRolledBack) {
 		t.status = tstatus
 	}
-	if errors.Is(cause, errRolledBack) {
+	rolledBack := errors.Is(cause, errRolledBack)
+	if rolledBack {
 		delete(s.runs, ru.id)
 		t.runs = slices.DeleteFunc(t.runs, func(o *run) bool { return o == ru })
 	}
 	t.updated, t.stateUpdated = ru.updated, ru.updated
 	deleteThread := t.stateless && ru.completed == "delete"
 	s.mu.Unlock()
+	if rolledBack {
+		if err := s.unstore(context.Background(), s.store.DeleteRun, ru.id); err != nil {
+			s.log.Warn("could not delete a rolled back run's record", "run", ru.id, "err", err)
+		}
+		s.saveThread(t)
+	} else {
+		s.saveRun(ru)
+	}
 	if deleteThread {
 		s.runsWG.Add(1)
 		go func() { // after this run's done closes: removeThread waits for it
@@ -408,6 +415,7 @@ func (s *Server) setStatus(ru *run, status string) {
 	s.mu.Lock()
 	ru.status, ru.updated = status, time.Now().UTC()
 	s.mu.Unlock()
+	s.saveRun(ru)
 }
 
 // busy reports whether a thread has a run pending or running.
@@ -608,6 +616,10 @@ func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) {
 	delete(s.runs, ru.id)
 	ru.thread.runs = slices.DeleteFunc(ru.thread.runs, func(o *run) bool { return o == ru })
 	s.mu.Unlock()
+	if err := s.unstore(r.Context(), s.store.DeleteRun, ru.id); err != nil {
+		s.fail(w, fmt.Errorf("deleting run %s's record: %w", ru.id, err))
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
