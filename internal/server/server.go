@@ -173,7 +173,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // server whose research graph cannot be set up serves the rest and logs
 // why.
 func (s *Server) mountAgentAPI() {
-	api, err := agentserver.New(agentserver.Options{Checkpointer: s.store.Checkpointer, Token: s.opts.Token,
+	api, err := agentserver.New(agentserver.Options{Checkpointer: s.store.Checkpointer, Store: runStoreRecords{s.store.Runs}, Token: s.opts.Token,
 		CORSOrigins: slices.Clone(s.opts.CORSOrigins), Loopback: s.opts.Loopback, MaxBody: s.opts.MaxBody, Logger: s.log,
 		MaxRunning: s.opts.MaxRunning, MaxQueued: s.opts.QueueSize})
 	// The assistants' metadata "deepgraph" is what the page reads before a
