@@ -62,11 +62,16 @@ type run struct {
 
 func (r *run) stop(cause error) { r.cancel(cause) }
 
-func (s *Server) runOf(r *run) runOut {
+// runOf is a run's record: as the API shows it, and as a Store keeps it.
+func (s *Server) runOf(r *run) RunRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return runOut{RunID: r.id, ThreadID: r.thread.id, AssistantID: r.asst.id, CreatedAt: r.created, UpdatedAt: r.updated,
+	rec := RunRecord{ID: r.id, ThreadID: r.thread.id, AssistantID: r.asst.id, CreatedAt: r.created, UpdatedAt: r.updated,
 		Status: r.status, Metadata: cloneMetadata(r.metadata), MultitaskStrategy: r.strategy, Kwargs: r.kwargs}
+	if r.status == runError && r.end.err != nil {
+		rec.Error = r.end.err.Error()
+	}
+	return rec
 }
 
 // streamModes reads stream_mode: a mode or a list of them (default values).
@@ -344,7 +349,10 @@ func (s *Server) execute(ru *run) {
 	}
 	if ru.ctx.Err() == nil {
 		s.setStatus(ru, runRunning)
-		ru.end = ru.asst.g.run(ru.ctx, ru.spec, func(ev streamEvent) { s.record(ru, ev) })
+		end := ru.asst.g.run(ru.ctx, ru.spec, func(ev streamEvent) { s.record(ru, ev) })
+		s.mu.Lock()
+		ru.end = end
+		s.mu.Unlock()
 	}
 	cause := context.Cause(ru.ctx)
 	status, tstatus := runSuccess, threadIdle
@@ -581,7 +589,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	runs := slices.Clone(t.runs)
 	s.mu.Unlock()
 	status := r.URL.Query().Get("status")
-	out := []runOut{}
+	out := []RunRecord{}
 	for i := len(runs) - 1; i >= 0; i-- { // newest first
 		o := s.runOf(runs[i])
 		if status == "" || o.Status == status {

@@ -54,12 +54,12 @@ type ThreadRecord struct {
 	Status string `json:"status"`
 }
 
-// RunRecord is what a Store keeps of a run.
+// RunRecord is what a Store keeps of a run: the run as the API shows it
+// (LangGraph's Run), and why it failed.
 type RunRecord struct {
 	ID          string    `json:"run_id"`
 	ThreadID    string    `json:"thread_id"`
 	AssistantID string    `json:"assistant_id"`
-	GraphID     string    `json:"graph_id"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
 	// Status is pending, running, success, error or interrupted. A run a
@@ -69,8 +69,9 @@ type RunRecord struct {
 	MultitaskStrategy string   `json:"multitask_strategy"`
 	// Kwargs is the run's request, as a client sent it.
 	Kwargs json.RawMessage `json:"kwargs"`
-	// Error says why it failed, when its status is error.
-	Error string `json:"error,omitempty"`
+	// Error says why it failed, when its status is error (not in the
+	// API's document).
+	Error string `json:"-"`
 }
 
 // MemoryStore is a Store in memory: the server's default, whose records
@@ -177,7 +178,7 @@ func (s *Server) load(ctx context.Context) error {
 			return fmt.Errorf("agentserver: reading the runs kept of thread %s: %w", tr.ID, err)
 		}
 		for _, rr := range runs {
-			ru := &run{id: rr.ID, thread: t, asst: &assistant{id: rr.AssistantID, graphID: rr.GraphID}, created: rr.CreatedAt,
+			ru := &run{id: rr.ID, thread: t, asst: &assistant{id: rr.AssistantID}, created: rr.CreatedAt,
 				metadata: cloneMetadata(rr.Metadata), strategy: rr.MultitaskStrategy, kwargs: rr.Kwargs, log: newEventLog(),
 				done: make(chan struct{}), status: rr.Status, updated: rr.UpdatedAt}
 			if ru.metadata == nil {
@@ -229,12 +230,8 @@ func (s *Server) saveRun(ru *run) {
 	defer s.storeMu.Unlock()
 	s.mu.Lock()
 	kept := s.runs[ru.id] == ru && !ru.thread.stateless
-	rec := RunRecord{ID: ru.id, ThreadID: ru.thread.id, AssistantID: ru.asst.id, GraphID: ru.asst.graphID, CreatedAt: ru.created,
-		UpdatedAt: ru.updated, Status: ru.status, Metadata: cloneMetadata(ru.metadata), MultitaskStrategy: ru.strategy, Kwargs: ru.kwargs}
-	if ru.status == runError && ru.end.err != nil {
-		rec.Error = ru.end.err.Error()
-	}
 	s.mu.Unlock()
+	rec := s.runOf(ru)
 	if !kept {
 		return
 	}

@@ -18,9 +18,9 @@ import (
 //
 //   - a thread's record is its runstore.Thread's Data (the threads without
 //     Data — those of the command line — are not the API's);
-//   - a run is a runstore.Run of its graph's kind (research or agent)
+//   - a run is a runstore.Run of its assistant's kind (research or agent)
 //     with its question, status, times and error, whose Settings hold its
-//     record under "agent_server".
+//     record (the rest) under "agent_server".
 //
 // It is simpler than a store of its own: the run store already opens,
 // migrates and prunes these tables in SQLite and PostgreSQL, and the
@@ -34,8 +34,9 @@ type apiRunSettings struct {
 	Record *agentserver.RunRecord `json:"agent_server"`
 }
 
-// kindOf is the run store's kind of a served graph's runs.
-var kindOf = map[string]runstore.Kind{graphResearch: runstore.KindResearch, graphAgent: runstore.KindAgent}
+// kindOf is the run store's kind of the runs of an assistant.
+var kindOf = map[string]runstore.Kind{agentserver.AssistantID(graphResearch): runstore.KindResearch,
+	agentserver.AssistantID(graphAgent): runstore.KindAgent}
 
 // statusOf is the run store's status of an API run's.
 var statusOf = map[string]runstore.Status{"pending": runstore.StatusQueued, "running": runstore.StatusRunning,
@@ -73,6 +74,7 @@ func (s runStoreRecords) ThreadRuns(ctx context.Context, threadID string) ([]age
 		}
 		var set apiRunSettings
 		if json.Unmarshal(run.Settings, &set) == nil && set.Record != nil {
+			set.Record.Error = run.Error
 			out = append(out, *set.Record)
 		}
 	}
@@ -99,9 +101,9 @@ func (s runStoreRecords) DeleteThread(ctx context.Context, id string) error {
 }
 
 func (s runStoreRecords) PutRun(ctx context.Context, r agentserver.RunRecord) error {
-	kind, ok := kindOf[r.GraphID]
+	kind, ok := kindOf[r.AssistantID]
 	if !ok {
-		return fmt.Errorf("run %s: the run store keeps runs of research and agent, not of graph %q", r.ID, r.GraphID)
+		return fmt.Errorf("run %s: the run store keeps runs of research and agent, not of assistant %s", r.ID, r.AssistantID)
 	}
 	settings, err := json.Marshal(apiRunSettings{Record: &r})
 	if err != nil {
