@@ -54,6 +54,8 @@ type researchAPI struct {
 	metadata agentserver.Metadata
 	// report builds the report of a state (its Markdown is a value).
 	report func(research.State) *research.Report
+	// records keeps the runs' spending in the run store.
+	records *runStoreRecords
 }
 
 // customEvent is the data of a custom event: deepgraph's timeline.
@@ -239,15 +241,16 @@ func (a *researchAPI) build(ctx context.Context, cfg agentserver.RunConfig) (age
 	if err != nil {
 		return agentserver.RunSetup[research.State]{}, fmt.Errorf("setting up the run: %s", a.redact(err.Error()))
 	}
-	tl := &researchTimeline{start: time.Now(), models: r.Models, prices: r.Prices}
+	tl := &researchTimeline{start: time.Now(), models: r.Models, prices: r.Prices, progress: a.records.progress(cfg.RunID)}
 	return agentserver.RunSetup[research.State]{Graph: r.Researcher.Graph(), Observe: tl.observe, Close: r.Close}, nil
 }
 
 // researchTimeline turns a run's engine events into its timeline.
 type researchTimeline struct {
-	start  time.Time
-	models map[string]string
-	prices llm.Prices
+	start    time.Time
+	models   map[string]string
+	prices   llm.Prices
+	progress func(tokens, calls int, cost *float64)
 
 	mu       sync.Mutex
 	messages int // the messages of the state so far: the answer's index
@@ -275,9 +278,18 @@ func (t *researchTimeline) observe(ev graph.Event[research.State], out agentserv
 	act.Tokens = app.Tokens(t.usage.Total().Usage)
 	out.Custom(customEvent{Type: "activity", Activity: &act})
 	if a.Usage != nil {
-		tot := t.usage.Total()
-		out.Custom(customEvent{Type: "cost", Tokens: app.Tokens(tot.Usage), Calls: tot.Calls, CostUSD: app.CostUSD(t.usage, t.models, t.prices)})
+		spent(out, t.progress, t.usage, t.models, t.prices)
 	}
+}
+
+// spent tells what a run has spent so far, usage at prices: a custom event
+// {type: "cost", tokens, calls, cost_usd} for the timeline, and progress
+// for the run's record.
+func spent(out agentserver.Emitter, progress func(tokens, calls int, cost *float64), usage llm.UsageByRole, models map[string]string, prices llm.Prices) {
+	tot := usage.Total()
+	tokens, cost := app.Tokens(tot.Usage), app.CostUSD(usage, models, prices)
+	out.Custom(customEvent{Type: "cost", Tokens: tokens, Calls: tot.Calls, CostUSD: cost})
+	progress(tokens, tot.Calls, cost)
 }
 
 // hitlRequest is LangChain's HITLRequest, the interrupt value Agent Chat

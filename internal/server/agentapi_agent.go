@@ -63,6 +63,8 @@ type agentAPI struct {
 	maxQuestion int
 	redact      func(string) string
 	metadata    agentserver.Metadata
+	// records keeps the runs' spending in the run store.
+	records *runStoreRecords
 }
 
 func (a *agentAPI) settings() (app.Settings, error) {
@@ -90,7 +92,7 @@ func (a *agentAPI) input(cfg agentserver.RunConfig, raw json.RawMessage) (nodes.
 	return nodes.AgentState{Task: task}, nil, nil
 }
 
-func (a *agentAPI) build(ctx context.Context, _ agentserver.RunConfig) (agentserver.RunSetup[nodes.AgentState], error) {
+func (a *agentAPI) build(ctx context.Context, cfg agentserver.RunConfig) (agentserver.RunSetup[nodes.AgentState], error) {
 	set, err := a.settings()
 	if err != nil {
 		return agentserver.RunSetup[nodes.AgentState]{}, err
@@ -99,17 +101,19 @@ func (a *agentAPI) build(ctx context.Context, _ agentserver.RunConfig) (agentser
 	if err != nil {
 		return agentserver.RunSetup[nodes.AgentState]{}, fmt.Errorf("setting up the agent: %s", a.redact(err.Error()))
 	}
-	tl := &agentTimeline{start: time.Now(), meter: ar.Meter, models: map[string]string{llm.RoleAgent: ar.Model}, prices: ar.Prices}
+	tl := &agentTimeline{start: time.Now(), meter: ar.Meter, models: map[string]string{llm.RoleAgent: ar.Model}, prices: ar.Prices,
+		progress: a.records.progress(cfg.RunID)}
 	return agentserver.RunSetup[nodes.AgentState]{Graph: ar.Agent.Graph(), Observe: tl.observe, Close: ar.Close}, nil
 }
 
 // agentTimeline turns an agent's steps into its timeline.
 type agentTimeline struct {
-	start  time.Time
-	meter  *llm.Meter
-	models map[string]string
-	prices llm.Prices
-	mu     sync.Mutex
+	start    time.Time
+	meter    *llm.Meter
+	models   map[string]string
+	prices   llm.Prices
+	progress func(tokens, calls int, cost *float64)
+	mu       sync.Mutex
 	// base is the task's usage before this run (its state's at the run's
 	// first event); based says it is read.
 	base  llm.UsageByRole
@@ -135,10 +139,9 @@ func (t *agentTimeline) observe(ev graph.Event[nodes.AgentState], out agentserve
 		// What the task spent so far: its earlier runs (before an
 		// ask_human was answered), then this run's calls.
 		usage := t.base.Merge(t.meter.Snapshot())
-		tot := usage.Total()
-		act.Tokens = app.Tokens(tot.Usage)
+		act.Tokens = app.Tokens(usage.Total().Usage)
 		out.Custom(customEvent{Type: "activity", Activity: &act})
-		out.Custom(customEvent{Type: "cost", Tokens: act.Tokens, Calls: tot.Calls, CostUSD: app.CostUSD(usage, t.models, t.prices)})
+		spent(out, t.progress, usage, t.models, t.prices)
 		return
 	}
 	out.Custom(customEvent{Type: "activity", Activity: &act})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/deepgraph/deepgraph/agentserver"
 	"github.com/deepgraph/deepgraph/internal/runstore"
@@ -25,8 +26,13 @@ import (
 // It is simpler than a store of its own: the run store already opens,
 // migrates and prunes these tables in SQLite and PostgreSQL, and the
 // checkpointer holds states, not records.
+//
+// A run's spending (tokens, calls, cost) is written as it goes by the
+// run's timeline (progress), and kept when the API writes the run's record.
 type runStoreRecords struct {
 	runs runstore.Store
+	// mu orders the read-modify-writes of runs: PutRun and progress.
+	mu sync.Mutex
 }
 
 // apiRunSettings is the Settings of a run of the API.
@@ -42,7 +48,7 @@ var kindOf = map[string]runstore.Kind{agentserver.AssistantID(graphResearch): ru
 var statusOf = map[string]runstore.Status{"pending": runstore.StatusQueued, "running": runstore.StatusRunning,
 	"success": runstore.StatusDone, "error": runstore.StatusFailed, "interrupted": runstore.StatusInterrupted}
 
-func (s runStoreRecords) Threads(ctx context.Context) ([]agentserver.ThreadRecord, error) {
+func (s *runStoreRecords) Threads(ctx context.Context) ([]agentserver.ThreadRecord, error) {
 	threads, err := s.runs.ListThreads(ctx, runstore.ThreadListOptions{})
 	if err != nil {
 		return nil, err
@@ -61,7 +67,7 @@ func (s runStoreRecords) Threads(ctx context.Context) ([]agentserver.ThreadRecor
 	return out, nil
 }
 
-func (s runStoreRecords) ThreadRuns(ctx context.Context, threadID string) ([]agentserver.RunRecord, error) {
+func (s *runStoreRecords) ThreadRuns(ctx context.Context, threadID string) ([]agentserver.RunRecord, error) {
 	runs, err := s.runs.ThreadRuns(ctx, threadID)
 	if err != nil {
 		return nil, err
@@ -81,7 +87,7 @@ func (s runStoreRecords) ThreadRuns(ctx context.Context, threadID string) ([]age
 	return out, nil
 }
 
-func (s runStoreRecords) PutThread(ctx context.Context, t agentserver.ThreadRecord) error {
+func (s *runStoreRecords) PutThread(ctx context.Context, t agentserver.ThreadRecord) error {
 	data, err := json.Marshal(t)
 	if err != nil {
 		return err
@@ -93,14 +99,14 @@ func (s runStoreRecords) PutThread(ctx context.Context, t agentserver.ThreadReco
 	return err
 }
 
-func (s runStoreRecords) DeleteThread(ctx context.Context, id string) error {
+func (s *runStoreRecords) DeleteThread(ctx context.Context, id string) error {
 	if err := s.runs.DeleteThread(ctx, id); err != nil && !errors.Is(err, runstore.ErrNotFound) {
 		return err
 	}
 	return nil
 }
 
-func (s runStoreRecords) PutRun(ctx context.Context, r agentserver.RunRecord) error {
+func (s *runStoreRecords) PutRun(ctx context.Context, r agentserver.RunRecord) error {
 	kind, ok := kindOf[r.AssistantID]
 	if !ok {
 		return fmt.Errorf("run %s: the run store keeps runs of research and agent, not of assistant %s", r.ID, r.AssistantID)
@@ -124,14 +130,37 @@ func (s runStoreRecords) PutRun(ctx context.Context, r agentserver.RunRecord) er
 	case runstore.StatusDone, runstore.StatusFailed, runstore.StatusInterrupted:
 		run.Ended = r.UpdatedAt
 	}
-	err = s.runs.Update(ctx, run)
-	if errors.Is(err, runstore.ErrNotFound) {
-		err = s.runs.Create(ctx, run)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, err := s.runs.Get(ctx, r.ID)
+	switch {
+	case errors.Is(err, runstore.ErrNotFound):
+		return s.runs.Create(ctx, run)
+	case err != nil:
+		return err
 	}
-	return err
+	run.Tokens, run.Calls, run.Cost = old.Tokens, old.Calls, old.Cost
+	return s.runs.Update(ctx, run)
 }
 
-func (s runStoreRecords) DeleteRun(ctx context.Context, id string) error {
+// progress returns what records a run's spending so far (tokens, model
+// calls, cost in US dollars or nil when unknown) in its record: nothing
+// for a run without one (a stateless run's).
+func (s *runStoreRecords) progress(runID string) func(tokens, calls int, cost *float64) {
+	return func(tokens, calls int, cost *float64) {
+		ctx := context.Background()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		run, err := s.runs.Get(ctx, runID)
+		if err != nil {
+			return
+		}
+		run.Tokens, run.Calls, run.Cost = int64(tokens), calls, cost
+		_ = s.runs.Update(ctx, run) // the next progress, or the run's end, tries again
+	}
+}
+
+func (s *runStoreRecords) DeleteRun(ctx context.Context, id string) error {
 	if err := s.runs.Delete(ctx, id); err != nil && !errors.Is(err, runstore.ErrNotFound) {
 		return err
 	}

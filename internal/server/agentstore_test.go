@@ -10,6 +10,7 @@ import (
 	"github.com/deepgraph/deepgraph/agentserver"
 	"github.com/deepgraph/deepgraph/internal/app"
 	"github.com/deepgraph/deepgraph/internal/runstore"
+	"github.com/deepgraph/deepgraph/llm/fake"
 )
 
 // The Agent Server API's threads and runs are in the run store: a research
@@ -79,4 +80,67 @@ func TestAgentAPIKeepsThreadsAndRuns(t *testing.T) {
 	require.Equal(t, 204, status)
 	_, err = again.store.Runs.GetThread(t.Context(), th.ThreadID)
 	assert.ErrorIs(t, err, runstore.ErrNotFound)
+}
+
+// The Agent Server API's runs are priced with the engine's prices (the
+// config file's): their record in the run store has their tokens, calls
+// and cost — unknown (nil, never 0) without a price for a model — as the
+// timeline's last cost event says.
+func TestAgentAPIRunsAreCosted(t *testing.T) {
+	// query 100+20, research 500+40, reflection 300+30, answer 900+60
+	// tokens: 1800 prompt and 150 completion tokens.
+	const researchUSD = 1800*1000/1e6 + 150*2000/1e6
+	const agentUSD = 1000*1000/1e6 + 100*2000/1e6
+	for _, c := range []struct {
+		name, assistant string
+		priced          bool
+		calls           int
+		usd             float64
+	}{
+		{"research", "research", true, 4, researchUSD},
+		{"research without prices", "research", false, 4, 0},
+		{"agent", "agent", true, 1, agentUSD},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			eng := newEngine(world{})
+			if c.priced {
+				eng.prices = worldPrices
+			}
+			eng.agentScript = fake.New(
+				fake.ToolCalls(fake.ToolCall("terminate", map[string]string{"status": "success", "answer": "Done."})).WithTokens(1000, 100))
+			ts := startTestServer(t, t.TempDir()+"/runs.db", eng)
+			th := lgCall[struct {
+				ThreadID string `json:"thread_id"`
+			}](ts, "POST", "/threads", map[string]any{}, 200)
+			evs := ts.lgStream("/threads/"+th.ThreadID+"/runs/stream", map[string]any{"assistant_id": c.assistant,
+				"input": map[string]any{"messages": []map[string]string{{"type": "human", "content": "How do checkpoints work?"}}}, "stream_mode": "custom"})
+			require.Empty(t, lgOf(evs, "error"), "%v", lgOf(evs, "error"))
+			var last customEvent
+			for _, ev := range lgOf(evs, "custom") {
+				var ce customEvent
+				require.NoError(t, json.Unmarshal(ev.Data, &ce))
+				if ce.Type == "cost" {
+					last = ce
+				}
+			}
+			runs, err := ts.store.Runs.List(t.Context(), runstore.ListOptions{})
+			require.NoError(t, err)
+			require.Len(t, runs, 1)
+			run := runs[0]
+			assert.Equal(t, runstore.StatusDone, run.Status)
+			assert.Equal(t, c.calls, run.Calls)
+			assert.Equal(t, c.calls, last.Calls)
+			assert.Positive(t, run.Tokens)
+			assert.EqualValues(t, last.Tokens, run.Tokens)
+			if !c.priced {
+				assert.Nil(t, run.Cost, "an unknown cost is nil, never 0")
+				assert.Nil(t, last.CostUSD)
+				return
+			}
+			require.NotNil(t, run.Cost)
+			assert.InDelta(t, c.usd, *run.Cost, 1e-9)
+			require.NotNil(t, last.CostUSD)
+			assert.InDelta(t, c.usd, *last.CostUSD, 1e-9)
+		})
+	}
 }

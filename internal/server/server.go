@@ -173,7 +173,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // server whose research graph cannot be set up serves the rest and logs
 // why.
 func (s *Server) mountAgentAPI() {
-	api, err := agentserver.New(agentserver.Options{Checkpointer: s.store.Checkpointer, Store: runStoreRecords{s.store.Runs}, Token: s.opts.Token,
+	records := &runStoreRecords{runs: s.store.Runs}
+	api, err := agentserver.New(agentserver.Options{Checkpointer: s.store.Checkpointer, Store: records, Token: s.opts.Token,
 		CORSOrigins: slices.Clone(s.opts.CORSOrigins), Loopback: s.opts.Loopback, MaxBody: s.opts.MaxBody, Logger: s.log,
 		MaxRunning: s.opts.MaxRunning, MaxQueued: s.opts.QueueSize})
 	// The assistants' metadata "deepgraph" is what the page reads before a
@@ -182,11 +183,11 @@ func (s *Server) mountAgentAPI() {
 	choices, _ := json.Marshal(s.choices())
 	md := agentserver.Metadata{"deepgraph": choices}
 	if err == nil {
-		ra := &researchAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact, metadata: md}
+		ra := &researchAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact, metadata: md, records: records}
 		s.closeAgents, err = ra.serveGraphs(context.Background(), api)
 	}
 	if err == nil && slices.Contains(s.eng.Choices().Kinds, runstore.KindAgent) {
-		aa := &agentAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact, metadata: md}
+		aa := &agentAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact, metadata: md, records: records}
 		closeResearch := s.closeAgents
 		closeAgent, aerr := aa.serve(context.Background(), api)
 		if aerr != nil {
