@@ -101,6 +101,13 @@ type RunSetup[S any] struct {
 	Observe func(ev graph.Event[S], out Emitter)
 	// Close, when set, is called when the run ends.
 	Close func()
+	// Context, when set, is the context the run runs under: Build's, with
+	// what the program adds (a trace span, telemetry). It must derive from
+	// Build's, whose end stops the run.
+	Context context.Context
+	// End, when set, is told how the run ended — its status: success,
+	// error or interrupted; and err, why it failed — before Close.
+	End func(status string, err error)
 }
 
 // Interrupts sets how the graph's interrupts are shown to clients and how
@@ -303,7 +310,7 @@ func messageTuple(node string, step int, c MessageChunk) any {
 	return []any{chunk, map[string]any{"langgraph_node": node, "langgraph_step": step, "tags": []string{}, "checkpoint_ns": ""}}
 }
 
-func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)) runEnd {
+func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)) (end runEnd) {
 	c := g.c
 	var observe func(graph.Event[S], Emitter)
 	if g.build != nil {
@@ -316,6 +323,16 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 		}
 		if setup.Graph != nil {
 			c = setup.Graph
+		}
+		if setup.End != nil {
+			runCtx := ctx
+			defer func() {
+				status, _ := statusOf(context.Cause(runCtx), end)
+				setup.End(status, end.err)
+			}()
+		}
+		if setup.Context != nil {
+			ctx = setup.Context
 		}
 		observe = setup.Observe
 	}
@@ -380,7 +397,6 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 	}
 	out := emitter{emit: emit}
 	var last S
-	var end runEnd
 	for ev, err := range events {
 		if err != nil {
 			end.err = err

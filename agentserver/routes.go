@@ -61,7 +61,11 @@ var routeTable = []route{
 // routes registers the API.
 func (s *Server) routes() {
 	for _, rt := range routeTable {
-		s.mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) })
+		var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) })
+		if s.opts.Route != nil {
+			h = s.opts.Route(rt.pattern, h)
+		}
+		s.mux.Handle(rt.pattern, h)
 	}
 }
 

@@ -52,6 +52,7 @@ type run struct {
 	done      chan struct{}
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
+	unlink    func() bool // stops the server's end from cancelling ctx
 	completed string // on_completion: delete removes a stateless thread
 
 	// Guarded by the server's mu.
@@ -250,7 +251,10 @@ func (s *Server) newRun(r *http.Request, threadID string) (*run, error) {
 		kwargs: kwargs, spec: spec, modes: modes, log: newEventLog(), done: make(chan struct{}), status: runPending, completed: req.OnCompletion}
 	ru.spec.thread, ru.spec.runID = t.id, ru.id
 	ru.spec.config.ThreadID, ru.spec.config.RunID = t.id, ru.id
-	ru.ctx, ru.cancel = context.WithCancelCause(s.ctx)
+	// The run's context ends with the server's; it carries the values of
+	// the request that created it (its trace span, say), not its end.
+	ru.ctx, ru.cancel = context.WithCancelCause(context.WithoutCancel(r.Context()))
+	ru.unlink = context.AfterFunc(s.ctx, func() { ru.cancel(context.Cause(s.ctx)) })
 
 	s.mu.Lock()
 	if s.closing {
@@ -331,6 +335,7 @@ func (s *Server) release() {
 // and one of the server's MaxRunning slots is free.
 func (s *Server) execute(ru *run) {
 	defer s.runsWG.Done()
+	defer ru.unlink()
 	defer close(ru.done)
 	defer ru.log.close()
 	defer s.release() // before the stream ends: a client may run again at once
@@ -355,22 +360,16 @@ func (s *Server) execute(ru *run) {
 		s.mu.Unlock()
 	}
 	cause := context.Cause(ru.ctx)
-	status, tstatus := runSuccess, threadIdle
+	status, tstatus := statusOf(cause, ru.end)
 	switch {
 	case errors.Is(cause, errRolledBack):
-		status = runInterrupted
 		// The run is undone: its checkpoints and its record go.
 		if _, err := s.cp.Prune(context.WithoutCancel(ru.ctx), ru.thread.id, graph.Prune{Run: ru.id}); err != nil {
 			s.log.Warn("could not roll a run back", "run", ru.id, "err", err)
 		}
-	case cause != nil:
-		status = runInterrupted
-	case ru.end.err != nil:
-		status, tstatus = runError, threadError
+	case cause == nil && ru.end.err != nil:
 		ru.log.add("error", map[string]string{"error": errorName(ru.end), "message": ru.end.err.Error()})
 		s.log.Warn("a run failed", "run", ru.id, "graph", ru.asst.graphID, "err", ru.end.err)
-	case len(ru.end.interrupts) > 0:
-		status, tstatus = runInterrupted, threadInterrupted
 	}
 	if ru.end.err != nil && ru.ctx.Err() != nil && !errors.Is(cause, errRolledBack) {
 		ru.log.add("error", map[string]string{"error": "CancelledError", "message": cause.Error()})
@@ -406,6 +405,20 @@ func (s *Server) execute(ru *run) {
 			}
 		}()
 	}
+}
+
+// statusOf is how a run ended, for the run and for its thread: cause is
+// why its context ended (nil: it did not), end what its graph returned.
+func statusOf(cause error, end runEnd) (run, thread string) {
+	switch {
+	case cause != nil:
+		return runInterrupted, threadIdle
+	case end.err != nil:
+		return runError, threadError
+	case len(end.interrupts) > 0:
+		return runInterrupted, threadInterrupted
+	}
+	return runSuccess, threadIdle
 }
 
 func errorName(end runEnd) string {

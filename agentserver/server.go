@@ -56,6 +56,11 @@ type Options struct {
 	// Store keeps the records of threads and runs (default: a
 	// MemoryStore, for this process only). New reads it.
 	Store Store
+	// Route, when set, wraps the handler of each route (its pattern, as
+	// "POST /threads/{thread_id}/runs/stream"), behind the server's
+	// checks: to trace or meter requests. A run's context carries the
+	// values of its request's (a trace span), so Build can link to it.
+	Route func(pattern string, h http.Handler) http.Handler
 	// Logger logs refused requests and failed runs (default: none).
 	Logger *slog.Logger
 }
