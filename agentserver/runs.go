@@ -53,7 +53,7 @@ type run struct {
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
 	unlink    func() bool // stops the server's end from cancelling ctx
-	completed string // on_completion: delete removes a stateless thread
+	completed string      // on_completion: delete removes a stateless thread
 
 	// Guarded by the server's mu.
 	status  string
