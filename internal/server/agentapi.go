@@ -18,6 +18,7 @@ import (
 	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/research/citation"
 	"github.com/deepgraph/deepgraph/schemas"
+	"github.com/deepgraph/deepgraph/telemetry"
 )
 
 // The Agent Server API of research serve (package agentserver): the
@@ -56,6 +57,8 @@ type researchAPI struct {
 	report func(research.State) *research.Report
 	// records keeps the runs' spending in the run store.
 	records *runStoreRecords
+	// tel traces and meters the runs (nil: not).
+	tel *telemetry.Telemetry
 }
 
 // customEvent is the data of a custom event: deepgraph's timeline.
@@ -237,12 +240,21 @@ func (a *researchAPI) build(ctx context.Context, cfg agentserver.RunConfig) (age
 	if err != nil {
 		return agentserver.RunSetup[research.State]{}, err
 	}
+	ctx, end := traceAPIRun(ctx, a.tel, telemetry.RunKindResearch, cfg)
 	r, err := a.eng.Research(ctx, set, a.cp)
 	if err != nil {
-		return agentserver.RunSetup[research.State]{}, fmt.Errorf("setting up the run: %s", a.redact(err.Error()))
+		err = fmt.Errorf("setting up the run: %s", a.redact(err.Error()))
+		end("error", err, nil, nil, nil)
+		return agentserver.RunSetup[research.State]{}, err
 	}
 	tl := &researchTimeline{start: time.Now(), models: r.Models, prices: r.Prices, progress: a.records.progress(cfg.RunID)}
-	return agentserver.RunSetup[research.State]{Graph: r.Researcher.Graph(), Observe: tl.observe, Close: r.Close}, nil
+	return agentserver.RunSetup[research.State]{Graph: r.Researcher.Graph(), Observe: tl.observe, Close: r.Close, Context: ctx,
+		End: func(status string, err error) {
+			tl.mu.Lock()
+			usage := tl.usage
+			tl.mu.Unlock()
+			end(status, err, usage, r.Models, r.Prices)
+		}}, nil
 }
 
 // researchTimeline turns a run's engine events into its timeline.

@@ -16,6 +16,7 @@ import (
 	"github.com/deepgraph/deepgraph/nodes"
 	"github.com/deepgraph/deepgraph/research/citation"
 	"github.com/deepgraph/deepgraph/schemas"
+	"github.com/deepgraph/deepgraph/telemetry"
 )
 
 // The agent as the assistant "agent" (when serve.allow_agent): its input
@@ -65,6 +66,8 @@ type agentAPI struct {
 	metadata    agentserver.Metadata
 	// records keeps the runs' spending in the run store.
 	records *runStoreRecords
+	// tel traces and meters the runs (nil: not).
+	tel *telemetry.Telemetry
 }
 
 func (a *agentAPI) settings() (app.Settings, error) {
@@ -97,13 +100,32 @@ func (a *agentAPI) build(ctx context.Context, cfg agentserver.RunConfig) (agents
 	if err != nil {
 		return agentserver.RunSetup[nodes.AgentState]{}, err
 	}
+	ctx, end := traceAPIRun(ctx, a.tel, telemetry.RunKindAgent, cfg)
 	ar, err := a.eng.Agent(ctx, set, a.cp)
 	if err != nil {
-		return agentserver.RunSetup[nodes.AgentState]{}, fmt.Errorf("setting up the agent: %s", a.redact(err.Error()))
+		err = fmt.Errorf("setting up the agent: %s", a.redact(err.Error()))
+		end("error", err, nil, nil, nil)
+		return agentserver.RunSetup[nodes.AgentState]{}, err
 	}
 	tl := &agentTimeline{start: time.Now(), meter: ar.Meter, models: map[string]string{llm.RoleAgent: ar.Model}, prices: ar.Prices,
 		progress: a.records.progress(cfg.RunID)}
-	return agentserver.RunSetup[nodes.AgentState]{Graph: ar.Agent.Graph(), Observe: tl.observe, Close: ar.Close}, nil
+	return agentserver.RunSetup[nodes.AgentState]{Graph: ar.Agent.Graph(), Observe: tl.observe, Close: ar.Close, Context: ctx,
+		End: func(status string, err error) { end(status, err, tl.usage(), tl.models, tl.prices) }}, nil
+}
+
+// usage is what the task has spent so far: its earlier runs (before an
+// ask_human was answered), then this run's calls.
+func (t *agentTimeline) usage() llm.UsageByRole {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.usageLocked()
+}
+
+func (t *agentTimeline) usageLocked() llm.UsageByRole {
+	if t.meter == nil {
+		return t.base
+	}
+	return t.base.Merge(t.meter.Snapshot())
 }
 
 // agentTimeline turns an agent's steps into its timeline.
@@ -136,9 +158,7 @@ func (t *agentTimeline) observe(ev graph.Event[nodes.AgentState], out agentserve
 	act := agentActivity(ae)
 	act.ElapsedMS = time.Since(t.start).Milliseconds()
 	if t.meter != nil {
-		// What the task spent so far: its earlier runs (before an
-		// ask_human was answered), then this run's calls.
-		usage := t.base.Merge(t.meter.Snapshot())
+		usage := t.usageLocked()
 		act.Tokens = app.Tokens(usage.Total().Usage)
 		out.Custom(customEvent{Type: "activity", Activity: &act})
 		spent(out, t.progress, usage, t.models, t.prices)

@@ -44,8 +44,8 @@ type apiRunSettings struct {
 var kindOf = map[string]runstore.Kind{agentserver.AssistantID(graphResearch): runstore.KindResearch,
 	agentserver.AssistantID(graphAgent): runstore.KindAgent}
 
-// statusOf is the run store's status of an API run's.
-var statusOf = map[string]runstore.Status{"pending": runstore.StatusQueued, "running": runstore.StatusRunning,
+// storeStatus is the run store's status of an API run's.
+var storeStatus = map[string]runstore.Status{"pending": runstore.StatusQueued, "running": runstore.StatusRunning,
 	"success": runstore.StatusDone, "error": runstore.StatusFailed, "interrupted": runstore.StatusInterrupted}
 
 func (s *runStoreRecords) Threads(ctx context.Context) ([]agentserver.ThreadRecord, error) {
@@ -122,7 +122,7 @@ func (s *runStoreRecords) PutRun(ctx context.Context, r agentserver.RunRecord) e
 	}
 	_ = json.Unmarshal(r.Kwargs, &in) // a run without messages (a resume) has no question
 	question, _ := lastHuman(in.Input.Messages, "question", math.MaxInt)
-	run := &runstore.Run{ID: r.ID, Thread: r.ThreadID, Kind: kind, Question: question, Status: statusOf[r.Status],
+	run := &runstore.Run{ID: r.ID, Thread: r.ThreadID, Kind: kind, Question: question, Status: storeStatus[r.Status],
 		Started: r.CreatedAt, Updated: r.UpdatedAt, Error: r.Error, Settings: settings}
 	switch run.Status {
 	case runstore.StatusRunning:

@@ -103,7 +103,7 @@ func New(st *app.Store, eng Engine, opts Options) *Server {
 	s.runs = newQueue(st, eng, opts.Logger, opts.Redact, opts.MaxRunning, opts.QueueSize, opts.Telemetry)
 	s.mux = http.NewServeMux()
 	for _, rt := range routes() {
-		s.mux.Handle(rt.Method+" "+rt.Path, s.traced(rt, s.wrap(rt)))
+		s.mux.Handle(rt.Method+" "+rt.Path, s.traced(rt.Method+" "+rt.Path, s.wrap(rt)))
 	}
 	s.mountAgentAPI()
 	web, _ := fs.Sub(webFiles, "web")
@@ -176,18 +176,18 @@ func (s *Server) mountAgentAPI() {
 	records := &runStoreRecords{runs: s.store.Runs}
 	api, err := agentserver.New(agentserver.Options{Checkpointer: s.store.Checkpointer, Store: records, Token: s.opts.Token,
 		CORSOrigins: slices.Clone(s.opts.CORSOrigins), Loopback: s.opts.Loopback, MaxBody: s.opts.MaxBody, Logger: s.log,
-		MaxRunning: s.opts.MaxRunning, MaxQueued: s.opts.QueueSize})
+		MaxRunning: s.opts.MaxRunning, MaxQueued: s.opts.QueueSize, Route: s.traced})
 	// The assistants' metadata "deepgraph" is what the page reads before a
 	// run: the server's version and the efforts, back ends and models a
 	// run's configurable may choose.
 	choices, _ := json.Marshal(s.choices())
 	md := agentserver.Metadata{"deepgraph": choices}
 	if err == nil {
-		ra := &researchAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact, metadata: md, records: records}
+		ra := &researchAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact, metadata: md, records: records, tel: s.opts.Telemetry}
 		s.closeAgents, err = ra.serveGraphs(context.Background(), api)
 	}
 	if err == nil && slices.Contains(s.eng.Choices().Kinds, runstore.KindAgent) {
-		aa := &agentAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact, metadata: md, records: records}
+		aa := &agentAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact, metadata: md, records: records, tel: s.opts.Telemetry}
 		closeResearch := s.closeAgents
 		closeAgent, aerr := aa.serve(context.Background(), api)
 		if aerr != nil {

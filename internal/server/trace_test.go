@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -179,22 +178,6 @@ func TestServedRunsAreMetered(t *testing.T) {
 	run := call[Run](ts, "POST", "/threads/"+th.ID+"/runs", RunRequest{Input: "How do checkpoints work?", Effort: "low"}, 202)
 	ts.waitRun(run, runstore.StatusDone)
 
-	require.Eventually(t, func() bool {
-		var rm metricdata.ResourceMetrics
-		require.NoError(t, reader.Collect(context.Background(), &rm))
-		for _, sm := range rm.ScopeMetrics {
-			for _, m := range sm.Metrics {
-				if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == telemetry.MetricRuns {
-					for _, p := range sum.DataPoints {
-						kind, _ := p.Attributes.Value("deepgraph.run.kind")
-						status, _ := p.Attributes.Value("deepgraph.run.status")
-						if kind.Emit() == "research" && status.Emit() == "done" && p.Value == 1 {
-							return true
-						}
-					}
-				}
-			}
-		}
-		return false
-	}, 10*time.Second, 10*time.Millisecond, "deepgraph.runs counts the served run as research, done")
+	require.Eventually(t, func() bool { return metered(t, reader, "research", "done") }, 10*time.Second, 10*time.Millisecond,
+		"deepgraph.runs counts the served run as research, done")
 }
