@@ -328,3 +328,56 @@ func TestAgentAPIQueueBound(t *testing.T) {
 	status, _, _ = ts.do("POST", AgentAPIPrefix+"/threads/"+second.ThreadID+"/runs/"+second.RunID+"/cancel?wait=1", nil)
 	require.Equal(t, http.StatusNoContent, status)
 }
+
+// The Agent Server API's bodies and questions are bounded, and a run's
+// bad input or configuration says what is wrong: before the run (422) for
+// the request's shape, in the stream's error event for what the run reads.
+func TestAgentAPILimitsAndBadRequests(t *testing.T) {
+	ts := newTestServer(t, world{}, func(o *Options, _ *testEngine) { o.MaxQuestion = 100; o.MaxBody = 4096 })
+	th := lgCall[struct {
+		ThreadID string `json:"thread_id"`
+	}](ts, "POST", "/threads", map[string]any{}, 200)
+	path := AgentAPIPrefix + "/threads/" + th.ThreadID + "/runs/wait"
+	ask := func(question string, configurable map[string]any) map[string]any {
+		return map[string]any{"assistant_id": "research", "config": map[string]any{"configurable": configurable},
+			"input": map[string]any{"messages": []map[string]string{{"type": "human", "content": question}}}}
+	}
+	status, data, _ := ts.do("POST", path, ask(strings.Repeat("x", 5000), nil))
+	assert.Equal(t, 413, status)
+	assert.Contains(t, string(data), "over 4096 bytes")
+	status, data, _ = ts.do("POST", path, map[string]any{"assistant_id": "research", "multitask_strategy": "sometimes"})
+	assert.Equal(t, 422, status)
+	assert.Contains(t, string(data), "multitask_strategy")
+	status, data, _ = ts.do("POST", path, map[string]any{"assistant_id": "poem"})
+	assert.Equal(t, 404, status)
+	assert.Contains(t, string(data), "research")
+
+	for _, c := range []struct {
+		name         string
+		question     string
+		configurable map[string]any
+		want         string
+	}{
+		{"a question over the limit", strings.Repeat("é", 101), nil, "101 characters; this server takes at most 100"},
+		{"an empty question", "  ", nil, "the input has no question"},
+		{"an unknown effort", "q", map[string]any{"effort": "extreme"}, "effort"},
+		{"a model not offered", "q", map[string]any{"models": map[string]string{"answer": "openai:gpt-5"}}, "not offered"},
+		{"a back end not configured", "q", map[string]any{"backend": "corpus"}, "not configured"},
+	} {
+		out := lgCall[map[string]json.RawMessage](ts, "POST", "/threads/"+th.ThreadID+"/runs/wait", ask(c.question, c.configurable), 200)
+		assert.Contains(t, string(out["__error__"]), c.want, c.name)
+	}
+
+	req, err := http.NewRequest("POST", ts.http.URL+path, strings.NewReader("assistant_id=research"))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := ts.http.Client().Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode, "a form post (no preflight) is refused")
+	runs := lgCall[[]lgRun](ts, "GET", "/threads/"+th.ThreadID+"/runs", nil, 200)
+	require.NotEmpty(t, runs)
+	status, data, _ = ts.do("GET", AgentAPIPrefix+"/threads/"+th.ThreadID+"/runs/"+runs[0].RunID+"/stream", nil, "Last-Event-ID", "abc")
+	assert.Equal(t, 422, status)
+	assert.Contains(t, string(data), "Last-Event-ID")
+}

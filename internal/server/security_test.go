@@ -95,13 +95,15 @@ func TestCORSAndOrigins(t *testing.T) {
 // of evil.example whose name was rebound to 127.0.0.1 gets nothing.
 func TestDNSRebinding(t *testing.T) {
 	ts := newTestServer(t, world{})
-	req, err := http.NewRequest("GET", ts.http.URL+"/threads", nil)
-	require.NoError(t, err)
-	req.Host = "evil.example:8080"
-	resp, err := ts.http.Client().Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	assert.Equal(t, http.StatusMisdirectedRequest, resp.StatusCode)
+	for _, path := range []string{"/threads", AgentAPIPrefix + "/threads", AgentAPIPrefix + "/info", "/"} {
+		req, err := http.NewRequest("GET", ts.http.URL+path, nil)
+		require.NoError(t, err)
+		req.Host = "evil.example:8080"
+		resp, err := ts.http.Client().Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusMisdirectedRequest, resp.StatusCode, path)
+	}
 	for _, h := range []string{"localhost:8080", "127.0.0.1", "[::1]:9", "app.localhost:1"} {
 		assert.True(t, guard.LoopbackHost(h), h)
 	}
@@ -178,12 +180,15 @@ func TestLimitsAndBadRequests(t *testing.T) {
 func TestRefusalsCloseTheConnection(t *testing.T) {
 	ts := newTestServer(t, world{}, withToken("s3cret-token"))
 	addr := strings.TrimPrefix(ts.http.URL, "http://")
-	for _, req := range []string{
-		"GET /info HTTP/1.1\r\nHost: " + addr + "\r\n\r\n",
-		"GET /info HTTP/1.1\r\nHost: " + addr + "\r\nAuthorization: Bearer wrong\r\n\r\n",
-		"GET /info HTTP/1.1\r\nHost: " + addr + "\r\nOrigin: https://evil.example\r\nAuthorization: Bearer s3cret-token\r\n\r\n",
-		"GET /info HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Bearer s3cret-token\r\n\r\n",
-	} {
+	var refused []string
+	for _, path := range []string{"/info", AgentAPIPrefix + "/info", AgentAPIPrefix + "/threads/search"} {
+		refused = append(refused,
+			"GET "+path+" HTTP/1.1\r\nHost: "+addr+"\r\n\r\n",
+			"GET "+path+" HTTP/1.1\r\nHost: "+addr+"\r\nX-Api-Key: wrong\r\n\r\n",
+			"GET "+path+" HTTP/1.1\r\nHost: "+addr+"\r\nOrigin: https://evil.example\r\nAuthorization: Bearer s3cret-token\r\n\r\n",
+			"GET "+path+" HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Bearer s3cret-token\r\n\r\n")
+	}
+	for _, req := range refused {
 		c, err := net.Dial("tcp", addr)
 		require.NoError(t, err)
 		_, err = io.WriteString(c, req)
