@@ -102,9 +102,17 @@
 // them in its run store, next to its checkpoints, so that its runs are
 // listed by research runs. A restarted server lists the threads of the one
 // before and their runs; a run it left pending or running is interrupted,
-// and a run with input null continues it. A run's stream is not kept: a
-// restarted server's runs stream nothing more. Threads of stateless runs
-// are not kept.
+// and a run with input null continues it — ResumeRuns does it for all of
+// them at start, and runs anew those left pending. A run's stream is not
+// kept: a restarted server's runs stream nothing more. Threads of
+// stateless runs are not kept.
+//
+// # Tracing
+//
+// Options.Route wraps each route's handler, named by its pattern (a server
+// span per request); a run's context carries its request's values, and
+// RunSetup.Context and RunSetup.End let Build run it in a trace of its own
+// and record how it ended.
 //
 // # Not served (yet)
 //

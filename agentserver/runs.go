@@ -69,8 +69,11 @@ func (s *Server) runOf(r *run) RunRecord {
 	defer s.mu.Unlock()
 	rec := RunRecord{ID: r.id, ThreadID: r.thread.id, AssistantID: r.asst.id, CreatedAt: r.created, UpdatedAt: r.updated,
 		Status: r.status, Metadata: cloneMetadata(r.metadata), MultitaskStrategy: r.strategy, Kwargs: r.kwargs}
-	if r.status == runError && r.end.err != nil {
+	switch {
+	case r.status == runError && r.end.err != nil:
 		rec.Error = r.end.err.Error()
+	case r.status == runInterrupted && errors.Is(context.Cause(r.ctx), errShutdown):
+		rec.Error = stoppedByShutdown
 	}
 	return rec
 }
@@ -352,7 +355,8 @@ func (s *Server) execute(ru *run) {
 		case <-ru.ctx.Done():
 		}
 	}
-	if ru.ctx.Err() == nil {
+	started := ru.ctx.Err() == nil
+	if started {
 		s.setStatus(ru, runRunning)
 		end := ru.asst.g.run(ru.ctx, ru.spec, func(ev streamEvent) { s.record(ru, ev) })
 		s.mu.Lock()
@@ -361,6 +365,9 @@ func (s *Server) execute(ru *run) {
 	}
 	cause := context.Cause(ru.ctx)
 	status, tstatus := statusOf(cause, ru.end)
+	if !started && errors.Is(cause, errShutdown) {
+		status = runPending // for the next server (ResumeRuns)
+	}
 	switch {
 	case errors.Is(cause, errRolledBack):
 		// The run is undone: its checkpoints and its record go.

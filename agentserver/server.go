@@ -100,6 +100,8 @@ type Server struct {
 	// drained measures how fast runs end, for the Retry-After of a run
 	// refused beyond MaxRunning+MaxQueued.
 	drained *drain.Meter
+	// left are the runs a stopped server left undone (ResumeRuns).
+	left []leftRun
 }
 
 // assistant is a served graph: LangGraph's "system" assistant of a graph.

@@ -1,11 +1,13 @@
 package agentserver
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -69,7 +71,7 @@ type RunRecord struct {
 	MultitaskStrategy string   `json:"multitask_strategy"`
 	// Kwargs is the run's request, as a client sent it.
 	Kwargs json.RawMessage `json:"kwargs"`
-	// Error says why it failed, when its status is error (not in the
+	// Error says why it failed, or why a server stopped it (not in the
 	// API's document).
 	Error string `json:"-"`
 }
@@ -177,12 +179,25 @@ func (s *Server) load(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("agentserver: reading the runs kept of thread %s: %w", tr.ID, err)
 		}
+		// What the stopped server left undone on the thread: the run it
+		// was running, when no later run took the thread up, then those
+		// it left pending.
+		var stopped *leftRun
+		var pending []leftRun
 		for _, rr := range runs {
 			ru := &run{id: rr.ID, thread: t, asst: &assistant{id: rr.AssistantID}, created: rr.CreatedAt,
 				metadata: cloneMetadata(rr.Metadata), strategy: rr.MultitaskStrategy, kwargs: rr.Kwargs, log: newEventLog(),
 				done: make(chan struct{}), status: rr.Status, updated: rr.UpdatedAt}
 			if ru.metadata == nil {
 				ru.metadata = Metadata{}
+			}
+			switch {
+			case rr.Status == runPending:
+				pending = append(pending, leftRun{ru, rr.Kwargs})
+			case rr.Status == runRunning || rr.Error == stoppedByShutdown:
+				stopped = &leftRun{ru, nil}
+			default:
+				stopped = nil // a later run took the thread up
 			}
 			if ru.status == runPending || ru.status == runRunning {
 				ru.status, ru.updated = runInterrupted, now
@@ -200,6 +215,10 @@ func (s *Server) load(ctx context.Context) error {
 			t.runs = append(t.runs, ru)
 			s.runs[ru.id] = ru
 		}
+		if stopped != nil {
+			s.left = append(s.left, *stopped)
+		}
+		s.left = append(s.left, pending...)
 		s.threads[t.id] = t
 	}
 	return nil
@@ -246,4 +265,53 @@ func (s *Server) unstore(ctx context.Context, del func(context.Context, string) 
 	s.storeMu.Lock()
 	defer s.storeMu.Unlock()
 	return del(ctx, id)
+}
+
+// stoppedByShutdown is the Error of a run a server's Shutdown interrupted.
+const stoppedByShutdown = "stopped by the server's shutdown"
+
+// leftRun is a run a stopped server left: pending (its request, to run
+// again) or running (nil: to continue).
+type leftRun struct {
+	run     *run
+	request json.RawMessage
+}
+
+// ResumeRuns starts again what a stopped server left undone (as New read
+// it from the store, where those runs are interrupted): each run it left
+// pending runs anew with its request, and with interrupted, each run it
+// was running — also one its Shutdown stopped — is continued on its thread
+// by a run with input null (only the tasks that had not finished run). The
+// new runs queue behind each other on their threads (multitask_strategy
+// enqueue). Call it once, after Serve.
+func (s *Server) ResumeRuns(ctx context.Context, interrupted bool) error {
+	s.mu.Lock()
+	left := s.left
+	s.left = nil
+	s.mu.Unlock()
+	var errs []error
+	for _, l := range left {
+		body := l.request
+		if body == nil {
+			if !interrupted {
+				continue
+			}
+			body, _ = json.Marshal(runCreate{AssistantID: l.run.asst.id, Input: json.RawMessage("null")})
+		}
+		var req runCreate
+		if err := json.Unmarshal(body, &req); err != nil {
+			errs = append(errs, fmt.Errorf("run %s: its request cannot be read: %w", l.run.id, err))
+			continue
+		}
+		req.MultitaskStrategy = "enqueue"
+		body, _ = json.Marshal(req)
+		r, err := http.NewRequestWithContext(ctx, http.MethodPost, "/threads/"+l.run.thread.id+"/runs", bytes.NewReader(body))
+		if err == nil {
+			_, err = s.newRun(r, l.run.thread.id)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("run %s of thread %s: %w", l.run.id, l.run.thread.id, err))
+		}
+	}
+	return errors.Join(errs...)
 }

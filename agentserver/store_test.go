@@ -2,6 +2,8 @@ package agentserver_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -130,4 +132,54 @@ func storedStatus(t *testing.T, s agentserver.Store, thread, run string) string 
 		}
 	}
 	return ""
+}
+
+// TestResumeRuns: a server shut down while one run ran and another waited
+// behind it leaves them to the next: ResumeRuns(interrupted) continues the
+// one that ran (input null: only its unfinished task runs) and runs the
+// waiting one anew with its request; without interrupted only the waiting
+// one runs.
+func TestResumeRuns(t *testing.T) {
+	for _, interrupted := range []bool{true, false} {
+		t.Run(fmt.Sprint(interrupted), func(t *testing.T) {
+			cp := graph.NewMemorySaver()
+			store := agentserver.NewMemoryStore()
+			sg, srv, c := serveStepsOn(t, cp, store)
+			path := "/threads/" + newThread(c)
+			sg.block.Store(true)
+			var first, second runDoc
+			c.json("POST", path+"/runs", map[string]any{"assistant_id": "steps", "input": map[string]any{"done": []string{"first"}}}, 200, &first)
+			<-sg.started
+			c.json("POST", path+"/runs", map[string]any{"assistant_id": "steps", "input": map[string]any{"done": []string{"second"}}, "multitask_strategy": "enqueue"}, 200, &second)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			require.NoError(t, srv.Shutdown(ctx))
+
+			sg2, srv2, c2 := serveStepsOn(t, cp, store)
+			var runs []runDoc
+			c2.json("GET", path+"/runs", nil, 200, &runs)
+			require.Len(t, runs, 2)
+			assert.Equal(t, "interrupted", runs[0].Status)
+			assert.Equal(t, "interrupted", runs[1].Status)
+			require.NoError(t, srv2.ResumeRuns(t.Context(), interrupted))
+			want := 3 // the two, and the waiting one run anew
+			if interrupted {
+				want = 4 // and the one that ran, continued
+			}
+			waitFor(t, func() bool {
+				c2.json("GET", path+"/runs", nil, 200, &runs)
+				return len(runs) == want && runs[0].Status == "success"
+			})
+			var st stateDoc
+			c2.json("GET", path+"/state", nil, 200, &st)
+			var values stepsState
+			require.NoError(t, json.Unmarshal(st.Values, &values))
+			if interrupted {
+				assert.Equal(t, map[string]int64{"a": 1, "b": 1, "c": 2, "d": 2}, sg2.counts(), "the first run's c and d, then the second run whole")
+			} else {
+				assert.Equal(t, map[string]int64{"a": 1, "b": 1, "c": 1, "d": 1}, sg2.counts(), "the second run whole only")
+			}
+			assert.Contains(t, values.Done, "second", "the waiting run's input ran")
+		})
+	}
 }

@@ -40,6 +40,17 @@ type apiRunSettings struct {
 	Record *agentserver.RunRecord `json:"agent_server"`
 }
 
+// apiRecord is the record of a stored run (read whole, with its Settings)
+// of the Agent Server API; nil for another run.
+func apiRecord(run *runstore.Run) *agentserver.RunRecord {
+	var set apiRunSettings
+	if json.Unmarshal(run.Settings, &set) != nil || set.Record == nil {
+		return nil
+	}
+	set.Record.Error = run.Error
+	return set.Record
+}
+
 // kindOf is the run store's kind of the runs of an assistant.
 var kindOf = map[string]runstore.Kind{agentserver.AssistantID(graphResearch): runstore.KindResearch,
 	agentserver.AssistantID(graphAgent): runstore.KindAgent}
@@ -78,10 +89,8 @@ func (s *runStoreRecords) ThreadRuns(ctx context.Context, threadID string) ([]ag
 		if err != nil {
 			return nil, err
 		}
-		var set apiRunSettings
-		if json.Unmarshal(run.Settings, &set) == nil && set.Record != nil {
-			set.Record.Error = run.Error
-			out = append(out, *set.Record)
+		if rec := apiRecord(run); rec != nil {
+			out = append(out, *rec)
 		}
 	}
 	return out, nil

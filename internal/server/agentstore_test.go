@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -143,4 +144,32 @@ func TestAgentAPIRunsAreCosted(t *testing.T) {
 			assert.InDelta(t, c.usd, *last.CostUSD, 1e-9)
 		})
 	}
+}
+
+// A server stopped while a run of the Agent Server API ran continues it
+// at its next start with ResumeInterrupted: its thread gets a run with
+// input null that finishes the research.
+func TestAgentAPIResumesInterruptedRuns(t *testing.T) {
+	ts := newTestServer(t, world{block: "query 1"})
+	th := lgCall[struct {
+		ThreadID string `json:"thread_id"`
+	}](ts, "POST", "/threads", map[string]any{}, 200)
+	path := "/threads/" + th.ThreadID
+	run := lgCall[lgRun](ts, "POST", path+"/runs", map[string]any{"assistant_id": "research",
+		"input": map[string]any{"messages": []map[string]string{{"type": "human", "content": "How do checkpoints work?"}}}}, 200)
+	require.Eventually(t, func() bool {
+		return lgCall[lgRun](ts, "GET", path+"/runs/"+run.RunID, nil, 200).Status == "running"
+	}, 30*time.Second, 10*time.Millisecond)
+	ts.stop()
+
+	again := startTestServer(t, ts.path, newEngine(world{}), func(o *Options, _ *testEngine) { o.ResumeInterrupted = true })
+	var runs []lgRun
+	require.Eventually(t, func() bool {
+		runs = lgCall[[]lgRun](again, "GET", path+"/runs", nil, 200)
+		return len(runs) == 2 && runs[0].Status == "success"
+	}, 30*time.Second, 10*time.Millisecond, "the interrupted run is continued")
+	assert.Equal(t, "interrupted", runs[1].Status)
+	assert.Nil(t, runs[0].Kwargs.Input, "continued with input null")
+	values := again.lgRunValues(runs[0])
+	assert.NotEmpty(t, values.Answer)
 }

@@ -123,7 +123,8 @@ func (s *Server) Handler() http.Handler {
 }
 
 // Start queues again the runs a previous server left queued, and — with
-// ResumeInterrupted — the runs it left running.
+// ResumeInterrupted — continues the runs it left running (also those of
+// the Agent Server API: agentserver.Server.ResumeRuns).
 func (s *Server) Start(ctx context.Context) error {
 	runs, err := s.store.Runs.List(ctx, runstore.ListOptions{})
 	if err != nil {
@@ -144,6 +145,9 @@ func (s *Server) Start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if apiRecord(run) != nil {
+			continue // the Agent Server API's: ResumeRuns below
+		}
 		err = s.runs.add(ctx, run, nil, func(run *runstore.Run) error {
 			run.Status, run.Updated = runstore.StatusQueued, time.Now().UTC()
 			return s.store.Runs.Update(ctx, run)
@@ -153,6 +157,11 @@ func (s *Server) Start(ctx context.Context) error {
 			continue
 		}
 		s.log.Info("queued a run again", "run", run.ID, "was", status)
+	}
+	if s.agents != nil {
+		if err := s.agents.ResumeRuns(ctx, s.opts.ResumeInterrupted); err != nil {
+			s.log.Warn("could not start again a run of the Agent Server API", "err", s.opts.Redact(err.Error()))
+		}
 	}
 	return nil
 }
