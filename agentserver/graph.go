@@ -108,6 +108,10 @@ type RunSetup[S any] struct {
 	// End, when set, is told how the run ended — its status: success,
 	// error or interrupted; and err, why it failed — before Close.
 	End func(status string, err error)
+	// Outcome, when set, judges the state a run ended with, when it ran
+	// to its end: an error fails the run (status error) with it, though
+	// the graph ended — an agent out of steps did not do its task.
+	Outcome func(final S) error
 }
 
 // Interrupts sets how the graph's interrupts are shown to clients and how
@@ -313,6 +317,7 @@ func messageTuple(node string, step int, c MessageChunk) any {
 func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)) (end runEnd) {
 	c := g.c
 	var observe func(graph.Event[S], Emitter)
+	var outcome func(S) error
 	if g.build != nil {
 		setup, err := g.build(ctx, req.config)
 		if err != nil {
@@ -335,6 +340,7 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 			ctx = setup.Context
 		}
 		observe = setup.Observe
+		outcome = setup.Outcome
 	}
 	at := graph.Thread(req.thread)
 	if req.checkpointID != "" {
@@ -440,6 +446,9 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 	end.values = g.valuesJSON(last)
 	if len(end.interrupts) > 0 {
 		end.values = withInterrupts(end.values, end.interrupts)
+	}
+	if outcome != nil && end.err == nil && len(end.interrupts) == 0 && ctx.Err() == nil {
+		end.err = outcome(last)
 	}
 	return end
 }

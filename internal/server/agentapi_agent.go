@@ -110,7 +110,19 @@ func (a *agentAPI) build(ctx context.Context, cfg agentserver.RunConfig) (agents
 	tl := &agentTimeline{start: time.Now(), meter: ar.Meter, models: map[string]string{llm.RoleAgent: ar.Model}, prices: ar.Prices,
 		progress: a.records.progress(cfg.RunID)}
 	return agentserver.RunSetup[nodes.AgentState]{Graph: ar.Agent.Graph(), Observe: tl.observe, Close: ar.Close, Context: ctx,
-		End: func(status string, err error) { end(status, err, tl.usage(), tl.models, tl.prices) }}, nil
+		End: func(status string, err error) { end(status, err, tl.usage(), tl.models, tl.prices) },
+		// An agent that gave up, ran out of steps or got stuck did not do
+		// its task: the run fails, its best effort in the state.
+		Outcome: func(s nodes.AgentState) error {
+			maxSteps := 0
+			if set.Agent != nil {
+				maxSteps = set.Agent.MaxSteps
+			}
+			if st, why := app.AgentOutcome(&nodes.AgentResult{Status: s.Status, Missing: s.Missing}, maxSteps); st == runstore.StatusFailed {
+				return errors.New(why)
+			}
+			return nil
+		}}, nil
 }
 
 // usage is what the task has spent so far: its earlier runs (before an

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deepgraph/deepgraph/agentserver"
+	"github.com/deepgraph/deepgraph/internal/runstore"
 	"github.com/deepgraph/deepgraph/llm/fake"
 )
 
@@ -380,4 +382,65 @@ func TestAgentAPILimitsAndBadRequests(t *testing.T) {
 	status, data, _ = ts.do("GET", AgentAPIPrefix+"/threads/"+th.ThreadID+"/runs/"+runs[0].RunID+"/stream", nil, "Last-Event-ID", "abc")
 	assert.Equal(t, 422, status)
 	assert.Contains(t, string(data), "Last-Event-ID")
+}
+
+// lgAgentRun streams an agent run of task on a new thread of the Agent
+// Server API (values and custom modes).
+func (ts *testServer) lgAgentRun(task string) (string, []lgEvent) {
+	ts.t.Helper()
+	th := lgCall[struct {
+		ThreadID string `json:"thread_id"`
+	}](ts, "POST", "/threads", map[string]any{}, 200)
+	return th.ThreadID, ts.lgStream("/threads/"+th.ThreadID+"/runs/stream", map[string]any{"assistant_id": "agent",
+		"input": map[string]any{"messages": []map[string]string{{"type": "human", "content": task}}}, "stream_mode": []string{"values", "custom"}})
+}
+
+// An agent run that reaches its step limit did not do its task: it fails
+// with why — in its stream, its status and the run store — its best-effort
+// answer in its values; never success.
+func TestAgentAPIStepLimitFails(t *testing.T) {
+	eng := newEngine(world{})
+	var replies []fake.Reply
+	for i := range 5 { // the harness's agents have 5 steps
+		replies = append(replies, fake.ToolCalls(fake.ToolCall("no_such_tool", map[string]int{"try": i})).WithTokens(100, 10))
+	}
+	replies = append(replies, fake.Text("A best effort.").WithTokens(100, 10))
+	eng.agentScript = fake.New(replies...)
+	ts := startTestServer(t, t.TempDir()+"/runs.db", eng)
+	tid, evs := ts.lgAgentRun("Loop")
+	errs := lgOf(evs, "error")
+	require.Len(t, errs, 1)
+	assert.Contains(t, string(errs[0].Data), "step limit (5")
+	values := lgOf(evs, "values")
+	var v agentValues
+	require.NoError(t, json.Unmarshal(values[len(values)-1].Data, &v))
+	assert.Equal(t, "max_steps", string(v.Status))
+	assert.Equal(t, "A best effort.", v.Answer, "the best effort is kept")
+	runs := lgCall[[]lgRun](ts, "GET", "/threads/"+tid+"/runs", nil, 200)
+	require.Len(t, runs, 1)
+	assert.Equal(t, "error", runs[0].Status, "a run that ran out of steps is not a success")
+	stored, err := ts.store.Runs.Get(t.Context(), runs[0].RunID)
+	require.NoError(t, err)
+	assert.Equal(t, runstore.StatusFailed, stored.Status)
+	assert.Contains(t, stored.Error, "step limit (5")
+}
+
+// An agent's timeline counts its tokens as its steps spend them.
+func TestAgentAPITimelineTokens(t *testing.T) {
+	eng := newEngine(world{})
+	eng.agentScript = fake.New(
+		fake.ToolCalls(fake.ToolCall("no_such_tool", map[string]string{})).WithTokens(1000, 100),
+		fake.ToolCalls(fake.ToolCall("terminate", map[string]string{"status": "success", "answer": "Done."})).WithTokens(2000, 100),
+	)
+	ts := startTestServer(t, t.TempDir()+"/runs.db", eng)
+	_, evs := ts.lgAgentRun("Finish")
+	var steps []string
+	for _, ev := range lgOf(evs, "custom") {
+		var ce customEvent
+		require.NoError(t, json.Unmarshal(ev.Data, &ce))
+		if ce.Type == "activity" {
+			steps = append(steps, fmt.Sprintf("%s %d", ce.Activity.Kind, ce.Activity.Tokens))
+		}
+	}
+	assert.Equal(t, []string{"agent_think 1100", "agent_act 1100", "agent_think 3200", "agent_act 3200", "agent_done 3200"}, steps)
 }
