@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -29,7 +28,7 @@ func (ts *testServer) lgStream(path string, body any) []lgEvent {
 	ts.t.Helper()
 	data, err := json.Marshal(body)
 	require.NoError(ts.t, err)
-	req, err := http.NewRequest("POST", ts.http.URL+AgentAPIPrefix+path, strings.NewReader(string(data)))
+	req, err := http.NewRequest("POST", ts.http.URL+path, strings.NewReader(string(data)))
 	require.NoError(ts.t, err)
 	req.Header.Set("Content-Type", "application/json")
 	if ts.token != "" {
@@ -49,24 +48,11 @@ func (ts *testServer) lgStream(path string, body any) []lgEvent {
 func readLGEvents(t testing.TB, body io.Reader, skipMetadata bool) []lgEvent {
 	t.Helper()
 	var out []lgEvent
-	var cur lgEvent
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 1<<20), 4<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "" && cur.Event != "":
-			if !skipMetadata || cur.Event != "metadata" {
-				out = append(out, cur)
-			}
-			cur = lgEvent{}
-		case strings.HasPrefix(line, "event: "):
-			cur.Event = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			cur.Data = json.RawMessage(strings.TrimPrefix(line, "data: "))
+	for _, ev := range readSSE(t, body, nil) {
+		if !skipMetadata || ev.Type != "metadata" {
+			out = append(out, lgEvent{Event: ev.Type, Data: json.RawMessage(ev.Data)})
 		}
 	}
-	require.NoError(t, sc.Err())
 	return out
 }
 
@@ -100,7 +86,7 @@ func TestAgentAPIResearchRun(t *testing.T) {
 	var th struct {
 		ThreadID string `json:"thread_id"`
 	}
-	status, data, _ := ts.do("POST", AgentAPIPrefix+"/threads", map[string]any{})
+	status, data, _ := ts.do("POST", "/threads", map[string]any{})
 	require.Equal(t, 200, status, "%s", data)
 	require.NoError(t, json.Unmarshal(data, &th))
 
@@ -166,7 +152,7 @@ func TestAgentAPIResearchRun(t *testing.T) {
 	var found []struct {
 		ThreadID string `json:"thread_id"`
 	}
-	status, data, _ = ts.do("POST", AgentAPIPrefix+"/threads/search", map[string]any{"metadata": map[string]string{"graph_id": "research"}}, "X-Api-Key", "tok")
+	status, data, _ = ts.do("POST", "/threads/search", map[string]any{"metadata": map[string]string{"graph_id": "research"}}, "X-Api-Key", "tok")
 	require.Equal(t, 200, status, "%s", data)
 	require.NoError(t, json.Unmarshal(data, &found))
 	require.Len(t, found, 1)
@@ -174,13 +160,13 @@ func TestAgentAPIResearchRun(t *testing.T) {
 
 	// The token is needed, as x-api-key or bearer.
 	ts.token = ""
-	status, _, _ = ts.do("POST", AgentAPIPrefix+"/threads/search", map[string]any{})
+	status, _, _ = ts.do("POST", "/threads/search", map[string]any{})
 	assert.Equal(t, 401, status)
 }
 
 func TestAgentAPIReviewIsHITLRequest(t *testing.T) {
 	ts := newTestServer(t, world{})
-	status, data, _ := ts.do("POST", AgentAPIPrefix+"/threads", map[string]any{})
+	status, data, _ := ts.do("POST", "/threads", map[string]any{})
 	require.Equal(t, 200, status)
 	var th struct {
 		ThreadID string `json:"thread_id"`
@@ -215,7 +201,7 @@ func TestAgentAPIReviewIsHITLRequest(t *testing.T) {
 
 func TestAgentAPICORS(t *testing.T) {
 	ts := newTestServer(t, world{}, func(o *Options, _ *testEngine) { o.CORSOrigins = []string{"http://ui.example"} })
-	req, err := http.NewRequest("OPTIONS", ts.http.URL+AgentAPIPrefix+"/threads/x/runs/stream", nil)
+	req, err := http.NewRequest("OPTIONS", ts.http.URL+"/threads/x/runs/stream", nil)
 	require.NoError(t, err)
 	req.Header.Set("Origin", "http://ui.example")
 	req.Header.Set("Access-Control-Request-Method", "POST")
@@ -227,7 +213,7 @@ func TestAgentAPICORS(t *testing.T) {
 	assert.Contains(t, resp.Header.Get("Access-Control-Allow-Headers"), "X-Api-Key")
 	assert.Contains(t, resp.Header.Get("Access-Control-Expose-Headers"), "Content-Location")
 	assert.Contains(t, resp.Header.Get("Access-Control-Expose-Headers"), "Location")
-	status, _, _ := ts.do("GET", AgentAPIPrefix+"/info", nil, "Origin", "http://evil.example")
+	status, _, _ := ts.do("GET", "/info", nil, "Origin", "http://evil.example")
 	assert.Equal(t, 403, status)
 }
 
@@ -241,7 +227,7 @@ func TestAgentAPIAgentQuestion(t *testing.T) {
 		fake.ToolCalls(fake.ToolCall("terminate", map[string]string{"status": "success", "answer": "Done for **2024**."})).When(fake.AnyContains("2024")),
 	)
 	ts := startTestServer(t, t.TempDir()+"/runs.db", eng)
-	status, data, _ := ts.do("POST", AgentAPIPrefix+"/threads", map[string]any{})
+	status, data, _ := ts.do("POST", "/threads", map[string]any{})
 	require.Equal(t, 200, status)
 	var th struct {
 		ThreadID string `json:"thread_id"`
@@ -306,7 +292,7 @@ func TestAgentAPIQueueBound(t *testing.T) {
 		th := lgCall[struct {
 			ThreadID string `json:"thread_id"`
 		}](ts, "POST", "/threads", map[string]any{}, 200)
-		status, data, hdr := ts.do("POST", AgentAPIPrefix+"/threads/"+th.ThreadID+"/runs",
+		status, data, hdr := ts.do("POST", "/threads/"+th.ThreadID+"/runs",
 			map[string]any{"assistant_id": "research", "input": map[string]any{"messages": []map[string]string{{"type": "human", "content": "q"}}}})
 		require.Equal(t, want, status, "%s", data)
 		var r lgRun
@@ -324,10 +310,10 @@ func TestAgentAPIQueueBound(t *testing.T) {
 	// No run has ended yet: the drain rate is unknown (internal/drain).
 	assert.Equal(t, "30", hdr.Get("Retry-After"))
 
-	status, _, _ := ts.do("POST", AgentAPIPrefix+"/threads/"+first.ThreadID+"/runs/"+first.RunID+"/cancel?wait=1", nil)
+	status, _, _ := ts.do("POST", "/threads/"+first.ThreadID+"/runs/"+first.RunID+"/cancel?wait=1", nil)
 	require.Equal(t, http.StatusNoContent, status)
 	second, _, _ := start(200)
-	status, _, _ = ts.do("POST", AgentAPIPrefix+"/threads/"+second.ThreadID+"/runs/"+second.RunID+"/cancel?wait=1", nil)
+	status, _, _ = ts.do("POST", "/threads/"+second.ThreadID+"/runs/"+second.RunID+"/cancel?wait=1", nil)
 	require.Equal(t, http.StatusNoContent, status)
 }
 
@@ -339,7 +325,7 @@ func TestAgentAPILimitsAndBadRequests(t *testing.T) {
 	th := lgCall[struct {
 		ThreadID string `json:"thread_id"`
 	}](ts, "POST", "/threads", map[string]any{}, 200)
-	path := AgentAPIPrefix + "/threads/" + th.ThreadID + "/runs/wait"
+	path := "/threads/" + th.ThreadID + "/runs/wait"
 	ask := func(question string, configurable map[string]any) map[string]any {
 		return map[string]any{"assistant_id": "research", "config": map[string]any{"configurable": configurable},
 			"input": map[string]any{"messages": []map[string]string{{"type": "human", "content": question}}}}
@@ -379,7 +365,7 @@ func TestAgentAPILimitsAndBadRequests(t *testing.T) {
 	assert.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode, "a form post (no preflight) is refused")
 	runs := lgCall[[]lgRun](ts, "GET", "/threads/"+th.ThreadID+"/runs", nil, 200)
 	require.NotEmpty(t, runs)
-	status, data, _ = ts.do("GET", AgentAPIPrefix+"/threads/"+th.ThreadID+"/runs/"+runs[0].RunID+"/stream", nil, "Last-Event-ID", "abc")
+	status, data, _ = ts.do("GET", "/threads/"+th.ThreadID+"/runs/"+runs[0].RunID+"/stream", nil, "Last-Event-ID", "abc")
 	assert.Equal(t, 422, status)
 	assert.Contains(t, string(data), "Last-Event-ID")
 }
@@ -443,4 +429,38 @@ func TestAgentAPITimelineTokens(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"agent_think 1100", "agent_act 1100", "agent_think 3200", "agent_act 3200", "agent_done 3200"}, steps)
+}
+
+// A review over the Agent Server API also takes the CLI's answers: the
+// thread waits (status interrupted; a run with input null is refused); an
+// answer that is not a review answer fails the run and leaves the review
+// waiting; {queries} replaces the proposed queries.
+func TestAgentAPIReviewTakesTheCLIsAnswers(t *testing.T) {
+	eng := newEngine(world{queries: 2})
+	ts := startTestServer(t, t.TempDir()+"/runs.db", eng)
+	th := lgCall[struct {
+		ThreadID string `json:"thread_id"`
+	}](ts, "POST", "/threads", map[string]any{}, 200)
+	path := "/threads/" + th.ThreadID
+	resume := func(answer any) map[string]json.RawMessage {
+		return lgCall[map[string]json.RawMessage](ts, "POST", path+"/runs/wait", map[string]any{"assistant_id": "research", "command": map[string]any{"resume": answer}}, 200)
+	}
+	paused := lgCall[lgResearchValues](ts, "POST", path+"/runs/wait", map[string]any{"assistant_id": "research",
+		"input":  map[string]any{"messages": []map[string]string{{"type": "human", "content": "q"}}},
+		"config": map[string]any{"configurable": map[string]any{"effort": "medium", "review": true}}}, 200)
+	require.Len(t, paused.Interrupt, 1)
+	assert.Contains(t, string(paused.Interrupt[0].Value.ActionRequests[0].Args), `"query 1","query 2"`)
+	thread := lgCall[struct {
+		Status string `json:"status"`
+	}](ts, "GET", path, nil, 200)
+	assert.Equal(t, "interrupted", thread.Status)
+	status, data, _ := ts.do("POST", path+"/runs/wait", map[string]any{"assistant_id": "research", "input": nil})
+	assert.Equal(t, 422, status)
+	assert.Contains(t, string(data), "command.resume")
+
+	assert.Contains(t, string(resume(map[string]any{"querys": []string{"x"}})["__error__"]), "review answer")
+	done := resume(map[string]any{"queries": []string{"edited query"}})
+	assert.Contains(t, string(done["answer"]), "The answer is")
+	assert.Equal(t, 1, countQuery(eng.search, "edited query"))
+	assert.Zero(t, countQuery(eng.search, "query 1"), "the proposed queries were replaced")
 }

@@ -51,7 +51,7 @@ func TestAgentAPIRequestsAndRunsAreTraced(t *testing.T) {
 	th := lgCall[struct {
 		ThreadID string `json:"thread_id"`
 	}](ts, "POST", "/threads", map[string]any{}, 200)
-	status, body, _ := ts.do("POST", AgentAPIPrefix+"/threads/"+th.ThreadID+"/runs/wait", map[string]any{"assistant_id": "research",
+	status, body, _ := ts.do("POST", "/threads/"+th.ThreadID+"/runs/wait", map[string]any{"assistant_id": "research",
 		"input": map[string]any{"messages": []map[string]string{{"type": "human", "content": "How do checkpoints work?"}}}},
 		"traceparent", "00-"+callerTrace+"-"+callerSpan+"-01")
 	require.Equal(t, 200, status, "%s", body)
@@ -93,7 +93,7 @@ func TestAgentAPIRequestsAndRunsAreTraced(t *testing.T) {
 	assert.Equal(t, 1, graphRuns)
 	assert.Greater(t, inRun, 3, "the run's steps, nodes and model calls are traced")
 
-	status, _, _ = ts.do("GET", AgentAPIPrefix+"/threads/"+th.ThreadID+"/runs/00000000-0000-4000-8000-000000000000", nil)
+	status, _, _ = ts.do("GET", "/threads/"+th.ThreadID+"/runs/00000000-0000-4000-8000-000000000000", nil)
 	require.Equal(t, 404, status)
 	got, _ := spanAttr(find(exp.GetSpans(), "GET /threads/{thread_id}/runs/{run_id}"), "http.response.status_code")
 	assert.Equal(t, "404", got)
@@ -153,4 +153,22 @@ func metered(t *testing.T, reader sdkmetric.Reader, kind, status string) bool {
 		}
 	}
 	return false
+}
+
+func spanAttr(s tracetest.SpanStub, key string) (string, bool) {
+	for _, kv := range s.Attributes {
+		if string(kv.Key) == key {
+			return kv.Value.Emit(), true
+		}
+	}
+	return "", false
+}
+
+func find(spans tracetest.SpanStubs, name string) tracetest.SpanStub {
+	for _, s := range spans {
+		if s.Name == name {
+			return s
+		}
+	}
+	return tracetest.SpanStub{}
 }

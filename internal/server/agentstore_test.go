@@ -11,6 +11,7 @@ import (
 	"github.com/deepgraph/deepgraph/agentserver"
 	"github.com/deepgraph/deepgraph/internal/app"
 	"github.com/deepgraph/deepgraph/internal/runstore"
+	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/llm/fake"
 )
 
@@ -77,11 +78,15 @@ func TestAgentAPIKeepsThreadsAndRuns(t *testing.T) {
 	assert.Equal(t, runstore.StatusInterrupted, got.Status, "and the run store says so")
 
 	// Deleting the thread removes it from the run store.
-	status, _, _ := again.do("DELETE", AgentAPIPrefix+path, nil)
+	status, _, _ := again.do("DELETE", path, nil)
 	require.Equal(t, 204, status)
 	_, err = again.store.Runs.GetThread(t.Context(), th.ThreadID)
 	assert.ErrorIs(t, err, runstore.ErrNotFound)
 }
+
+// worldPrices price the world's model: $1000 per million prompt tokens,
+// $2000 per million completion tokens.
+var worldPrices = llm.Prices{"fake:world": {Input: 1000, Output: 2000, CachedInput: 1000}}
 
 // The Agent Server API's runs are priced with the engine's prices (the
 // config file's): their record in the run store has their tokens, calls

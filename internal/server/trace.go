@@ -35,7 +35,7 @@ var traceContext = propagation.TraceContext{}
 // of the caller's span when the request carries a traceparent, with the
 // method, the route template and the status. 5xx answers mark the span
 // failed, as the HTTP conventions say for servers. The handler's context
-// carries the span, so a run it queues links to it (queue.add). Without
+// carries the span, so a run it creates links to it (traceAPIRun). Without
 // telemetry, next is returned as it is.
 func (s *Server) traced(pattern string, next http.Handler) http.Handler {
 	tel := s.opts.Telemetry
@@ -93,26 +93,6 @@ func (w *statusWriter) Flush() {
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// traceRun starts the root span "run KIND" of a run the queue executes, in
-// a trace of its own, linked to the request that queued it (a run outlives
-// its request: it runs in the background after the answer 202). ctx then
-// carries the telemetry, so the run's graph, model, search and tool spans
-// are its descendants and the engine wraps the run's models and tools.
-// Without telemetry, ctx is returned as it is.
-func (q *queue) traceRun(ctx context.Context, j *job) (context.Context, func()) {
-	if q.tel == nil {
-		return ctx, func() {}
-	}
-	ctx = telemetry.ContextWith(ctx, q.tel)
-	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithAttributes(
-		telemetry.AttrRunID.String(j.run.ID), telemetry.AttrThread.String(j.run.Thread), attrRunKind.String(string(j.run.Kind)))}
-	if j.link.IsValid() {
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: j.link}))
-	}
-	ctx, span := q.tel.Tracer().Start(ctx, "run "+string(j.run.Kind), opts...)
-	return ctx, func() { span.End() }
-}
 
 // endRun records a stretch's end on the run's root span (traceRun), which
 // ctx carries: deepgraph.run.status, and an error status with why when the
