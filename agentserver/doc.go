@@ -93,11 +93,30 @@
 // threads kept are bounded by Options.MaxThreads, and the runs executing
 // and waiting by Options.MaxRunning and Options.MaxQueued (429 beyond).
 //
+// # Threads and runs kept
+//
+// A thread's state is in the checkpointer; its record (metadata, status,
+// graph) and its runs' (status, metadata, request) are in Options.Store,
+// which New reads and the server writes through: a MemoryStore by
+// default, or a durable Store of the program's — research serve keeps
+// them in its run store, next to its checkpoints, so that its runs are
+// listed by research runs. A restarted server lists the threads of the one
+// before and their runs; a run it left pending or running is interrupted,
+// and a run with input null continues it — ResumeRuns does it for all of
+// them at start, and runs anew those left pending. A run's stream is not
+// kept: a restarted server's runs stream nothing more. Threads of
+// stateless runs are not kept.
+//
+// # Tracing
+//
+// Options.Route wraps each route's handler, named by its pattern (a server
+// span per request); a run's context carries its request's values, and
+// RunSetup.Context and RunSetup.End let Build run it in a trace of its own
+// and record how it ended.
+//
 // # Not served (yet)
 //
-// Threads' metadata and runs are kept in memory: a restarted server knows
-// the threads' states (they are in the checkpointer) but not their
-// metadata or runs. Not served: the store (/store), crons (as LangGraph's
+// Not served: the store (/store), crons (as LangGraph's
 // JS server), assistant creation and versions, the events stream mode
 // (LangChain's astream_events), the legacy messages stream mode (messages
 // is read as messages-tuple), stream_subgraphs namespaces (the engine does

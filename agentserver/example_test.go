@@ -2,6 +2,7 @@ package agentserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -58,4 +59,46 @@ func Example() {
 	// Output:
 	// {"messages":[{"type":"human","content":"hello","id":"m1"},{"type":"ai","content":"echo: hello","id":"reply-1"}]}
 	// true
+}
+
+// A server keeps its threads and runs in Options.Store: a server started
+// again over the same store (and checkpointer) lists the threads of the
+// one before, with their metadata. MemoryStore keeps them for one process;
+// a durable Store keeps them across restarts.
+func ExampleMemoryStore() {
+	cp, store := graph.NewMemorySaver(), agentserver.NewMemoryStore()
+	first, err := agentserver.New(agentserver.Options{Checkpointer: cp, Store: store})
+	if err != nil {
+		panic(err)
+	}
+	ts := httptest.NewServer(first.Handler())
+	resp, err := http.Post(ts.URL+"/threads", "application/json", strings.NewReader(`{"metadata":{"owner":"ann"}}`))
+	if err != nil {
+		panic(err)
+	}
+	resp.Body.Close()
+	ts.Close()
+	_ = first.Shutdown(context.Background())
+
+	again, err := agentserver.New(agentserver.Options{Checkpointer: cp, Store: store})
+	if err != nil {
+		panic(err)
+	}
+	ts = httptest.NewServer(again.Handler())
+	defer ts.Close()
+	defer again.Shutdown(context.Background())
+	resp, err = http.Post(ts.URL+"/threads/search", "application/json", strings.NewReader(`{"metadata":{"owner":"ann"}}`))
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	var found []struct {
+		Metadata agentserver.Metadata `json:"metadata"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&found); err != nil {
+		panic(err)
+	}
+	fmt.Println(len(found), string(found[0].Metadata["owner"]))
+	// Output:
+	// 1 "ann"
 }

@@ -101,6 +101,17 @@ type RunSetup[S any] struct {
 	Observe func(ev graph.Event[S], out Emitter)
 	// Close, when set, is called when the run ends.
 	Close func()
+	// Context, when set, is the context the run runs under: Build's, with
+	// what the program adds (a trace span, telemetry). It must derive from
+	// Build's, whose end stops the run.
+	Context context.Context
+	// End, when set, is told how the run ended — its status: success,
+	// error or interrupted; and err, why it failed — before Close.
+	End func(status string, err error)
+	// Outcome, when set, judges the state a run ended with, when it ran
+	// to its end: an error fails the run (status error) with it, though
+	// the graph ended — an agent out of steps did not do its task.
+	Outcome func(final S) error
 }
 
 // Interrupts sets how the graph's interrupts are shown to clients and how
@@ -303,9 +314,10 @@ func messageTuple(node string, step int, c MessageChunk) any {
 	return []any{chunk, map[string]any{"langgraph_node": node, "langgraph_step": step, "tags": []string{}, "checkpoint_ns": ""}}
 }
 
-func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)) runEnd {
+func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)) (end runEnd) {
 	c := g.c
 	var observe func(graph.Event[S], Emitter)
+	var outcome func(S) error
 	if g.build != nil {
 		setup, err := g.build(ctx, req.config)
 		if err != nil {
@@ -317,7 +329,18 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 		if setup.Graph != nil {
 			c = setup.Graph
 		}
+		if setup.End != nil {
+			runCtx := ctx
+			defer func() {
+				status, _ := statusOf(context.Cause(runCtx), end)
+				setup.End(status, end.err)
+			}()
+		}
+		if setup.Context != nil {
+			ctx = setup.Context
+		}
 		observe = setup.Observe
+		outcome = setup.Outcome
 	}
 	at := graph.Thread(req.thread)
 	if req.checkpointID != "" {
@@ -380,7 +403,6 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 	}
 	out := emitter{emit: emit}
 	var last S
-	var end runEnd
 	for ev, err := range events {
 		if err != nil {
 			end.err = err
@@ -424,6 +446,9 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 	end.values = g.valuesJSON(last)
 	if len(end.interrupts) > 0 {
 		end.values = withInterrupts(end.values, end.interrupts)
+	}
+	if outcome != nil && end.err == nil && len(end.interrupts) == 0 && ctx.Err() == nil {
+		end.err = outcome(last)
 	}
 	return end
 }

@@ -10,47 +10,63 @@ import (
 
 var errEOF = io.EOF
 
+// route is an endpoint of the API: its pattern and its handler.
+type route struct {
+	pattern string
+	handle  func(*Server, http.ResponseWriter, *http.Request)
+}
+
+// routeTable is the API.
+var routeTable = []route{
+	{"GET /ok", func(_ *Server, w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, 200, map[string]bool{"ok": true})
+	}},
+	{"GET /info", (*Server).info},
+
+	{"POST /assistants/search", (*Server).searchAssistants},
+	{"POST /assistants/count", (*Server).countAssistants},
+	{"GET /assistants/{assistant_id}", (*Server).getAssistant},
+	{"GET /assistants/{assistant_id}/graph", (*Server).assistantGraph},
+	{"GET /assistants/{assistant_id}/schemas", (*Server).assistantSchemas},
+	{"GET /assistants/{assistant_id}/subgraphs", func(_ *Server, w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]any{}) }},
+
+	{"POST /threads", (*Server).createThread},
+	{"POST /threads/search", (*Server).searchThreads},
+	{"POST /threads/count", (*Server).countThreads},
+	{"GET /threads/{thread_id}", (*Server).getThread},
+	{"PATCH /threads/{thread_id}", (*Server).patchThread},
+	{"DELETE /threads/{thread_id}", (*Server).deleteThread},
+	{"GET /threads/{thread_id}/state", (*Server).getState},
+	{"GET /threads/{thread_id}/state/{checkpoint_id}", (*Server).getState},
+	{"POST /threads/{thread_id}/state/checkpoint", (*Server).getStateAt},
+	{"POST /threads/{thread_id}/state", (*Server).updateState},
+	{"POST /threads/{thread_id}/history", (*Server).history},
+	{"GET /threads/{thread_id}/history", (*Server).history},
+
+	{"POST /threads/{thread_id}/runs/stream", (*Server).runStream},
+	{"POST /threads/{thread_id}/runs/wait", (*Server).runWait},
+	{"POST /threads/{thread_id}/runs", (*Server).runCreate},
+	{"GET /threads/{thread_id}/runs", (*Server).listRuns},
+	{"GET /threads/{thread_id}/runs/{run_id}", (*Server).getRun},
+	{"DELETE /threads/{thread_id}/runs/{run_id}", (*Server).deleteRun},
+	{"GET /threads/{thread_id}/runs/{run_id}/join", (*Server).joinRun},
+	{"GET /threads/{thread_id}/runs/{run_id}/stream", (*Server).joinStream},
+	{"POST /threads/{thread_id}/runs/{run_id}/cancel", (*Server).cancelRun},
+	{"POST /runs/stream", (*Server).runStream},
+	{"POST /runs/wait", (*Server).runWait},
+	{"POST /runs", (*Server).runCreate},
+	{"GET /runs/{run_id}/stream", (*Server).joinStream},
+}
+
 // routes registers the API.
 func (s *Server) routes() {
-	h := func(pattern string, fn func(http.ResponseWriter, *http.Request)) {
-		s.mux.HandleFunc(pattern, fn)
+	for _, rt := range routeTable {
+		var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { rt.handle(s, w, r) })
+		if s.opts.Route != nil {
+			h = s.opts.Route(rt.pattern, h)
+		}
+		s.mux.Handle(rt.pattern, h)
 	}
-	h("GET /ok", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]bool{"ok": true}) })
-	h("GET /info", s.info)
-
-	h("POST /assistants/search", s.searchAssistants)
-	h("POST /assistants/count", s.countAssistants)
-	h("GET /assistants/{assistant_id}", s.getAssistant)
-	h("GET /assistants/{assistant_id}/graph", s.assistantGraph)
-	h("GET /assistants/{assistant_id}/schemas", s.assistantSchemas)
-	h("GET /assistants/{assistant_id}/subgraphs", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]any{}) })
-
-	h("POST /threads", s.createThread)
-	h("POST /threads/search", s.searchThreads)
-	h("POST /threads/count", s.countThreads)
-	h("GET /threads/{thread_id}", s.getThread)
-	h("PATCH /threads/{thread_id}", s.patchThread)
-	h("DELETE /threads/{thread_id}", s.deleteThread)
-	h("GET /threads/{thread_id}/state", s.getState)
-	h("GET /threads/{thread_id}/state/{checkpoint_id}", s.getState)
-	h("POST /threads/{thread_id}/state/checkpoint", s.getStateAt)
-	h("POST /threads/{thread_id}/state", s.updateState)
-	h("POST /threads/{thread_id}/history", s.history)
-	h("GET /threads/{thread_id}/history", s.history)
-
-	h("POST /threads/{thread_id}/runs/stream", s.runStream)
-	h("POST /threads/{thread_id}/runs/wait", s.runWait)
-	h("POST /threads/{thread_id}/runs", s.runCreate)
-	h("GET /threads/{thread_id}/runs", s.listRuns)
-	h("GET /threads/{thread_id}/runs/{run_id}", s.getRun)
-	h("DELETE /threads/{thread_id}/runs/{run_id}", s.deleteRun)
-	h("GET /threads/{thread_id}/runs/{run_id}/join", s.joinRun)
-	h("GET /threads/{thread_id}/runs/{run_id}/stream", s.joinStream)
-	h("POST /threads/{thread_id}/runs/{run_id}/cancel", s.cancelRun)
-	h("POST /runs/stream", s.runStream)
-	h("POST /runs/wait", s.runWait)
-	h("POST /runs", s.runCreate)
-	h("GET /runs/{run_id}/stream", s.joinStream)
 }
 
 // Handler serves the API behind the server's guard (the checks research

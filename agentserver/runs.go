@@ -52,7 +52,8 @@ type run struct {
 	done      chan struct{}
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
-	completed string // on_completion: delete removes a stateless thread
+	unlink    func() bool // stops the server's end from cancelling ctx
+	completed string      // on_completion: delete removes a stateless thread
 
 	// Guarded by the server's mu.
 	status  string
@@ -62,11 +63,19 @@ type run struct {
 
 func (r *run) stop(cause error) { r.cancel(cause) }
 
-func (s *Server) runOf(r *run) runOut {
+// runOf is a run's record: as the API shows it, and as a Store keeps it.
+func (s *Server) runOf(r *run) RunRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return runOut{RunID: r.id, ThreadID: r.thread.id, AssistantID: r.asst.id, CreatedAt: r.created, UpdatedAt: r.updated,
+	rec := RunRecord{ID: r.id, ThreadID: r.thread.id, AssistantID: r.asst.id, CreatedAt: r.created, UpdatedAt: r.updated,
 		Status: r.status, Metadata: cloneMetadata(r.metadata), MultitaskStrategy: r.strategy, Kwargs: r.kwargs}
+	switch {
+	case r.status == runError && r.end.err != nil:
+		rec.Error = r.end.err.Error()
+	case r.status == runInterrupted && errors.Is(context.Cause(r.ctx), errShutdown):
+		rec.Error = stoppedByShutdown
+	}
+	return rec
 }
 
 // streamModes reads stream_mode: a mode or a list of them (default values).
@@ -206,17 +215,14 @@ func (s *Server) newRun(r *http.Request, threadID string) (*run, error) {
 
 	var t *thread
 	if threadID == "" {
-		if t, err = s.newThread("", nil, ""); err != nil {
+		if t, err = s.newThread("", nil, "", true); err != nil {
 			return nil, err
 		}
-		s.mu.Lock()
-		t.stateless = true
-		s.mu.Unlock()
 	} else if t, err = s.thread(threadID); err != nil {
 		if req.IfNotExists != "create" || !errors.Is(err, errNotFound) {
 			return nil, err
 		}
-		if t, err = s.newThread(threadID, nil, "do_nothing"); err != nil {
+		if t, err = s.newThread(threadID, nil, "do_nothing", false); err != nil {
 			return nil, err
 		}
 	}
@@ -248,7 +254,10 @@ func (s *Server) newRun(r *http.Request, threadID string) (*run, error) {
 		kwargs: kwargs, spec: spec, modes: modes, log: newEventLog(), done: make(chan struct{}), status: runPending, completed: req.OnCompletion}
 	ru.spec.thread, ru.spec.runID = t.id, ru.id
 	ru.spec.config.ThreadID, ru.spec.config.RunID = t.id, ru.id
-	ru.ctx, ru.cancel = context.WithCancelCause(s.ctx)
+	// The run's context ends with the server's; it carries the values of
+	// the request that created it (its trace span, say), not its end.
+	ru.ctx, ru.cancel = context.WithCancelCause(context.WithoutCancel(r.Context()))
+	ru.unlink = context.AfterFunc(s.ctx, func() { ru.cancel(context.Cause(s.ctx)) })
 
 	s.mu.Lock()
 	if s.closing {
@@ -299,6 +308,7 @@ func (s *Server) newRun(r *http.Request, threadID string) (*run, error) {
 		}
 	}
 	ru.log.add("metadata", map[string]any{"run_id": ru.id, "thread_id": t.id, "attempt": 1})
+	s.saveRun(ru)
 	admitted = true
 	go s.execute(ru)
 	return ru, nil
@@ -328,6 +338,7 @@ func (s *Server) release() {
 // and one of the server's MaxRunning slots is free.
 func (s *Server) execute(ru *run) {
 	defer s.runsWG.Done()
+	defer ru.unlink()
 	defer close(ru.done)
 	defer ru.log.close()
 	defer s.release() // before the stream ends: a client may run again at once
@@ -344,27 +355,28 @@ func (s *Server) execute(ru *run) {
 		case <-ru.ctx.Done():
 		}
 	}
-	if ru.ctx.Err() == nil {
+	started := ru.ctx.Err() == nil
+	if started {
 		s.setStatus(ru, runRunning)
-		ru.end = ru.asst.g.run(ru.ctx, ru.spec, func(ev streamEvent) { s.record(ru, ev) })
+		end := ru.asst.g.run(ru.ctx, ru.spec, func(ev streamEvent) { s.record(ru, ev) })
+		s.mu.Lock()
+		ru.end = end
+		s.mu.Unlock()
 	}
 	cause := context.Cause(ru.ctx)
-	status, tstatus := runSuccess, threadIdle
+	status, tstatus := statusOf(cause, ru.end)
+	if !started && errors.Is(cause, errShutdown) {
+		status = runPending // for the next server (ResumeRuns)
+	}
 	switch {
 	case errors.Is(cause, errRolledBack):
-		status = runInterrupted
 		// The run is undone: its checkpoints and its record go.
 		if _, err := s.cp.Prune(context.WithoutCancel(ru.ctx), ru.thread.id, graph.Prune{Run: ru.id}); err != nil {
 			s.log.Warn("could not roll a run back", "run", ru.id, "err", err)
 		}
-	case cause != nil:
-		status = runInterrupted
-	case ru.end.err != nil:
-		status, tstatus = runError, threadError
+	case cause == nil && ru.end.err != nil:
 		ru.log.add("error", map[string]string{"error": errorName(ru.end), "message": ru.end.err.Error()})
 		s.log.Warn("a run failed", "run", ru.id, "graph", ru.asst.graphID, "err", ru.end.err)
-	case len(ru.end.interrupts) > 0:
-		status, tstatus = runInterrupted, threadInterrupted
 	}
 	if ru.end.err != nil && ru.ctx.Err() != nil && !errors.Is(cause, errRolledBack) {
 		ru.log.add("error", map[string]string{"error": "CancelledError", "message": cause.Error()})
@@ -375,13 +387,22 @@ func (s *Server) execute(ru *run) {
 	if cause == nil || !errors.Is(cause, errRolledBack) {
 		t.status = tstatus
 	}
-	if errors.Is(cause, errRolledBack) {
+	rolledBack := errors.Is(cause, errRolledBack)
+	if rolledBack {
 		delete(s.runs, ru.id)
 		t.runs = slices.DeleteFunc(t.runs, func(o *run) bool { return o == ru })
 	}
 	t.updated, t.stateUpdated = ru.updated, ru.updated
 	deleteThread := t.stateless && ru.completed == "delete"
 	s.mu.Unlock()
+	if rolledBack {
+		if err := s.unstore(context.Background(), s.store.DeleteRun, ru.id); err != nil {
+			s.log.Warn("could not delete a rolled back run's record", "run", ru.id, "err", err)
+		}
+		s.saveThread(t)
+	} else {
+		s.saveRun(ru)
+	}
 	if deleteThread {
 		s.runsWG.Add(1)
 		go func() { // after this run's done closes: removeThread waits for it
@@ -391,6 +412,20 @@ func (s *Server) execute(ru *run) {
 			}
 		}()
 	}
+}
+
+// statusOf is how a run ended, for the run and for its thread: cause is
+// why its context ended (nil: it did not), end what its graph returned.
+func statusOf(cause error, end runEnd) (run, thread string) {
+	switch {
+	case cause != nil:
+		return runInterrupted, threadIdle
+	case end.err != nil:
+		return runError, threadError
+	case len(end.interrupts) > 0:
+		return runInterrupted, threadInterrupted
+	}
+	return runSuccess, threadIdle
 }
 
 func errorName(end runEnd) string {
@@ -408,6 +443,7 @@ func (s *Server) setStatus(ru *run, status string) {
 	s.mu.Lock()
 	ru.status, ru.updated = status, time.Now().UTC()
 	s.mu.Unlock()
+	s.saveRun(ru)
 }
 
 // busy reports whether a thread has a run pending or running.
@@ -573,7 +609,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	runs := slices.Clone(t.runs)
 	s.mu.Unlock()
 	status := r.URL.Query().Get("status")
-	out := []runOut{}
+	out := []RunRecord{}
 	for i := len(runs) - 1; i >= 0; i-- { // newest first
 		o := s.runOf(runs[i])
 		if status == "" || o.Status == status {
@@ -608,6 +644,10 @@ func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) {
 	delete(s.runs, ru.id)
 	ru.thread.runs = slices.DeleteFunc(ru.thread.runs, func(o *run) bool { return o == ru })
 	s.mu.Unlock()
+	if err := s.unstore(r.Context(), s.store.DeleteRun, ru.id); err != nil {
+		s.fail(w, fmt.Errorf("deleting run %s's record: %w", ru.id, err))
+		return
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -53,6 +53,14 @@ type Options struct {
 	// server's keys.
 	MaxRunning int
 	MaxQueued  int
+	// Store keeps the records of threads and runs (default: a
+	// MemoryStore, for this process only). New reads it.
+	Store Store
+	// Route, when set, wraps the handler of each route (its pattern, as
+	// "POST /threads/{thread_id}/runs/stream"), behind the server's
+	// checks: to trace or meter requests. A run's context carries the
+	// values of its request's (a trace span), so Build can link to it.
+	Route func(pattern string, h http.Handler) http.Handler
 	// Logger logs refused requests and failed runs (default: none).
 	Logger *slog.Logger
 }
@@ -67,10 +75,14 @@ const (
 
 // Server serves graphs over the LangGraph Agent Server API.
 type Server struct {
-	opts Options
-	cp   graph.Checkpointer
-	log  *slog.Logger
-	mux  *http.ServeMux
+	opts  Options
+	cp    graph.Checkpointer
+	store Store
+	// storeMu orders the writes to the store: the last one written is
+	// the newest.
+	storeMu sync.Mutex
+	log     *slog.Logger
+	mux     *http.ServeMux
 
 	ctx    context.Context // ends at Shutdown: runs run under it
 	cancel context.CancelCauseFunc
@@ -88,6 +100,8 @@ type Server struct {
 	// drained measures how fast runs end, for the Retry-After of a run
 	// refused beyond MaxRunning+MaxQueued.
 	drained *drain.Meter
+	// left are the runs a stopped server left undone (ResumeRuns).
+	left []leftRun
 }
 
 // assistant is a served graph: LangGraph's "system" assistant of a graph.
@@ -118,11 +132,17 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, cp: opts.Checkpointer, log: opts.Logger, threads: map[string]*thread{}, runs: map[string]*run{}, drained: drain.New(nil)}
+	if opts.Store == nil {
+		opts.Store = NewMemoryStore()
+	}
+	s := &Server{opts: opts, cp: opts.Checkpointer, store: opts.Store, log: opts.Logger, threads: map[string]*thread{}, runs: map[string]*run{}, drained: drain.New(nil)}
 	if opts.MaxRunning > 0 {
 		s.slots = make(chan struct{}, opts.MaxRunning)
 	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	if err := s.load(context.Background()); err != nil {
+		return nil, err
+	}
 	s.mux = http.NewServeMux()
 	s.routes()
 	return s, nil

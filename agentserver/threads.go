@@ -43,7 +43,7 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, err)
 		return
 	}
-	t, err := s.newThread(req.ThreadID, req.Metadata, req.IfExists)
+	t, err := s.newThread(req.ThreadID, req.Metadata, req.IfExists, false)
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -52,8 +52,9 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request) {
 }
 
 // newThread creates a thread (id "": a new UUID); ifExists "do_nothing"
-// returns an existing one, "raise" (the default) refuses it.
-func (s *Server) newThread(id string, md Metadata, ifExists string) (*thread, error) {
+// returns an existing one, "raise" (the default) refuses it. A stateless
+// thread (of a /runs run) is not kept in the store.
+func (s *Server) newThread(id string, md Metadata, ifExists string, stateless bool) (*thread, error) {
 	if id == "" {
 		id = newUUID()
 	} else if !validUUID(id) {
@@ -62,6 +63,14 @@ func (s *Server) newThread(id string, md Metadata, ifExists string) (*thread, er
 	if ifExists != "" && ifExists != "raise" && ifExists != "do_nothing" {
 		return nil, badRequest("if_exists %q: use raise or do_nothing", ifExists)
 	}
+	t, err := s.addThread(id, md, ifExists, stateless)
+	if err == nil {
+		s.saveThread(t)
+	}
+	return t, err
+}
+
+func (s *Server) addThread(id string, md Metadata, ifExists string, stateless bool) (*thread, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t, ok := s.threads[id]; ok {
@@ -77,7 +86,7 @@ func (s *Server) newThread(id string, md Metadata, ifExists string) (*thread, er
 	if md == nil {
 		md = Metadata{}
 	}
-	t := &thread{id: id, created: now, updated: now, stateUpdated: now, metadata: cloneMetadata(md), status: threadIdle}
+	t := &thread{id: id, created: now, updated: now, stateUpdated: now, metadata: cloneMetadata(md), status: threadIdle, stateless: stateless}
 	s.threads[id] = t
 	return t, nil
 }
@@ -164,6 +173,7 @@ func (s *Server) patchThread(w http.ResponseWriter, r *http.Request) {
 	}
 	t.updated = time.Now().UTC()
 	s.mu.Unlock()
+	s.saveThread(t)
 	writeJSON(w, http.StatusOK, s.threadOf(r.Context(), t))
 }
 
@@ -205,6 +215,9 @@ func (s *Server) removeThread(ctx context.Context, t *thread) error {
 		delete(s.runs, r.id)
 	}
 	s.mu.Unlock()
+	if err := s.unstore(ctx, s.store.DeleteThread, t.id); err != nil {
+		return fmt.Errorf("deleting thread %s's record: %w", t.id, err)
+	}
 	return nil
 }
 
@@ -378,6 +391,7 @@ func (s *Server) updateState(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	t.stateUpdated, t.updated = time.Now().UTC(), time.Now().UTC()
 	s.mu.Unlock()
+	s.saveThread(t)
 	writeJSON(w, http.StatusOK, struct {
 		Checkpoint checkpointRef `json:"checkpoint"`
 	}{checkpointRef{ThreadID: t.id, CheckpointID: id}})

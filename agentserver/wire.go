@@ -75,18 +75,6 @@ type threadState struct {
 	Interrupts       []interruptOut  `json:"interrupts"`
 }
 
-type runOut struct {
-	RunID             string          `json:"run_id"`
-	ThreadID          string          `json:"thread_id"`
-	AssistantID       string          `json:"assistant_id"`
-	CreatedAt         time.Time       `json:"created_at"`
-	UpdatedAt         time.Time       `json:"updated_at"`
-	Status            string          `json:"status"`
-	Metadata          Metadata        `json:"metadata"`
-	MultitaskStrategy string          `json:"multitask_strategy"`
-	Kwargs            json.RawMessage `json:"kwargs"`
-}
-
 // The statuses of runs and threads.
 const (
 	runPending     = "pending"

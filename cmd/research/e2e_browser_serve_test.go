@@ -56,7 +56,9 @@ func TestE2EBrowserServe(t *testing.T) {
 	assert.Contains(t, s.stderr.String(), "Agent runs have a browser each (at most 1 at once)")
 	base := servingRe.FindStringSubmatch(s.stderr.String())[1]
 
-	start := func(task string) string {
+	// start starts an agent run of task on a new thread, and returns the
+	// thread's URL and the run's.
+	start := func(task string) [2]string {
 		var th struct {
 			ID string `json:"thread_id"`
 		}
@@ -64,27 +66,30 @@ func TestE2EBrowserServe(t *testing.T) {
 		var run struct {
 			ID string `json:"run_id"`
 		}
-		body, _ := json.Marshal(map[string]string{"kind": "agent", "input": task})
+		body, _ := json.Marshal(map[string]any{"assistant_id": "agent", "input": map[string]any{"messages": []map[string]string{{"type": "human", "content": task}}}})
 		require.NoError(t, json.Unmarshal([]byte(httpDo(t, "POST", base+"/threads/"+th.ID+"/runs", string(body))), &run))
-		return base + "/threads/" + th.ID + "/runs/" + run.ID
+		return [2]string{base + "/threads/" + th.ID, base + "/threads/" + th.ID + "/runs/" + run.ID}
 	}
-	answer := func(runURL string) string {
+	answer := func(urls [2]string) string {
 		var done struct {
 			Status string `json:"status"`
-			Report struct {
-				Answer string `json:"answer"`
-			} `json:"report"`
 		}
 		deadline := time.Now().Add(60 * time.Second)
 		for time.Now().Before(deadline) {
-			require.NoError(t, json.Unmarshal([]byte(httpDo(t, "GET", runURL, "")), &done))
-			if done.Status != "running" && done.Status != "queued" {
+			require.NoError(t, json.Unmarshal([]byte(httpDo(t, "GET", urls[1], "")), &done))
+			if done.Status != "running" && done.Status != "pending" {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		require.Equal(t, "done", done.Status, "run %s", runURL)
-		return done.Report.Answer
+		require.Equal(t, "success", done.Status, "run %s", urls[1])
+		var state struct {
+			Values struct {
+				Answer string `json:"answer"`
+			} `json:"values"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(httpDo(t, "GET", urls[0]+"/state", "")), &state))
+		return state.Values.Answer
 	}
 
 	a := start("run A: look at the shop")
@@ -102,7 +107,7 @@ func TestE2EBrowserServe(t *testing.T) {
 	assert.Equal(t, "A saw the shop.", answer(a))
 	c := start("run C: look at the shop")
 	assert.Contains(t, answer(c), `Now on tab 1: "Mugshop"`, "run C had the browser")
-	// A run closes its browser as it ends, just after its status is done.
+	// A run closes its browser as it ends, just after its status is success.
 	var left []string
 	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		if left, _ = filepath.Glob(filepath.Join(tmp, "deepgraph-browser-*")); len(left) == 0 {

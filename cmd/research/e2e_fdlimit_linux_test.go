@@ -23,8 +23,9 @@ import (
 // a token and 1,024 open files (prlimit), face 1,100 connections that ask
 // for a route without the token and keep the connection, then 1,100 that
 // send nothing, 1,100 that trickle their headers and 200 that trickle a
-// body — all at once by the end. /healthz answers after each wave, and
-// the server never runs out of file descriptors.
+// body — all at once by the end. The open health route (/ok, /healthz)
+// answers after each wave, and the server never runs out of file
+// descriptors.
 func TestE2EServersUnderFDLimit(t *testing.T) {
 	prlimit, err := exec.LookPath("prlimit")
 	if err != nil {
@@ -43,9 +44,10 @@ func TestE2EServersUnderFDLimit(t *testing.T) {
 		serving *regexp.Regexp
 		refused string // a route that needs the token
 		body    string // a route that reads a body
+		health  string // the open route that says the server is up
 	}{
-		{"serve", []string{"serve", "--addr", "127.0.0.1:0"}, servingRe, "/info", "/threads"},
-		{"mcp --http", []string{"mcp", "--http", "127.0.0.1:0"}, mcpServingRe, "/mcp", "/mcp"},
+		{"serve", []string{"serve", "--addr", "127.0.0.1:0"}, servingRe, "/info", "/threads", "/ok"},
+		{"mcp --http", []string{"mcp", "--http", "127.0.0.1:0"}, mcpServingRe, "/mcp", "/mcp", "/healthz"},
 	} {
 		t.Run(sc.name, func(t *testing.T) {
 			cmd := exec.Command(prlimit, append([]string{"--nofile=1024:1024", binary}, sc.args...)...)
@@ -66,10 +68,10 @@ func TestE2EServersUnderFDLimit(t *testing.T) {
 			client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 			healthy := func(when string) {
 				t.Helper()
-				resp, err := client.Get(base + "/healthz")
-				if assert.NoError(t, err, "/healthz %s", when) {
+				resp, err := client.Get(base + sc.health)
+				if assert.NoError(t, err, "%s %s", sc.health, when) {
 					resp.Body.Close()
-					assert.Equal(t, http.StatusOK, resp.StatusCode, "/healthz %s", when)
+					assert.Equal(t, http.StatusOK, resp.StatusCode, "%s %s", sc.health, when)
 				}
 			}
 			var held []net.Conn

@@ -16,10 +16,11 @@ import (
 
 var servingRe = regexp.MustCompile(`Serving (http://127\.0\.0\.1:\d+)`)
 
-// research serve, end to end: the binary serves the page and the API; a
-// question asked over HTTP is researched against the fake Gemini; SIGTERM
-// drains — the run in flight is recorded as interrupted — and the next
-// serve --resume-interrupted finishes it.
+// research serve, end to end: the binary serves the page and the Agent
+// Server API; a question asked over HTTP is researched against the fake
+// Gemini; SIGTERM drains — the run in flight is recorded as interrupted —
+// and the next serve --resume-interrupted continues it on its thread to
+// the answer; research runs lists both.
 func TestE2EServe(t *testing.T) {
 	t.Parallel()
 	g := newFakeGemini(t)
@@ -36,12 +37,11 @@ func TestE2EServe(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(httpDo(t, "POST", base+"/threads", "{}")), &thread))
 	var run struct {
-		ID     string `json:"run_id"`
-		Status string `json:"status"`
+		ID string `json:"run_id"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(httpDo(t, "POST", base+"/threads/"+thread.ID+"/runs",
-		`{"input":"Wer gewann die Euro 2024 und wer schoss die meisten Tore?","effort":"medium"}`)), &run))
-	runURL := base + "/threads/" + thread.ID + "/runs/" + run.ID
+		`{"assistant_id":"research","input":{"messages":[{"type":"human","content":"Wer gewann die Euro 2024 und wer schoss die meisten Tore?"}]},`+
+			`"config":{"configurable":{"effort":"medium"}}}`)), &run))
 	require.Eventually(t, func() bool { return g.count() >= 3 }, 20*time.Second, 10*time.Millisecond, "the queries and the first search ran")
 	time.Sleep(300 * time.Millisecond)
 
@@ -55,29 +55,33 @@ func TestE2EServe(t *testing.T) {
 	s2 := startBin(t, envv, "serve", "--addr", "127.0.0.1:0", "--resume-interrupted")
 	s2.waitStderr(t, "Serving http://", 20*time.Second)
 	base2 := servingRe.FindStringSubmatch(s2.stderr.String())[1]
-	runURL = strings.Replace(runURL, base, base2, 1)
-	var done struct {
+	var runs []struct {
+		ID     string `json:"run_id"`
 		Status string `json:"status"`
-		Report struct {
-			Answer  string `json:"answer"`
-			Sources []any  `json:"sources"`
-		} `json:"report"`
 	}
 	require.Eventually(t, func() bool {
-		require.NoError(t, json.Unmarshal([]byte(httpDo(t, "GET", runURL, "")), &done))
-		return done.Status == "done"
-	}, 30*time.Second, 20*time.Millisecond)
-	assert.Contains(t, done.Report.Answer, "Spanien gewann die Euro 2024")
-	assert.NotEmpty(t, done.Report.Sources)
-	stream := httpDo(t, "GET", runURL+"/stream", "")
-	assert.Equal(t, 1, strings.Count(stream, "event: end\ndata: {\"status\":\"interrupted\"}"), "the stream shows the stop")
-	assert.True(t, strings.HasSuffix(stream, "event: end\ndata: {\"status\":\"done\"}\n\n"), stream[max(0, len(stream)-200):])
+		require.NoError(t, json.Unmarshal([]byte(httpDo(t, "GET", base2+"/threads/"+thread.ID+"/runs", "")), &runs))
+		return len(runs) == 2 && runs[0].Status == "success"
+	}, 30*time.Second, 20*time.Millisecond, "the interrupted run is continued")
+	assert.Equal(t, run.ID, runs[1].ID)
+	assert.Equal(t, "interrupted", runs[1].Status, "the run the stop interrupted")
+	var state struct {
+		Values struct {
+			Answer  string `json:"answer"`
+			Sources []any  `json:"sources"`
+		} `json:"values"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(httpDo(t, "GET", base2+"/threads/"+thread.ID+"/state", "")), &state))
+	assert.Contains(t, state.Values.Answer, "Spanien gewann die Euro 2024")
+	assert.NotEmpty(t, state.Values.Sources)
 	require.NoError(t, s2.cmd.Process.Signal(syscall.SIGTERM))
 	assert.Equal(t, 0, s2.wait(t, 30*time.Second).code)
 
 	list := runCLI(t, envv, "runs")
-	assert.Contains(t, list.stdout, run.ID)
-	assert.Regexp(t, run.ID+`\s+\S+ \S+\s+done`, list.stdout)
+	assert.Regexp(t, run.ID+`\s+\S+ \S+\s+interrupted`, list.stdout)
+	assert.Regexp(t, runs[0].ID+`\s+\S+ \S+\s+done`, list.stdout)
+	shown := runCLI(t, envv, "show", runs[0].ID) // UUIDs v7 of one moment share their first characters
+	assert.Contains(t, shown.stdout, "Spanien gewann die Euro 2024", "research show reads the thread's report: %v", shown)
 }
 
 // runCLI is run, for tests whose run is a variable.

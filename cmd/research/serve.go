@@ -20,29 +20,32 @@ import (
 func (c *cli) serveCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:8080]",
-		Short: "Serve the HTTP API and the web page: threads, runs, live timelines, reviews",
-		Long: `serve runs deepgraph as a server: an HTTP API shaped after the LangGraph
-server (threads, runs, Server-Sent Events, interrupts answered over HTTP;
-GET /openapi.json describes it) and, at /, a web page to ask questions and
-follow the research live. Runs execute in the background, at most
-serve.max_running at once, with up to serve.queue_size waiting; they are
-kept in the store like the command line's runs (research runs lists them).
+		Short: "Serve the LangGraph Agent Server API and the web page: threads, runs, live timelines, reviews",
+		Long: `serve runs deepgraph as a server: the LangGraph Agent Server API — the API
+of LangGraph's own server, so Agent Chat UI, the LangGraph SDKs (JS, Python,
+useStream) and RemoteGraph work against it, with the assistants "research"
+(the deep-search graph) and "agent" (with serve.allow_agent) — and, at /, a
+web page to ask questions and follow the research live. Point a LangGraph
+client's API URL at the server's address. Runs execute in the background,
+at most serve.max_running at once, with up to serve.queue_size waiting;
+they are kept in the store like the command line's runs (research runs
+lists them, research show shows a research run's report).
 
 Security: it listens on 127.0.0.1 by default. Any other --addr needs a
-token (serve.token or DEEPGRAPH_SERVE_TOKEN), sent as Authorization: Bearer;
-without one the server refuses to start. Pages of other sites may not call
-the API unless listed in serve.cors_origins. Connections are bounded: slow
-headers or bodies and idle connections time out, and beyond
-serve.max_connections (or serve.max_connections_per_client from one
-address) idle or unfinished connections are closed to make room, or the new
-one gets 503.
+token (serve.token or DEEPGRAPH_SERVE_TOKEN), sent as x-api-key (the SDKs'
+apiKey) or Authorization: Bearer; without one the server refuses to start.
+Pages of other sites may not call the API unless listed in
+serve.cors_origins. Connections are bounded: slow headers or bodies and
+idle connections time out, and beyond serve.max_connections (or
+serve.max_connections_per_client from one address) idle or unfinished
+connections are closed to make room, or the new one gets 503.
 
 With --browser (agent.browser), agent runs get the browser tool: one
 headless Chromium per run, at most serve.max_browsers at once.
 
 SIGTERM or Ctrl-C stops it: running runs store what they finished and wait
 as interrupted; with --resume-interrupted (serve.resume_interrupted) the
-next start resumes them. Queued runs run at the next start.`,
+next start continues them. Runs still waiting run at the next start.`,
 		Example: `  research serve
   DEEPGRAPH_SERVE_TOKEN=$(openssl rand -hex 32) research serve --addr 0.0.0.0:8080`,
 		Args: cobra.NoArgs,
@@ -88,7 +91,7 @@ func (c *cli) serve(cmd *cobra.Command, _ []string) error {
 		}
 	}
 
-	srv := server.New(st, server.NewEngine(cfg, pool, logger), server.Options{
+	srv, err := server.New(st, server.NewEngine(cfg, pool, logger), server.Options{
 		Token: cfg.Serve.Token.Reveal(), CORSOrigins: cfg.Serve.CORSOrigins, MaxRunning: cfg.Serve.MaxRunning,
 		QueueSize: cfg.Serve.QueueSize, ResumeInterrupted: cfg.Serve.ResumeInterrupted, Loopback: server.IsLoopback(addr),
 		Version: shortVersion(), Redact: c.console.redact, Logger: logger,
@@ -96,6 +99,9 @@ func (c *cli) serve(cmd *cobra.Command, _ []string) error {
 		// are traced, and the engine wraps each run's models and tools.
 		Telemetry: telemetry.From(ctx),
 	})
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return usageErr("research serve cannot listen on %s: %v (choose another with --addr)", addr, err)

@@ -39,7 +39,7 @@ func (s *sqlStore) RecordCall(ctx context.Context, runID, key string, data []byt
 	}
 	err := s.db.tx(ctx, func(c sqlConn) error {
 		// The run's row stays locked against its deletion until the
-		// call is in, as for AppendEvents.
+		// call is in (see sql.go).
 		var one int
 		err := scanOne(ctx, c, []any{&one}, `SELECT 1 FROM research_runs WHERE id = $1`+s.d.keyShare, runID)
 		switch {

@@ -73,44 +73,17 @@ func checkThread(t *Thread) error {
 	case t.Created.IsZero():
 		return fmt.Errorf("%w: thread %q has no creation time", ErrInvalid, t.ID)
 	}
-	return nil
+	return checkThreadData(t.ID, t.Data)
 }
 
-// checkEvents validates events for AppendEvents to the run id.
-func checkEvents(id string, evs []Event) error {
-	seen := make(map[int64]bool, len(evs))
-	for i := range evs {
-		e := &evs[i]
-		switch {
-		case e.Seq < 1:
-			return fmt.Errorf("%w: run %q: the event at index %d has seq %d; seqs start at 1", ErrInvalid, id, i, e.Seq)
-		case seen[e.Seq]:
-			return fmt.Errorf("%w: run %q: seq %d is given to two of the events; number them apart", ErrInvalid, id, e.Seq)
-		case e.Type == "" || len(e.Type) > MaxEventTypeBytes:
-			return fmt.Errorf("%w: run %q: event %d has a type of %d bytes; want 1 to %d", ErrInvalid, id, e.Seq, len(e.Type), MaxEventTypeBytes)
-		case !utf8.ValidString(e.Type) || strings.ContainsRune(e.Type, 0):
-			return fmt.Errorf("%w: run %q: event %d has type %q, which is not valid UTF-8 or has a NUL", ErrInvalid, id, e.Seq, e.Type)
-		}
-		seen[e.Seq] = true
-		if err := checkData(id, e.Seq, e.Data, int64(len(e.Data)), ErrInvalid, ""); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkData checks an event's Data like checkDocument a run's documents;
-// it must not be empty.
-func checkData(id string, seq int64, data []byte, size int64, invalid error, hint string) error {
-	if hint != "" {
-		hint = "; " + hint
-	}
-	if size > MaxDocumentBytes {
-		return fmt.Errorf("%w: run %q: the data of its event %d has %d bytes, over the limit of %d MiB%s",
-			ErrTooLarge, id, seq, size, MaxDocumentBytes>>20, hint)
-	}
-	if !json.Valid(data) {
-		return fmt.Errorf("%w: run %q: the data of its event %d is not a JSON document%s", invalid, id, seq, hint)
+// checkThreadData validates a thread's Data: empty, or a JSON document of
+// at most MaxDocumentBytes.
+func checkThreadData(id string, data []byte) error {
+	switch {
+	case len(data) > MaxDocumentBytes:
+		return fmt.Errorf("%w: thread %q: its data document has %d bytes, over the limit of %d MiB", ErrTooLarge, id, len(data), MaxDocumentBytes>>20)
+	case len(data) > 0 && !json.Valid(data):
+		return fmt.Errorf("%w: thread %q: its data document is not valid JSON", ErrInvalid, id)
 	}
 	return nil
 }

@@ -20,21 +20,16 @@
 // A Thread is the record of such a conversation: Create records the thread
 // of every new run (its kind and title from its first run, Updated when its
 // newest run started), and a server can create one before its first run
-// (CreateThread), list the conversations newest first (ListThreads) and
+// (CreateThread), keep a JSON document of its own with it (Thread.Data,
+// SetThreadData), list the conversations newest first (ListThreads) and
 // remove one with all its runs (DeleteThread). Deleting a thread's last run
 // leaves the thread; Prune removes the threads whose runs it removed all of.
 //
-// Each run may have an event log: Events numbered 1, 2, 3… by their writer
-// (AppendEvents), with a type and a JSON document, that a server streams to
-// its clients — Events reads them after a given number, LastEvent the
-// newest of a type. They go with their run: Delete, DeleteThread and Prune
-// remove them.
-//
-// A run may also have recorded calls: the results of the external calls it
+// A run may have recorded calls: the results of the external calls it
 // paid for — searches, page reads — kept under a key naming the call
 // (RecordCall) before the run uses them, so that a resumed run serves them
-// from the store (Call) instead of paying for them twice. They too go with
-// their run.
+// from the store (Call) instead of paying for them twice. They go with
+// their run: Delete, DeleteThread and Prune remove them.
 //
 // A process that takes a run up — resuming it, or a worker starting a
 // queued run — claims it (Claim): the update happens only if the run is
@@ -63,10 +58,7 @@
 //     Settings and Report as JSON bytes, verbatim; indexed by started time
 //     (List) and by thread (ThreadRuns);
 //   - research_threads: one row per thread, indexed by updated time
-//     (ListThreads);
-//   - research_run_events: one row per event, keyed by run id and seq, and
-//     indexed by run id, type and seq (LastEvent); data as JSON bytes,
-//     verbatim;
+//     (ListThreads), with the application's Data as JSON bytes, verbatim;
 //   - research_run_calls: one row per recorded call, keyed by run id and
 //     key; data as JSON bytes, verbatim;
 //   - research_runs_meta: key/value rows, with schema_version, the version of
@@ -78,7 +70,9 @@
 // those of version 1, which had research_runs only, get the other tables
 // and a thread row for each thread of their runs; those of version 2 get
 // research_runs.cost_usd (Run.Cost), NULL — unknown — for the runs stored
-// before; those of version 3 get research_run_calls. Tables at a newer version
+// before; those of version 3 get research_run_calls; those of version 4
+// get research_threads.data, NULL (no data), and lose research_run_events
+// (the event log of research serve's first API). Tables at a newer version
 // — made by a newer deepgraph — are refused with an error asking for an
 // upgrade.
 //
@@ -88,5 +82,5 @@
 // ThreadRuns and Prune return runs without Settings and Report, which can be
 // large: Get returns a whole run. Settings and Report are limited to
 // MaxDocumentBytes when written, and a stored one over the limit is refused
-// when read (ErrTooLarge) before it is loaded; so is an event's Data.
+// when read (ErrTooLarge) before it is loaded.
 package runstore

@@ -13,7 +13,7 @@ import (
 )
 
 // OpenPostgres returns the Store in the PostgreSQL database of pool, with
-// its tables research_runs, research_threads, research_run_events and
+// its tables research_runs, research_threads, research_run_calls and
 // research_runs_meta in the connection's
 // default schema (the first of its search_path) — where the checkpoint
 // store opened on the same pool keeps its tables. They are created (or
@@ -25,7 +25,7 @@ func OpenPostgres(ctx context.Context, pool *pgxpool.Pool) (Store, error) {
 		name: "PostgreSQL",
 		// Ids compare byte by byte (collation "C"), as in SQLite, which also
 		// lets LIKE 'prefix%' use the primary key; thread ids too, so that
-		// ListThreads orders them alike. Settings, Report and an event's
+		// ListThreads orders them alike. Settings, Report and a call's
 		// data are bytea holding the JSON verbatim: text that jsonb
 		// refuses, like "\u0000", is kept, and invalid UTF-8 too.
 		create: []string{
@@ -54,18 +54,10 @@ func OpenPostgres(ctx context.Context, pool *pgxpool.Pool) (Store, error) {
 				kind text NOT NULL,
 				title text NOT NULL,
 				created timestamptz NOT NULL,
-				updated timestamptz NOT NULL
+				updated timestamptz NOT NULL,
+				data bytea
 			)`,
 			`CREATE INDEX IF NOT EXISTS research_threads_updated ON research_threads (updated DESC, id DESC)`,
-			`CREATE TABLE IF NOT EXISTS research_run_events (
-				run_id text COLLATE "C" NOT NULL,
-				seq bigint NOT NULL,
-				type text NOT NULL,
-				at timestamptz,
-				data bytea NOT NULL,
-				PRIMARY KEY (run_id, seq)
-			)`,
-			`CREATE INDEX IF NOT EXISTS research_run_events_type ON research_run_events (run_id, type, seq)`,
 			`CREATE TABLE IF NOT EXISTS research_run_calls (
 				run_id text COLLATE "C" NOT NULL,
 				key text COLLATE "C" NOT NULL,
@@ -81,9 +73,9 @@ func OpenPostgres(ctx context.Context, pool *pgxpool.Pool) (Store, error) {
 		// research_runs.thread has the database's collation, thread ids
 		// "C".
 		runOfThread: `r.thread = t.id COLLATE "default"`,
-		hasCost: `SELECT count(*) FROM information_schema.columns
-			WHERE table_schema = current_schema() AND table_name = 'research_runs' AND column_name = 'cost_usd'`,
-		addCost:   `ALTER TABLE research_runs ADD COLUMN cost_usd double precision`,
+		hasColumn: `SELECT count(*) FROM information_schema.columns
+			WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2`,
+		added:     []addedColumn{{"research_runs", "cost_usd", "double precision"}, {"research_threads", "data", "bytea"}},
 		transient: cpostgres.Transient,
 	})
 }

@@ -16,7 +16,7 @@ import (
 // A transaction whose commit's reply was lost may have committed, so each
 // write is idempotent when run again: a transaction sees, through
 // retried, that it is an attempt after the first, and accepts finding its
-// own earlier work (Create, CreateThread, AppendEvents); the deletions
+// own earlier work (Create, CreateThread, SetThreadData); the deletions
 // report a run or thread already gone as deleted; Update and the upserts
 // write the same values again. Queries are retried through read, never
 // inside a transaction (whose failure ends it: the whole transaction runs

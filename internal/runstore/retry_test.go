@@ -3,6 +3,7 @@ package runstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -65,7 +66,7 @@ func TestWritesIdempotentWhenCommitReplyLost(t *testing.T) {
 	r.Status, r.Host, r.PID = StatusInterrupted, "old-host", 7
 	require.NoError(t, s.Create(ctx, r))
 	once()
-	require.NoError(t, s.AppendEvents(ctx, r.ID, []Event{{Seq: 1, Type: "activity", Data: []byte(`{"n":1}`)}, {Seq: 2, Type: "end", Data: []byte(`{}`)}}))
+	require.NoError(t, s.SetThreadData(ctx, "th-lost1", []byte(`{"n":1}`)))
 	once()
 	require.NoError(t, s.RecordCall(ctx, r.ID, "search:q", []byte(`{"hits":1}`)))
 	seen, err := s.Get(ctx, r.ID)
@@ -83,9 +84,9 @@ func TestWritesIdempotentWhenCommitReplyLost(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, StatusRunning, got.Status)
 	assert.Equal(t, int64(42), got.Tokens)
-	evs, err := s.Events(ctx, r.ID, 0, 0)
+	th, err := s.GetThread(ctx, "th-lost1")
 	require.NoError(t, err)
-	assert.Len(t, evs, 2)
+	assert.JSONEq(t, `{"n":1}`, string(th.Data))
 	call, err := s.Call(ctx, r.ID, "search:q")
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"hits":1}`, string(call))
@@ -93,7 +94,7 @@ func TestWritesIdempotentWhenCommitReplyLost(t *testing.T) {
 	// A real conflict is still one.
 	assert.ErrorIs(t, s.Create(ctx, r), ErrExists)
 	assert.ErrorIs(t, s.CreateThread(ctx, &Thread{ID: "th-lost1", Kind: KindResearch, Title: "t", Created: base()}), ErrExists)
-	assert.ErrorIs(t, s.AppendEvents(ctx, r.ID, []Event{{Seq: 2, Type: "other", Data: []byte(`{}`)}}), ErrExists)
+	assert.ErrorIs(t, s.SetThreadData(ctx, "th-none", []byte(`{}`)), ErrNotFound)
 	other := *seen
 	other.PID = 2000
 	assert.ErrorIs(t, s.Claim(ctx, &other, seen), ErrClaimed)
@@ -137,9 +138,9 @@ func TestPostgresWritesSurviveConnectionCut(t *testing.T) {
 	r.Status = StatusRunning
 	cut()
 	require.NoError(t, s.Create(ctx, r))
-	for seq := int64(1); seq <= 3; seq++ {
+	for i := range 3 {
 		cut()
-		require.NoError(t, s.AppendEvents(ctx, r.ID, []Event{{Seq: seq, Type: "activity", Data: []byte(`{}`)}}))
+		require.NoError(t, s.RecordCall(ctx, r.ID, fmt.Sprintf("read:%d", i), []byte(`{}`)))
 	}
 	cut()
 	require.NoError(t, s.RecordCall(ctx, r.ID, "search:q", []byte(`{"hits":3}`)))
@@ -155,9 +156,10 @@ func TestPostgresWritesSurviveConnectionCut(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, StatusDone, got.Status)
 	assert.Equal(t, int64(99), got.Tokens)
-	evs, err := d.Events(ctx, r.ID, 0, 0)
-	require.NoError(t, err)
-	assert.Len(t, evs, 3)
+	for i := range 3 {
+		_, err := d.Call(ctx, r.ID, fmt.Sprintf("read:%d", i))
+		require.NoError(t, err)
+	}
 	call, err := d.Call(ctx, r.ID, "search:q")
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"hits":3}`, string(call))

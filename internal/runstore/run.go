@@ -46,7 +46,7 @@ const (
 // MinPrefix is the shortest id prefix Get resolves.
 const MinPrefix = 4
 
-// MaxDocumentBytes bounds Run.Settings, Run.Report and Event.Data, when
+// MaxDocumentBytes bounds Run.Settings, Run.Report and a recorded call, when
 // written and when read back.
 const MaxDocumentBytes = 16 << 20
 
@@ -55,26 +55,26 @@ const MaxDocumentBytes = 16 << 20
 // be checked from here, and a live one writes after every step.
 const StaleAfter = 24 * time.Hour
 
-// The errors of a Store, wrapped with the run, thread or event concerned
+// The errors of a Store, wrapped with the run or thread concerned
 // and what to do.
 var (
 	// ErrNotFound: no run has the id (or the prefix matches none); from
-	// GetThread and DeleteThread, there is no such thread; from LastEvent,
-	// the run has no event of the type.
+	// GetThread, SetThreadData and DeleteThread, there is no such thread;
+	// from Call, the call is not recorded.
 	ErrNotFound = errors.New("runstore: no such run")
 	// ErrAmbiguous: an id prefix matches more than one run.
 	ErrAmbiguous = errors.New("runstore: ambiguous run id")
 	// ErrExists: Create or CreateThread was given an id that is already
-	// stored, or AppendEvents a Seq the run already has.
+	// stored.
 	ErrExists = errors.New("runstore: run id already exists")
 	// ErrInvalid: a run given to Create or Update, a thread given to
-	// CreateThread or an event given to AppendEvents is incomplete or
+	// CreateThread or a call given to RecordCall is incomplete or
 	// malformed.
 	ErrInvalid = errors.New("runstore: invalid run")
-	// ErrTooLarge: a run's Settings or Report, or an event's Data, is over
-	// MaxDocumentBytes.
+	// ErrTooLarge: a run's Settings or Report, a thread's Data or a
+	// recorded call is over MaxDocumentBytes.
 	ErrTooLarge = errors.New("runstore: document too large")
-	// ErrCorrupt: a stored run or event cannot be read back.
+	// ErrCorrupt: a stored run cannot be read back.
 	ErrCorrupt = errors.New("runstore: stored run is corrupt")
 )
 
@@ -199,27 +199,6 @@ type ListOptions struct {
 	Thread string
 }
 
-// MaxEventTypeBytes bounds Event.Type.
-const MaxEventTypeBytes = 64
-
-// Event is one entry of a run's event log (a server streams them to
-// clients). The writer numbers a run's events: AppendEvents stores them as
-// given and refuses a Seq the run already has.
-type Event struct {
-	// Seq numbers the event within its run: 1, 2, 3…, assigned by the
-	// writer.
-	Seq int64 `json:"seq"`
-	// Type says what happened, e.g. "activity", "token", "end": 1 to
-	// MaxEventTypeBytes bytes of valid UTF-8 without NUL.
-	Type string `json:"type"`
-	// At is when it happened, stored in UTC to the microsecond; a zero At
-	// stays zero.
-	At time.Time `json:"at"`
-	// Data is a JSON document (not empty), stored verbatim; at most
-	// MaxDocumentBytes.
-	Data json.RawMessage `json:"data"`
-}
-
 // Thread is a conversation: the runs that share a graph thread (Run.Thread
 // is its ID). Create records the thread of each new run, so every run's
 // thread has one, and CreateThread makes one that has no runs yet.
@@ -239,6 +218,11 @@ type Thread struct {
 	// Runs is how many runs it has, filled when read (CreateThread ignores
 	// it).
 	Runs int `json:"runs"`
+	// Data is a JSON document the application keeps with the thread
+	// (research serve: the Agent Server API's record of it, with its
+	// metadata), at most MaxDocumentBytes; nil when it has none. It is
+	// written by CreateThread and SetThreadData, stored verbatim.
+	Data json.RawMessage `json:"data,omitempty"`
 }
 
 // ThreadListOptions select the threads ListThreads returns.
@@ -275,39 +259,19 @@ type Store interface {
 	// List returns runs newest first (by Started, then by ID), without
 	// Settings and Report.
 	List(ctx context.Context, opts ListOptions) ([]*Run, error)
-	// Delete removes the run with exactly the id, and its events. Its
+	// Delete removes the run with exactly the id, and its calls. Its
 	// thread stays, even when it has no runs left (DeleteThread removes
 	// it). It fails with ErrNotFound when there is no such run.
 	Delete(ctx context.Context, id string) error
 	// Prune removes the runs started before before that are neither
 	// running (Effective with Alive: a run of a live process is never
-	// removed) nor queued, with their events, and the threads it removed
+	// removed) nor queued, with their calls, and the threads it removed
 	// all the runs of. It returns the runs, newest first, without Settings
 	// and Report.
 	Prune(ctx context.Context, before time.Time) ([]*Run, error)
 	// ThreadRuns returns the runs of a thread oldest first, the order of
 	// the conversation, without Settings and Report.
 	ThreadRuns(ctx context.Context, thread string) ([]*Run, error)
-
-	// AppendEvents stores events of the run with exactly the id, in one
-	// transaction: all of them or, on an error, none. Several writers may
-	// append to one run together when their Seqs differ. It fails with
-	// ErrNotFound when there is no such run, ErrExists when the run already
-	// has an event with one of the Seqs, ErrInvalid when an event has a Seq
-	// below 1 or one that evs has twice, no Type or one that is too long or
-	// not valid UTF-8, or Data that is not a JSON document, and ErrTooLarge
-	// when Data is over MaxDocumentBytes. Appending no events does nothing.
-	AppendEvents(ctx context.Context, runID string, evs []Event) error
-	// Events returns the events of the run with exactly the id whose Seq
-	// is over after, by Seq, at most limit of them (all when limit <= 0).
-	// A run without such events, or no run, gives an empty slice (not nil).
-	// It fails with ErrCorrupt or ErrTooLarge when a stored event cannot be
-	// read back.
-	Events(ctx context.Context, runID string, after int64, limit int) ([]Event, error)
-	// LastEvent returns the event of the run with the highest Seq among
-	// those of type typ, or of any type when typ is "". It fails with
-	// ErrNotFound when there is none.
-	LastEvent(ctx context.Context, runID, typ string) (*Event, error)
 
 	// CreateThread stores a new thread with no runs. It fails with
 	// ErrExists when the id is taken (by a thread, also one that Create
@@ -321,8 +285,13 @@ type Store interface {
 	// ListThreads returns threads most recently updated first (by Updated,
 	// then by ID); none gives an empty slice (not nil).
 	ListThreads(ctx context.Context, opts ThreadListOptions) ([]*Thread, error)
+	// SetThreadData replaces the Data of the thread with exactly the id
+	// (nil removes it). It fails with ErrNotFound when there is no such
+	// thread, and with ErrInvalid or ErrTooLarge when data is not a JSON
+	// document of at most MaxDocumentBytes.
+	SetThreadData(ctx context.Context, id string, data json.RawMessage) error
 	// DeleteThread removes the thread with exactly the id, all its runs and
-	// their events. It fails with ErrNotFound when there is neither a
+	// their calls. It fails with ErrNotFound when there is neither a
 	// thread nor a run of the thread.
 	DeleteThread(ctx context.Context, id string) error
 

@@ -2,6 +2,7 @@ package runstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -21,10 +22,10 @@ import (
 // Writes that touch several rows run in a transaction. In SQLite a
 // transaction holds the database's write lock (_txlock=immediate), so they
 // are serialized; in PostgreSQL (read committed) the row locks keep the
-// tables consistent: AppendEvents holds a key-share lock on the run while
-// it adds events, which a deletion of the run waits for, and a removal of
-// the run's events runs after the deletion of the run, so that it sees the
-// events of appenders that finished meanwhile, while later appenders find
+// tables consistent: RecordCall holds a key-share lock on the run while
+// it adds a call, which a deletion of the run waits for, and a removal of
+// the run's calls runs after the deletion of the run, so that it sees the
+// calls of recorders that finished meanwhile, while later recorders find
 // no run.
 
 // schemaVersion is the version of the tables this code reads and writes,
@@ -32,8 +33,11 @@ import (
 // only; version 2 added research_threads, with a row for each thread of
 // the stored runs, and research_run_events; version 3 added
 // research_runs.cost_usd, NULL (unknown) in the runs stored before;
-// version 4 added research_run_calls.
-const schemaVersion = 4
+// version 4 added research_run_calls; version 5 added
+// research_threads.data, NULL in the threads stored before, and dropped
+// research_run_events, the event log of research serve's first API, which
+// nothing reads any more.
+const schemaVersion = 5
 
 // sqlConn runs statements on a database or in a transaction.
 type sqlConn interface {
@@ -84,10 +88,16 @@ type dialect struct {
 	// transient reports whether an error of the driver may pass when
 	// the statement or transaction runs again (see retryDB).
 	transient func(error) bool
-	// hasCost counts the columns cost_usd of research_runs (0 or 1), and
-	// addCost adds it to tables of version 2 or older.
-	hasCost, addCost string
+	// hasColumn counts the columns named $2 of the table $1 (0 or 1);
+	// added are the columns added to tables since version 2, which
+	// upgrading adds when they are missing.
+	hasColumn string
+	added     []addedColumn
 }
+
+// addedColumn is a column added to a table after its creation: ALTER
+// TABLE table ADD COLUMN column definition.
+type addedColumn struct{ table, column, definition string }
 
 // sqlStore is the Store over a SQL database.
 type sqlStore struct {
@@ -124,15 +134,22 @@ func openSQL(ctx context.Context, db sqlDB, d dialect) (*sqlStore, error) {
 		if _, err := c.exec(ctx, backfillThreads); err != nil {
 			return err
 		}
-		// Before version 3 the runs had no cost: it is unknown (NULL) in
-		// the runs stored before.
-		var costs int64
-		if err := scanOne(ctx, c, []any{&costs}, d.hasCost); err != nil {
+		// research_run_events is gone since version 5 (the stores of
+		// version 2 to 4 have it).
+		if _, err := c.exec(ctx, `DROP TABLE IF EXISTS research_run_events`); err != nil {
 			return err
 		}
-		if costs == 0 {
-			if _, err := c.exec(ctx, d.addCost); err != nil {
+		// Columns added since (a run's cost before version 3, a thread's
+		// data before version 5) are NULL in the rows stored before.
+		for _, col := range d.added {
+			var n int64
+			if err := scanOne(ctx, c, []any{&n}, d.hasColumn, col.table, col.column); err != nil {
 				return err
+			}
+			if n == 0 {
+				if _, err := c.exec(ctx, `ALTER TABLE `+col.table+` ADD COLUMN `+col.column+` `+col.definition); err != nil {
+					return err
+				}
 			}
 		}
 		_, err = c.exec(ctx, `INSERT INTO research_runs_meta (key, value) VALUES ('schema_version', $1)
@@ -444,147 +461,16 @@ func (s *sqlStore) ThreadRuns(ctx context.Context, thread string) ([]*Run, error
 	return runs, nil
 }
 
-// eventsPerInsert is how many events one INSERT statement of AppendEvents
-// stores at most: 5 parameters each stays far below the limits of both
-// databases (32766 in SQLite, 65535 in PostgreSQL).
-const eventsPerInsert = 500
-
-func (s *sqlStore) AppendEvents(ctx context.Context, runID string, evs []Event) error {
-	if len(evs) == 0 {
-		return nil
-	}
-	if err := checkEvents(runID, evs); err != nil {
-		return err
-	}
-	err := s.db.tx(ctx, func(c sqlConn) error {
-		// The run's row stays locked against its deletion until the
-		// events are in.
-		var one int
-		err := scanOne(ctx, c, []any{&one}, `SELECT 1 FROM research_runs WHERE id = $1`+s.d.keyShare, runID)
-		switch {
-		case errors.Is(err, errNoRows):
-			return notFound(runID)
-		case err != nil:
-			return err
-		}
-		for chunk := range slices.Chunk(evs, eventsPerInsert) {
-			var q strings.Builder
-			q.WriteString(`INSERT INTO research_run_events (run_id, seq, type, at, data) VALUES `)
-			args := make([]any, 0, 5*len(chunk))
-			for i, e := range chunk {
-				if i > 0 {
-					q.WriteString(", ")
-				}
-				q.WriteByte('(')
-				for j := range 5 {
-					if j > 0 {
-						q.WriteString(", ")
-					}
-					q.WriteString(s.d.param(len(args) + j + 1))
-				}
-				q.WriteByte(')')
-				args = append(args, runID, e.Seq, e.Type, s.time(normalTime(e.At)), []byte(e.Data))
-			}
-			q.WriteString(` ON CONFLICT (run_id, seq) DO NOTHING RETURNING seq`)
-			stored, err := queryAll(ctx, c, scanInt64, q.String(), args...)
-			if err != nil {
-				return err
-			}
-			if len(stored) < len(chunk) {
-				for _, e := range chunk {
-					if !slices.Contains(stored, e.Seq) && !(retried(c) && s.eventStored(ctx, c, runID, e)) {
-						return fmt.Errorf("%w: run %q already has an event with seq %d; none of the %d events was stored: append them with seqs after the run's last (LastEvent)",
-							ErrExists, runID, e.Seq, len(evs))
-					}
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil && !ours(err) {
-		return fmt.Errorf("runstore: storing %d events of run %q in %s: %w", len(evs), runID, s.d.name, err)
-	}
-	return err
-}
-
-// eventStored reports whether run runID has e stored as it is: an
-// AppendEvents run again after its commit's reply was lost finds its
-// events so.
-func (s *sqlStore) eventStored(ctx context.Context, c sqlConn, runID string, e Event) bool {
-	var typ string
-	var data []byte
-	err := scanOne(ctx, c, []any{&typ, &data}, `SELECT type, data FROM research_run_events WHERE run_id = $1 AND seq = $2`, runID, e.Seq)
-	return err == nil && typ == e.Type && string(data) == string(e.Data)
-}
-
-// eventColumns are the columns of an event as scanEvent reads them, with
-// $2 standing for MaxDocumentBytes: the data comes with its length, and
-// only when within the limit.
-const eventColumns = `seq, type, at, octet_length(data), CASE WHEN octet_length(data) <= $2 THEN data END`
-
-func (s *sqlStore) Events(ctx context.Context, runID string, after int64, limit int) ([]Event, error) {
-	evs, err := queryAll(ctx, s.db, scanEvent(runID), `SELECT `+eventColumns+` FROM research_run_events
-		WHERE run_id = $1 AND seq > $3 ORDER BY seq`+page(limit, 0), runID, MaxDocumentBytes, after)
-	switch {
-	case err != nil && !ours(err):
-		return nil, fmt.Errorf("runstore: reading the events of run %q from %s: %w", runID, s.d.name, err)
-	case err != nil:
-		return nil, err
-	case evs == nil:
-		return []Event{}, nil
-	}
-	return evs, nil
-}
-
-func (s *sqlStore) LastEvent(ctx context.Context, runID, typ string) (*Event, error) {
-	query, args := `SELECT `+eventColumns+` FROM research_run_events WHERE run_id = $1`, []any{runID, MaxDocumentBytes}
-	if typ != "" {
-		query += ` AND type = $3`
-		args = append(args, typ)
-	}
-	evs, err := queryAll(ctx, s.db, scanEvent(runID), query+` ORDER BY seq DESC LIMIT 1`, args...)
-	switch {
-	case err != nil && !ours(err):
-		return nil, fmt.Errorf("runstore: reading the last event of run %q from %s: %w", runID, s.d.name, err)
-	case err != nil:
-		return nil, err
-	case len(evs) == 0 && typ == "":
-		return nil, fmt.Errorf("%w: run %q has no events (or there is no such run)", ErrNotFound, runID)
-	case len(evs) == 0:
-		return nil, fmt.Errorf("%w: run %q has no event of type %q (or there is no such run)", ErrNotFound, runID, typ)
-	}
-	return &evs[0], nil
-}
-
-// scanEvent reads a row of eventColumns of the run id, refusing data that
-// cannot be read back.
-func scanEvent(id string) func(sqlRows) (Event, error) {
-	return func(rows sqlRows) (Event, error) {
-		var e Event
-		var size int64
-		if err := rows.Scan(&e.Seq, &e.Type, dbTime{&e.At}, &size, (*[]byte)(&e.Data)); err != nil {
-			return e, err
-		}
-		return e, checkData(id, e.Seq, e.Data, size, ErrCorrupt, fmt.Sprintf(docHint, id))
-	}
-}
-
-func scanInt64(rows sqlRows) (int64, error) {
-	var v int64
-	err := rows.Scan(&v)
-	return v, err
-}
-
 // threadColumns are the columns of a thread (as t) in the order of
 // threadFields.
 func (s *sqlStore) threadColumns() string {
 	return `t.id, t.kind, t.title, t.created, t.updated,
-		(SELECT count(*) FROM research_runs r WHERE ` + s.d.runOfThread + `)`
+		(SELECT count(*) FROM research_runs r WHERE ` + s.d.runOfThread + `), t.data`
 }
 
 // threadFields are the scan destinations of threadColumns.
 func threadFields(t *Thread) []any {
-	return []any{&t.ID, (*string)(&t.Kind), &t.Title, dbTime{&t.Created}, dbTime{&t.Updated}, &t.Runs}
+	return []any{&t.ID, (*string)(&t.Kind), &t.Title, dbTime{&t.Created}, dbTime{&t.Updated}, &t.Runs, (*[]byte)(&t.Data)}
 }
 
 func (s *sqlStore) CreateThread(ctx context.Context, t *Thread) error {
@@ -596,9 +482,9 @@ func (s *sqlStore) CreateThread(ctx context.Context, t *Thread) error {
 		updated = created
 	}
 	err := s.db.tx(ctx, func(c sqlConn) error {
-		changed, err := c.exec(ctx, `INSERT INTO research_threads (id, kind, title, created, updated)
-			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING`,
-			t.ID, string(t.Kind), text(t.Title), s.time(created), s.time(updated))
+		changed, err := c.exec(ctx, `INSERT INTO research_threads (id, kind, title, created, updated, data)
+			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING`,
+			t.ID, string(t.Kind), text(t.Title), s.time(created), s.time(updated), document(t.Data))
 		if err != nil || changed > 0 {
 			return err
 		}
@@ -644,6 +530,23 @@ func (s *sqlStore) ListThreads(ctx context.Context, opts ThreadListOptions) ([]*
 	return threads, nil
 }
 
+func (s *sqlStore) SetThreadData(ctx context.Context, id string, data json.RawMessage) error {
+	if err := checkThreadData(id, data); err != nil {
+		return err
+	}
+	changed, err := s.db.exec(ctx, `UPDATE research_threads SET data = $1 WHERE id = $2`, document(data), id)
+	switch {
+	case err != nil:
+		return fmt.Errorf("runstore: writing the data of thread %q in %s: %w", id, s.d.name, err)
+	case changed == 0:
+		if _, err := s.GetThread(ctx, id); err == nil {
+			return nil // written by an attempt whose reply was lost
+		}
+		return threadNotFound(id)
+	}
+	return nil
+}
+
 // DeleteThread removes the thread's row first: a Create adding a run to
 // the thread meanwhile waits for it, and then makes the row anew.
 func (s *sqlStore) DeleteThread(ctx context.Context, id string) error {
@@ -676,12 +579,9 @@ func (s *sqlStore) DeleteThread(ctx context.Context, id string) error {
 	return err
 }
 
-// deleteRunRows removes the rows that go with a deleted run: its events
-// and its recorded calls.
+// deleteRunRows removes the rows that go with a deleted run: its recorded
+// calls.
 func deleteRunRows(ctx context.Context, c sqlConn, id string) error {
-	if _, err := c.exec(ctx, `DELETE FROM research_run_events WHERE run_id = $1`, id); err != nil {
-		return err
-	}
 	_, err := c.exec(ctx, `DELETE FROM research_run_calls WHERE run_id = $1`, id)
 	return err
 }

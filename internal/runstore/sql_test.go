@@ -78,7 +78,7 @@ func openSQLiteDB(t testing.TB, path string) *sql.DB {
 func newSQLite(t testing.TB) sqlEnv {
 	db := openSQLiteDB(t, filepath.Join(t.TempDir(), "runs.db"))
 	names := strings.NewReplacer("{runs}", "research_runs", "{meta}", "research_runs_meta",
-		"{threads}", "research_threads", "{events}", "research_run_events")
+		"{threads}", "research_threads", "{events}", "research_run_events", "{calls}", "research_run_calls")
 	return sqlEnv{
 		openErr: func(ctx context.Context) (Store, error) { return OpenSQLite(ctx, db) },
 		exec: func(t *testing.T, query string, args ...any) {
@@ -172,7 +172,8 @@ func newPostgres(t testing.TB) sqlEnv {
 	names := strings.NewReplacer("{runs}", pgx.Identifier{schema, "research_runs"}.Sanitize(),
 		"{meta}", pgx.Identifier{schema, "research_runs_meta"}.Sanitize(),
 		"{threads}", pgx.Identifier{schema, "research_threads"}.Sanitize(),
-		"{events}", pgx.Identifier{schema, "research_run_events"}.Sanitize())
+		"{events}", pgx.Identifier{schema, "research_run_events"}.Sanitize(),
+		"{calls}", pgx.Identifier{schema, "research_run_calls"}.Sanitize())
 	return sqlEnv{
 		openErr: func(ctx context.Context) (Store, error) { return OpenPostgres(ctx, pool) },
 		exec: func(t *testing.T, query string, args ...any) {
@@ -278,7 +279,6 @@ func testSQL(t *testing.T, env func(testing.TB) sqlEnv) {
 		{"ReopenKeepsRuns", testReopen},
 		{"OversizeDocumentRefusedOnRead", testOversizeOnRead},
 		{"CorruptDocumentRefusedOnRead", testCorruptOnRead},
-		{"CorruptEventRefusedOnRead", testCorruptEventOnRead},
 		{"NewerSchemaRefused", testNewerSchema},
 		{"ConcurrentOpens", testConcurrentOpens},
 		{"Tables", testTables},
@@ -286,7 +286,7 @@ func testSQL(t *testing.T, env func(testing.TB) sqlEnv) {
 		{"UpgradeEmptyVersion1", testUpgradeEmptyV1},
 		{"UpgradeFromVersion2", testUpgradeFromV2},
 		{"UpgradeFromVersion1Cost", testUpgradeFromV1Cost},
-		{"NoEventsOutliveTheirRun", testNoOrphanEvents},
+		{"NoCallsOutliveTheirRun", testNoOrphanCalls},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, env(t)) })
@@ -330,38 +330,15 @@ func testCorruptOnRead(t *testing.T, e sqlEnv) {
 
 func testNewerSchema(t *testing.T, e sqlEnv) {
 	e.open(t)
-	e.exec(t, `UPDATE {meta} SET value = 5 WHERE key = 'schema_version'`)
+	e.exec(t, `UPDATE {meta} SET value = 6 WHERE key = 'schema_version'`)
 	_, err := e.openErr(t.Context())
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "has version 5, and this version of deepgraph reads up to 4: upgrade deepgraph")
-}
-
-func testCorruptEventOnRead(t *testing.T, e sqlEnv) {
-	s := e.open(t)
-	create(t, s, newRun("badv0001", base()))
-	require.NoError(t, s.AppendEvents(t.Context(), "badv0001", []Event{event(1, "a"), event(2, "b"), event(3, "c")}))
-	e.exec(t, `UPDATE {events} SET data = $1 WHERE run_id = $2 AND seq = 2`, []byte(`{"n":`), "badv0001")
-	e.exec(t, `UPDATE {events} SET data = $1 WHERE run_id = $2 AND seq = 3`, []byte(bigDocument()), "badv0001")
-
-	_, err := s.Events(t.Context(), "badv0001", 0, 0)
-	require.ErrorIs(t, err, ErrCorrupt)
-	assert.Contains(t, err.Error(), `run "badv0001": the data of its event 2 is not a JSON document`)
-	assert.Contains(t, err.Error(), "research rm badv0001")
-	_, err = s.Events(t.Context(), "badv0001", 2, 0)
-	require.ErrorIs(t, err, ErrTooLarge)
-	assert.Contains(t, err.Error(), "event 3 has 16777217 bytes")
-	_, err = s.LastEvent(t.Context(), "badv0001", "b")
-	require.ErrorIs(t, err, ErrCorrupt)
-
-	evs, err := s.Events(t.Context(), "badv0001", 0, 1)
-	require.NoError(t, err, "the events before are read")
-	assert.Len(t, evs, 1)
-	require.NoError(t, s.Delete(t.Context(), "badv0001"))
+	assert.Contains(t, err.Error(), "has version 6, and this version of deepgraph reads up to 5: upgrade deepgraph")
 }
 
 func testTables(t *testing.T, e sqlEnv) {
 	e.open(t)
-	assert.Equal(t, []string{"research_run_calls", "research_run_events", "research_runs", "research_runs_meta", "research_threads"}, e.tables(t))
+	assert.Equal(t, []string{"research_run_calls", "research_runs", "research_runs_meta", "research_threads"}, e.tables(t))
 }
 
 // testUpgradeFromV1 opens tables of schema version 1 with runs: the new
@@ -384,7 +361,7 @@ func testUpgradeFromV1(t *testing.T, e sqlEnv) {
 	insert("old00009", "tie", KindAgent, "tie, greater id", base())
 
 	s := e.open(t)
-	assert.Equal(t, []string{"research_run_calls", "research_run_events", "research_runs", "research_runs_meta", "research_threads"}, e.tables(t))
+	assert.Equal(t, []string{"research_run_calls", "research_runs", "research_runs_meta", "research_threads"}, e.tables(t))
 	threads, err := s.ListThreads(ctx, ThreadListOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []*Thread{
@@ -397,7 +374,7 @@ func testUpgradeFromV1(t *testing.T, e sqlEnv) {
 	r := newRun("new00001", base().Add(5*time.Hour))
 	r.Thread = "conversation"
 	create(t, s, r)
-	require.NoError(t, s.AppendEvents(ctx, r.ID, []Event{event(1, "a")}))
+	require.NoError(t, s.RecordCall(ctx, r.ID, "search:a", []byte(`{}`)))
 	require.NoError(t, s.DeleteThread(ctx, "lonely"))
 	s = e.open(t)
 	th, err := s.GetThread(ctx, "conversation")
@@ -406,14 +383,13 @@ func testUpgradeFromV1(t *testing.T, e sqlEnv) {
 	assert.Equal(t, 5, th.Runs)
 	_, err = s.GetThread(ctx, "lonely")
 	require.ErrorIs(t, err, ErrNotFound, "not made again")
-	evs, err := s.Events(ctx, r.ID, 0, 0)
+	_, err = s.Call(ctx, r.ID, "search:a")
 	require.NoError(t, err)
-	assert.Len(t, evs, 1)
 }
 
-// testNoOrphanEvents deletes runs while writers append to them: no event
-// stays behind, and an append fails only because the run is gone.
-func testNoOrphanEvents(t *testing.T, e sqlEnv) {
+// testNoOrphanCalls deletes runs while writers record calls of theirs:
+// no call stays behind, and a record fails only because the run is gone.
+func testNoOrphanCalls(t *testing.T, e sqlEnv) {
 	s := e.open(t)
 	const runs, writers = 4, 4
 	for i := range runs {
@@ -429,8 +405,8 @@ func testNoOrphanEvents(t *testing.T, e sqlEnv) {
 		id := fmt.Sprintf("orph%04d", i)
 		for w := range writers {
 			wg.Go(func() {
-				for n := int64(0); ; n++ {
-					err := s.AppendEvents(t.Context(), id, []Event{event(n*writers+int64(w)+1, "a")})
+				for n := 0; ; n++ {
+					err := s.RecordCall(t.Context(), id, fmt.Sprintf("search:%d:%d", w, n), []byte(`{}`))
 					if err != nil {
 						if !errors.Is(err, ErrNotFound) {
 							errs <- err
@@ -449,7 +425,7 @@ func testNoOrphanEvents(t *testing.T, e sqlEnv) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	assert.Zero(t, e.count(t, `SELECT count(*) FROM {events}`), "events of deleted runs")
+	assert.Zero(t, e.count(t, `SELECT count(*) FROM {calls}`), "calls of deleted runs")
 	assert.Zero(t, e.count(t, `SELECT count(*) FROM {runs}`))
 }
 
@@ -467,18 +443,18 @@ func testUpgradeFromV2(t *testing.T, e sqlEnv) {
 	e.exec(t, `INSERT INTO {events} (run_id, seq, type, at, data) VALUES ('old00001', 1, 'end', NULL, $1)`, []byte(`{}`))
 
 	s := e.open(t)
-	assert.Equal(t, 4, e.count(t, `SELECT value FROM {meta} WHERE key = 'schema_version'`))
+	assert.Equal(t, 5, e.count(t, `SELECT value FROM {meta} WHERE key = 'schema_version'`))
 	old, err := s.Get(ctx, "old00001")
 	require.NoError(t, err)
 	assert.Nil(t, old.Cost, "a run stored before costs has an unknown one, never 0")
 	assert.Equal(t, int64(1234), old.Tokens)
 	assert.Equal(t, 5, old.Calls)
-	evs, err := s.Events(ctx, "old00001", 0, 0)
-	require.NoError(t, err)
-	assert.Len(t, evs, 1)
+	assert.NotContains(t, e.tables(t), "research_run_events", "the event log is gone since version 5")
 	th, err := s.GetThread(ctx, "talk")
 	require.NoError(t, err)
 	assert.Equal(t, 1, th.Runs)
+	assert.Nil(t, th.Data, "a thread stored before version 5 has no data")
+	require.NoError(t, s.SetThreadData(ctx, "talk", json.RawMessage(`{"kept":true}`)), "and can get some")
 
 	old.Cost = new(0.0042)
 	require.NoError(t, s.Update(ctx, old))
@@ -487,6 +463,9 @@ func testUpgradeFromV2(t *testing.T, e sqlEnv) {
 	create(t, s, r)
 
 	s = e.open(t) // again: nothing to upgrade
+	th, err = s.GetThread(ctx, "talk")
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"kept":true}`, string(th.Data))
 	runs, err := s.List(ctx, ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, runs, 2)
@@ -587,7 +566,7 @@ func TestSQLiteSharesTheFile(t *testing.T) {
 	assert.Equal(t, 7, userVersion, "PRAGMA user_version belongs to the checkpoint store")
 	assert.Equal(t, 1684500327, appID, "PRAGMA application_id belongs to the checkpoint store")
 
-	assert.Equal(t, []string{"deepgraph_checkpoints", "research_run_calls", "research_run_events", "research_runs", "research_runs_meta", "research_threads"},
+	assert.Equal(t, []string{"deepgraph_checkpoints", "research_run_calls", "research_runs", "research_runs_meta", "research_threads"},
 		queryStrings(t, db, `SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`))
 }
 
@@ -633,14 +612,6 @@ func TestSQLiteErrors(t *testing.T) {
 	_, err = s.Prune(ctx, base())
 	assert.ErrorContains(t, err, "listing the runs to prune in SQLite: sql: database is closed")
 
-	err = s.AppendEvents(ctx, r.ID, []Event{event(1, "a")})
-	assert.ErrorContains(t, err, `storing 1 events of run "gone0001" in SQLite: sql: database is closed`)
-	assert.NotErrorIs(t, err, ErrNotFound)
-	_, err = s.Events(ctx, r.ID, 0, 0)
-	assert.ErrorContains(t, err, `reading the events of run "gone0001" from SQLite: sql: database is closed`)
-	_, err = s.LastEvent(ctx, r.ID, "")
-	assert.ErrorContains(t, err, `reading the last event of run "gone0001" from SQLite: sql: database is closed`)
-	assert.NotErrorIs(t, err, ErrNotFound)
 	th := &Thread{ID: "thread1", Created: base()}
 	assert.ErrorContains(t, s.CreateThread(ctx, th), `storing new thread "thread1" in SQLite: sql: database is closed`)
 	_, err = s.GetThread(ctx, th.ID)
@@ -670,35 +641,6 @@ func TestSQLiteNextToCheckpoints(t *testing.T) {
 			assert.NoError(t, err)
 		}
 		require.NoError(t, saver.Close())
-	}
-}
-
-// BenchmarkAppendEvents appends 500 small events in one call, as a server
-// may with a run's buffered tokens.
-func BenchmarkAppendEvents(b *testing.B) {
-	for _, c := range []struct {
-		name string
-		env  func(testing.TB) sqlEnv
-	}{{"SQLite", newSQLite}, {"PostgreSQL", newPostgres}} {
-		b.Run(c.name, func(b *testing.B) {
-			s, err := c.env(b).openErr(b.Context())
-			require.NoError(b, err)
-			require.NoError(b, s.Create(b.Context(), newRun("bench001", base())))
-			const n = 500
-			evs := make([]Event, n)
-			b.ReportAllocs()
-			var seq int64
-			for b.Loop() {
-				for i := range evs {
-					seq++
-					evs[i] = Event{Seq: seq, Type: "token", At: base(), Data: json.RawMessage(`{"text":"some words of a report"}`)}
-				}
-				if err := s.AppendEvents(b.Context(), "bench001", evs); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(seq), "ns/event")
-		})
 	}
 }
 

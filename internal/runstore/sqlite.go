@@ -12,7 +12,7 @@ import (
 // OpenSQLite returns the Store in the SQLite database of db, a handle
 // opened with github.com/ncruces/go-sqlite3 (driver "sqlite3"), as the
 // checkpoint store's DB is, creating its tables
-// research_runs, research_threads, research_run_events and
+// research_runs, research_threads, research_run_calls and
 // research_runs_meta if they are missing (or upgrading them). The database
 // may hold other tables: it is meant to be the checkpoint store's. db should
 // run in WAL mode with a busy timeout and _txlock=immediate, as the
@@ -27,7 +27,7 @@ func OpenSQLite(ctx context.Context, db *sql.DB) (Store, error) {
 // OpenSQLiteReadOnly returns the Store in the SQLite database of db for
 // reading only — db opened read-only, as the checkpoint store's
 // sqlite.OpenReadOnly does — without creating or upgrading its tables:
-// List, Get, ThreadRuns, ListThreads, Events and Call read them, and every
+// List, Get, ThreadRuns, ListThreads and Call read them, and every
 // write fails as SQLite refuses it. Tables that are missing, or of an older
 // version that needs an upgrade, are refused with an error saying to open
 // the store once where it can be written.
@@ -40,7 +40,7 @@ func sqliteDialect() dialect {
 	return dialect{
 		name: "SQLite",
 		// Times are microseconds since the Unix epoch, NULL when unset;
-		// Settings, Report and an event's data are BLOBs holding the JSON
+		// Settings, Report and a call's data are BLOBs holding the JSON
 		// verbatim.
 		create: []string{
 			`CREATE TABLE IF NOT EXISTS research_runs (
@@ -68,18 +68,10 @@ func sqliteDialect() dialect {
 				kind TEXT NOT NULL,
 				title TEXT NOT NULL,
 				created INTEGER NOT NULL,
-				updated INTEGER NOT NULL
+				updated INTEGER NOT NULL,
+				data BLOB
 			) STRICT`,
 			`CREATE INDEX IF NOT EXISTS research_threads_updated ON research_threads (updated DESC, id DESC)`,
-			`CREATE TABLE IF NOT EXISTS research_run_events (
-				run_id TEXT NOT NULL,
-				seq INTEGER NOT NULL,
-				type TEXT NOT NULL,
-				at INTEGER,
-				data BLOB NOT NULL,
-				PRIMARY KEY (run_id, seq)
-			) STRICT`,
-			`CREATE INDEX IF NOT EXISTS research_run_events_type ON research_run_events (run_id, type, seq)`,
 			`CREATE TABLE IF NOT EXISTS research_run_calls (
 				run_id TEXT NOT NULL,
 				key TEXT NOT NULL,
@@ -94,8 +86,8 @@ func sqliteDialect() dialect {
 		// No row locks (keyShare, forUpdate): a transaction holds the
 		// database's write lock.
 		runOfThread: `r.thread = t.id`,
-		hasCost:     `SELECT count(*) FROM pragma_table_info('research_runs') WHERE name = 'cost_usd'`,
-		addCost:     `ALTER TABLE research_runs ADD COLUMN cost_usd REAL`,
+		hasColumn:   `SELECT count(*) FROM pragma_table_info($1) WHERE name = $2`,
+		added:       []addedColumn{{"research_runs", "cost_usd", "REAL"}, {"research_threads", "data", "BLOB"}},
 		transient:   csqlite.Transient,
 	}
 }

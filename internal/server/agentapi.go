@@ -18,6 +18,7 @@ import (
 	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/research/citation"
 	"github.com/deepgraph/deepgraph/schemas"
+	"github.com/deepgraph/deepgraph/telemetry"
 )
 
 // The Agent Server API of research serve (package agentserver): the
@@ -54,6 +55,10 @@ type researchAPI struct {
 	metadata agentserver.Metadata
 	// report builds the report of a state (its Markdown is a value).
 	report func(research.State) *research.Report
+	// records keeps the runs' spending in the run store.
+	records *runStoreRecords
+	// tel traces and meters the runs (nil: not).
+	tel *telemetry.Telemetry
 }
 
 // customEvent is the data of a custom event: deepgraph's timeline.
@@ -235,19 +240,29 @@ func (a *researchAPI) build(ctx context.Context, cfg agentserver.RunConfig) (age
 	if err != nil {
 		return agentserver.RunSetup[research.State]{}, err
 	}
+	ctx, end := traceAPIRun(ctx, a.tel, telemetry.RunKindResearch, cfg)
 	r, err := a.eng.Research(ctx, set, a.cp)
 	if err != nil {
-		return agentserver.RunSetup[research.State]{}, fmt.Errorf("setting up the run: %s", a.redact(err.Error()))
+		err = fmt.Errorf("setting up the run: %s", a.redact(err.Error()))
+		end("error", err, nil, nil, nil)
+		return agentserver.RunSetup[research.State]{}, err
 	}
-	tl := &researchTimeline{start: time.Now(), models: r.Models, prices: r.Prices}
-	return agentserver.RunSetup[research.State]{Graph: r.Researcher.Graph(), Observe: tl.observe, Close: r.Close}, nil
+	tl := &researchTimeline{start: time.Now(), models: r.Models, prices: r.Prices, progress: a.records.progress(cfg.RunID)}
+	return agentserver.RunSetup[research.State]{Graph: r.Researcher.Graph(), Observe: tl.observe, Close: r.Close, Context: ctx,
+		End: func(status string, err error) {
+			tl.mu.Lock()
+			usage := tl.usage
+			tl.mu.Unlock()
+			end(status, err, usage, r.Models, r.Prices)
+		}}, nil
 }
 
 // researchTimeline turns a run's engine events into its timeline.
 type researchTimeline struct {
-	start  time.Time
-	models map[string]string
-	prices llm.Prices
+	start    time.Time
+	models   map[string]string
+	prices   llm.Prices
+	progress func(tokens, calls int, cost *float64)
 
 	mu       sync.Mutex
 	messages int // the messages of the state so far: the answer's index
@@ -275,9 +290,18 @@ func (t *researchTimeline) observe(ev graph.Event[research.State], out agentserv
 	act.Tokens = app.Tokens(t.usage.Total().Usage)
 	out.Custom(customEvent{Type: "activity", Activity: &act})
 	if a.Usage != nil {
-		tot := t.usage.Total()
-		out.Custom(customEvent{Type: "cost", Tokens: app.Tokens(tot.Usage), Calls: tot.Calls, CostUSD: app.CostUSD(t.usage, t.models, t.prices)})
+		spent(out, t.progress, t.usage, t.models, t.prices)
 	}
+}
+
+// spent tells what a run has spent so far, usage at prices: a custom event
+// {type: "cost", tokens, calls, cost_usd} for the timeline, and progress
+// for the run's record.
+func spent(out agentserver.Emitter, progress func(tokens, calls int, cost *float64), usage llm.UsageByRole, models map[string]string, prices llm.Prices) {
+	tot := usage.Total()
+	tokens, cost := app.Tokens(tot.Usage), app.CostUSD(usage, models, prices)
+	out.Custom(customEvent{Type: "cost", Tokens: tokens, Calls: tot.Calls, CostUSD: cost})
+	progress(tokens, tot.Calls, cost)
 }
 
 // hitlRequest is LangChain's HITLRequest, the interrupt value Agent Chat

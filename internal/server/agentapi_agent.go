@@ -16,6 +16,7 @@ import (
 	"github.com/deepgraph/deepgraph/nodes"
 	"github.com/deepgraph/deepgraph/research/citation"
 	"github.com/deepgraph/deepgraph/schemas"
+	"github.com/deepgraph/deepgraph/telemetry"
 )
 
 // The agent as the assistant "agent" (when serve.allow_agent): its input
@@ -63,6 +64,10 @@ type agentAPI struct {
 	maxQuestion int
 	redact      func(string) string
 	metadata    agentserver.Metadata
+	// records keeps the runs' spending in the run store.
+	records *runStoreRecords
+	// tel traces and meters the runs (nil: not).
+	tel *telemetry.Telemetry
 }
 
 func (a *agentAPI) settings() (app.Settings, error) {
@@ -90,26 +95,59 @@ func (a *agentAPI) input(cfg agentserver.RunConfig, raw json.RawMessage) (nodes.
 	return nodes.AgentState{Task: task}, nil, nil
 }
 
-func (a *agentAPI) build(ctx context.Context, _ agentserver.RunConfig) (agentserver.RunSetup[nodes.AgentState], error) {
+func (a *agentAPI) build(ctx context.Context, cfg agentserver.RunConfig) (agentserver.RunSetup[nodes.AgentState], error) {
 	set, err := a.settings()
 	if err != nil {
 		return agentserver.RunSetup[nodes.AgentState]{}, err
 	}
+	ctx, end := traceAPIRun(ctx, a.tel, telemetry.RunKindAgent, cfg)
 	ar, err := a.eng.Agent(ctx, set, a.cp)
 	if err != nil {
-		return agentserver.RunSetup[nodes.AgentState]{}, fmt.Errorf("setting up the agent: %s", a.redact(err.Error()))
+		err = fmt.Errorf("setting up the agent: %s", a.redact(err.Error()))
+		end("error", err, nil, nil, nil)
+		return agentserver.RunSetup[nodes.AgentState]{}, err
 	}
-	tl := &agentTimeline{start: time.Now(), meter: ar.Meter, models: map[string]string{llm.RoleAgent: ar.Model}, prices: ar.Prices}
-	return agentserver.RunSetup[nodes.AgentState]{Graph: ar.Agent.Graph(), Observe: tl.observe, Close: ar.Close}, nil
+	tl := &agentTimeline{start: time.Now(), meter: ar.Meter, models: map[string]string{llm.RoleAgent: ar.Model}, prices: ar.Prices,
+		progress: a.records.progress(cfg.RunID)}
+	return agentserver.RunSetup[nodes.AgentState]{Graph: ar.Agent.Graph(), Observe: tl.observe, Close: ar.Close, Context: ctx,
+		End: func(status string, err error) { end(status, err, tl.usage(), tl.models, tl.prices) },
+		// An agent that gave up, ran out of steps or got stuck did not do
+		// its task: the run fails, its best effort in the state.
+		Outcome: func(s nodes.AgentState) error {
+			maxSteps := 0
+			if set.Agent != nil {
+				maxSteps = set.Agent.MaxSteps
+			}
+			if st, why := app.AgentOutcome(&nodes.AgentResult{Status: s.Status, Missing: s.Missing}, maxSteps); st == runstore.StatusFailed {
+				return errors.New(why)
+			}
+			return nil
+		}}, nil
+}
+
+// usage is what the task has spent so far: its earlier runs (before an
+// ask_human was answered), then this run's calls.
+func (t *agentTimeline) usage() llm.UsageByRole {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.usageLocked()
+}
+
+func (t *agentTimeline) usageLocked() llm.UsageByRole {
+	if t.meter == nil {
+		return t.base
+	}
+	return t.base.Merge(t.meter.Snapshot())
 }
 
 // agentTimeline turns an agent's steps into its timeline.
 type agentTimeline struct {
-	start  time.Time
-	meter  *llm.Meter
-	models map[string]string
-	prices llm.Prices
-	mu     sync.Mutex
+	start    time.Time
+	meter    *llm.Meter
+	models   map[string]string
+	prices   llm.Prices
+	progress func(tokens, calls int, cost *float64)
+	mu       sync.Mutex
 	// base is the task's usage before this run (its state's at the run's
 	// first event); based says it is read.
 	base  llm.UsageByRole
@@ -132,13 +170,10 @@ func (t *agentTimeline) observe(ev graph.Event[nodes.AgentState], out agentserve
 	act := agentActivity(ae)
 	act.ElapsedMS = time.Since(t.start).Milliseconds()
 	if t.meter != nil {
-		// What the task spent so far: its earlier runs (before an
-		// ask_human was answered), then this run's calls.
-		usage := t.base.Merge(t.meter.Snapshot())
-		tot := usage.Total()
-		act.Tokens = app.Tokens(tot.Usage)
+		usage := t.usageLocked()
+		act.Tokens = app.Tokens(usage.Total().Usage)
 		out.Custom(customEvent{Type: "activity", Activity: &act})
-		out.Custom(customEvent{Type: "cost", Tokens: act.Tokens, Calls: tot.Calls, CostUSD: app.CostUSD(usage, t.models, t.prices)})
+		spent(out, t.progress, usage, t.models, t.prices)
 		return
 	}
 	out.Custom(customEvent{Type: "activity", Activity: &act})

@@ -1,8 +1,8 @@
 package server
 
 import (
-	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deepgraph/deepgraph/agentserver"
+	"github.com/deepgraph/deepgraph/internal/runstore"
 	"github.com/deepgraph/deepgraph/llm/fake"
 )
 
@@ -27,7 +28,7 @@ func (ts *testServer) lgStream(path string, body any) []lgEvent {
 	ts.t.Helper()
 	data, err := json.Marshal(body)
 	require.NoError(ts.t, err)
-	req, err := http.NewRequest("POST", ts.http.URL+AgentAPIPrefix+path, strings.NewReader(string(data)))
+	req, err := http.NewRequest("POST", ts.http.URL+path, strings.NewReader(string(data)))
 	require.NoError(ts.t, err)
 	req.Header.Set("Content-Type", "application/json")
 	if ts.token != "" {
@@ -47,24 +48,11 @@ func (ts *testServer) lgStream(path string, body any) []lgEvent {
 func readLGEvents(t testing.TB, body io.Reader, skipMetadata bool) []lgEvent {
 	t.Helper()
 	var out []lgEvent
-	var cur lgEvent
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 1<<20), 4<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "" && cur.Event != "":
-			if !skipMetadata || cur.Event != "metadata" {
-				out = append(out, cur)
-			}
-			cur = lgEvent{}
-		case strings.HasPrefix(line, "event: "):
-			cur.Event = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			cur.Data = json.RawMessage(strings.TrimPrefix(line, "data: "))
+	for _, ev := range readSSE(t, body, nil) {
+		if !skipMetadata || ev.Type != "metadata" {
+			out = append(out, lgEvent{Event: ev.Type, Data: json.RawMessage(ev.Data)})
 		}
 	}
-	require.NoError(t, sc.Err())
 	return out
 }
 
@@ -98,7 +86,7 @@ func TestAgentAPIResearchRun(t *testing.T) {
 	var th struct {
 		ThreadID string `json:"thread_id"`
 	}
-	status, data, _ := ts.do("POST", AgentAPIPrefix+"/threads", map[string]any{})
+	status, data, _ := ts.do("POST", "/threads", map[string]any{})
 	require.Equal(t, 200, status, "%s", data)
 	require.NoError(t, json.Unmarshal(data, &th))
 
@@ -164,7 +152,7 @@ func TestAgentAPIResearchRun(t *testing.T) {
 	var found []struct {
 		ThreadID string `json:"thread_id"`
 	}
-	status, data, _ = ts.do("POST", AgentAPIPrefix+"/threads/search", map[string]any{"metadata": map[string]string{"graph_id": "research"}}, "X-Api-Key", "tok")
+	status, data, _ = ts.do("POST", "/threads/search", map[string]any{"metadata": map[string]string{"graph_id": "research"}}, "X-Api-Key", "tok")
 	require.Equal(t, 200, status, "%s", data)
 	require.NoError(t, json.Unmarshal(data, &found))
 	require.Len(t, found, 1)
@@ -172,13 +160,13 @@ func TestAgentAPIResearchRun(t *testing.T) {
 
 	// The token is needed, as x-api-key or bearer.
 	ts.token = ""
-	status, _, _ = ts.do("POST", AgentAPIPrefix+"/threads/search", map[string]any{})
+	status, _, _ = ts.do("POST", "/threads/search", map[string]any{})
 	assert.Equal(t, 401, status)
 }
 
 func TestAgentAPIReviewIsHITLRequest(t *testing.T) {
 	ts := newTestServer(t, world{})
-	status, data, _ := ts.do("POST", AgentAPIPrefix+"/threads", map[string]any{})
+	status, data, _ := ts.do("POST", "/threads", map[string]any{})
 	require.Equal(t, 200, status)
 	var th struct {
 		ThreadID string `json:"thread_id"`
@@ -213,7 +201,7 @@ func TestAgentAPIReviewIsHITLRequest(t *testing.T) {
 
 func TestAgentAPICORS(t *testing.T) {
 	ts := newTestServer(t, world{}, func(o *Options, _ *testEngine) { o.CORSOrigins = []string{"http://ui.example"} })
-	req, err := http.NewRequest("OPTIONS", ts.http.URL+AgentAPIPrefix+"/threads/x/runs/stream", nil)
+	req, err := http.NewRequest("OPTIONS", ts.http.URL+"/threads/x/runs/stream", nil)
 	require.NoError(t, err)
 	req.Header.Set("Origin", "http://ui.example")
 	req.Header.Set("Access-Control-Request-Method", "POST")
@@ -225,7 +213,7 @@ func TestAgentAPICORS(t *testing.T) {
 	assert.Contains(t, resp.Header.Get("Access-Control-Allow-Headers"), "X-Api-Key")
 	assert.Contains(t, resp.Header.Get("Access-Control-Expose-Headers"), "Content-Location")
 	assert.Contains(t, resp.Header.Get("Access-Control-Expose-Headers"), "Location")
-	status, _, _ := ts.do("GET", AgentAPIPrefix+"/info", nil, "Origin", "http://evil.example")
+	status, _, _ := ts.do("GET", "/info", nil, "Origin", "http://evil.example")
 	assert.Equal(t, 403, status)
 }
 
@@ -239,7 +227,7 @@ func TestAgentAPIAgentQuestion(t *testing.T) {
 		fake.ToolCalls(fake.ToolCall("terminate", map[string]string{"status": "success", "answer": "Done for **2024**."})).When(fake.AnyContains("2024")),
 	)
 	ts := startTestServer(t, t.TempDir()+"/runs.db", eng)
-	status, data, _ := ts.do("POST", AgentAPIPrefix+"/threads", map[string]any{})
+	status, data, _ := ts.do("POST", "/threads", map[string]any{})
 	require.Equal(t, 200, status)
 	var th struct {
 		ThreadID string `json:"thread_id"`
@@ -304,7 +292,7 @@ func TestAgentAPIQueueBound(t *testing.T) {
 		th := lgCall[struct {
 			ThreadID string `json:"thread_id"`
 		}](ts, "POST", "/threads", map[string]any{}, 200)
-		status, data, hdr := ts.do("POST", AgentAPIPrefix+"/threads/"+th.ThreadID+"/runs",
+		status, data, hdr := ts.do("POST", "/threads/"+th.ThreadID+"/runs",
 			map[string]any{"assistant_id": "research", "input": map[string]any{"messages": []map[string]string{{"type": "human", "content": "q"}}}})
 		require.Equal(t, want, status, "%s", data)
 		var r lgRun
@@ -322,9 +310,157 @@ func TestAgentAPIQueueBound(t *testing.T) {
 	// No run has ended yet: the drain rate is unknown (internal/drain).
 	assert.Equal(t, "30", hdr.Get("Retry-After"))
 
-	status, _, _ := ts.do("POST", AgentAPIPrefix+"/threads/"+first.ThreadID+"/runs/"+first.RunID+"/cancel?wait=1", nil)
+	status, _, _ := ts.do("POST", "/threads/"+first.ThreadID+"/runs/"+first.RunID+"/cancel?wait=1", nil)
 	require.Equal(t, http.StatusNoContent, status)
 	second, _, _ := start(200)
-	status, _, _ = ts.do("POST", AgentAPIPrefix+"/threads/"+second.ThreadID+"/runs/"+second.RunID+"/cancel?wait=1", nil)
+	status, _, _ = ts.do("POST", "/threads/"+second.ThreadID+"/runs/"+second.RunID+"/cancel?wait=1", nil)
 	require.Equal(t, http.StatusNoContent, status)
+}
+
+// The Agent Server API's bodies and questions are bounded, and a run's
+// bad input or configuration says what is wrong: before the run (422) for
+// the request's shape, in the stream's error event for what the run reads.
+func TestAgentAPILimitsAndBadRequests(t *testing.T) {
+	ts := newTestServer(t, world{}, func(o *Options, _ *testEngine) { o.MaxQuestion = 100; o.MaxBody = 4096 })
+	th := lgCall[struct {
+		ThreadID string `json:"thread_id"`
+	}](ts, "POST", "/threads", map[string]any{}, 200)
+	path := "/threads/" + th.ThreadID + "/runs/wait"
+	ask := func(question string, configurable map[string]any) map[string]any {
+		return map[string]any{"assistant_id": "research", "config": map[string]any{"configurable": configurable},
+			"input": map[string]any{"messages": []map[string]string{{"type": "human", "content": question}}}}
+	}
+	status, data, _ := ts.do("POST", path, ask(strings.Repeat("x", 5000), nil))
+	assert.Equal(t, 413, status)
+	assert.Contains(t, string(data), "over 4096 bytes")
+	status, data, _ = ts.do("POST", path, map[string]any{"assistant_id": "research", "multitask_strategy": "sometimes"})
+	assert.Equal(t, 422, status)
+	assert.Contains(t, string(data), "multitask_strategy")
+	status, data, _ = ts.do("POST", path, map[string]any{"assistant_id": "poem"})
+	assert.Equal(t, 404, status)
+	assert.Contains(t, string(data), "research")
+
+	for _, c := range []struct {
+		name         string
+		question     string
+		configurable map[string]any
+		want         string
+	}{
+		{"a question over the limit", strings.Repeat("é", 101), nil, "101 characters; this server takes at most 100"},
+		{"an empty question", "  ", nil, "the input has no question"},
+		{"an unknown effort", "q", map[string]any{"effort": "extreme"}, "effort"},
+		{"a model not offered", "q", map[string]any{"models": map[string]string{"answer": "openai:gpt-5"}}, "not offered"},
+		{"a back end not configured", "q", map[string]any{"backend": "corpus"}, "not configured"},
+	} {
+		out := lgCall[map[string]json.RawMessage](ts, "POST", "/threads/"+th.ThreadID+"/runs/wait", ask(c.question, c.configurable), 200)
+		assert.Contains(t, string(out["__error__"]), c.want, c.name)
+	}
+
+	req, err := http.NewRequest("POST", ts.http.URL+path, strings.NewReader("assistant_id=research"))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := ts.http.Client().Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode, "a form post (no preflight) is refused")
+	runs := lgCall[[]lgRun](ts, "GET", "/threads/"+th.ThreadID+"/runs", nil, 200)
+	require.NotEmpty(t, runs)
+	status, data, _ = ts.do("GET", "/threads/"+th.ThreadID+"/runs/"+runs[0].RunID+"/stream", nil, "Last-Event-ID", "abc")
+	assert.Equal(t, 422, status)
+	assert.Contains(t, string(data), "Last-Event-ID")
+}
+
+// lgAgentRun streams an agent run of task on a new thread of the Agent
+// Server API (values and custom modes).
+func (ts *testServer) lgAgentRun(task string) (string, []lgEvent) {
+	ts.t.Helper()
+	th := lgCall[struct {
+		ThreadID string `json:"thread_id"`
+	}](ts, "POST", "/threads", map[string]any{}, 200)
+	return th.ThreadID, ts.lgStream("/threads/"+th.ThreadID+"/runs/stream", map[string]any{"assistant_id": "agent",
+		"input": map[string]any{"messages": []map[string]string{{"type": "human", "content": task}}}, "stream_mode": []string{"values", "custom"}})
+}
+
+// An agent run that reaches its step limit did not do its task: it fails
+// with why — in its stream, its status and the run store — its best-effort
+// answer in its values; never success.
+func TestAgentAPIStepLimitFails(t *testing.T) {
+	eng := newEngine(world{})
+	var replies []fake.Reply
+	for i := range 5 { // the harness's agents have 5 steps
+		replies = append(replies, fake.ToolCalls(fake.ToolCall("no_such_tool", map[string]int{"try": i})).WithTokens(100, 10))
+	}
+	replies = append(replies, fake.Text("A best effort.").WithTokens(100, 10))
+	eng.agentScript = fake.New(replies...)
+	ts := startTestServer(t, t.TempDir()+"/runs.db", eng)
+	tid, evs := ts.lgAgentRun("Loop")
+	errs := lgOf(evs, "error")
+	require.Len(t, errs, 1)
+	assert.Contains(t, string(errs[0].Data), "step limit (5")
+	values := lgOf(evs, "values")
+	var v agentValues
+	require.NoError(t, json.Unmarshal(values[len(values)-1].Data, &v))
+	assert.Equal(t, "max_steps", string(v.Status))
+	assert.Equal(t, "A best effort.", v.Answer, "the best effort is kept")
+	runs := lgCall[[]lgRun](ts, "GET", "/threads/"+tid+"/runs", nil, 200)
+	require.Len(t, runs, 1)
+	assert.Equal(t, "error", runs[0].Status, "a run that ran out of steps is not a success")
+	stored, err := ts.store.Runs.Get(t.Context(), runs[0].RunID)
+	require.NoError(t, err)
+	assert.Equal(t, runstore.StatusFailed, stored.Status)
+	assert.Contains(t, stored.Error, "step limit (5")
+}
+
+// An agent's timeline counts its tokens as its steps spend them.
+func TestAgentAPITimelineTokens(t *testing.T) {
+	eng := newEngine(world{})
+	eng.agentScript = fake.New(
+		fake.ToolCalls(fake.ToolCall("no_such_tool", map[string]string{})).WithTokens(1000, 100),
+		fake.ToolCalls(fake.ToolCall("terminate", map[string]string{"status": "success", "answer": "Done."})).WithTokens(2000, 100),
+	)
+	ts := startTestServer(t, t.TempDir()+"/runs.db", eng)
+	_, evs := ts.lgAgentRun("Finish")
+	var steps []string
+	for _, ev := range lgOf(evs, "custom") {
+		var ce customEvent
+		require.NoError(t, json.Unmarshal(ev.Data, &ce))
+		if ce.Type == "activity" {
+			steps = append(steps, fmt.Sprintf("%s %d", ce.Activity.Kind, ce.Activity.Tokens))
+		}
+	}
+	assert.Equal(t, []string{"agent_think 1100", "agent_act 1100", "agent_think 3200", "agent_act 3200", "agent_done 3200"}, steps)
+}
+
+// A review over the Agent Server API also takes the CLI's answers: the
+// thread waits (status interrupted; a run with input null is refused); an
+// answer that is not a review answer fails the run and leaves the review
+// waiting; {queries} replaces the proposed queries.
+func TestAgentAPIReviewTakesTheCLIsAnswers(t *testing.T) {
+	eng := newEngine(world{queries: 2})
+	ts := startTestServer(t, t.TempDir()+"/runs.db", eng)
+	th := lgCall[struct {
+		ThreadID string `json:"thread_id"`
+	}](ts, "POST", "/threads", map[string]any{}, 200)
+	path := "/threads/" + th.ThreadID
+	resume := func(answer any) map[string]json.RawMessage {
+		return lgCall[map[string]json.RawMessage](ts, "POST", path+"/runs/wait", map[string]any{"assistant_id": "research", "command": map[string]any{"resume": answer}}, 200)
+	}
+	paused := lgCall[lgResearchValues](ts, "POST", path+"/runs/wait", map[string]any{"assistant_id": "research",
+		"input":  map[string]any{"messages": []map[string]string{{"type": "human", "content": "q"}}},
+		"config": map[string]any{"configurable": map[string]any{"effort": "medium", "review": true}}}, 200)
+	require.Len(t, paused.Interrupt, 1)
+	assert.Contains(t, string(paused.Interrupt[0].Value.ActionRequests[0].Args), `"query 1","query 2"`)
+	thread := lgCall[struct {
+		Status string `json:"status"`
+	}](ts, "GET", path, nil, 200)
+	assert.Equal(t, "interrupted", thread.Status)
+	status, data, _ := ts.do("POST", path+"/runs/wait", map[string]any{"assistant_id": "research", "input": nil})
+	assert.Equal(t, 422, status)
+	assert.Contains(t, string(data), "command.resume")
+
+	assert.Contains(t, string(resume(map[string]any{"querys": []string{"x"}})["__error__"]), "review answer")
+	done := resume(map[string]any{"queries": []string{"edited query"}})
+	assert.Contains(t, string(done["answer"]), "The answer is")
+	assert.Equal(t, 1, countQuery(eng.search, "edited query"))
+	assert.Zero(t, countQuery(eng.search, "query 1"), "the proposed queries were replaced")
 }

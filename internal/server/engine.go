@@ -32,6 +32,23 @@ type Engine interface {
 	Agent(ctx context.Context, set app.Settings, cp graph.Checkpointer) (*AgentRun, error)
 }
 
+// RunRequest is what a run asks for, from its configuration (a run's
+// config.configurable over the Agent Server API).
+type RunRequest struct {
+	// Kind is research (the default) or agent.
+	Kind runstore.Kind
+	// Effort is low, medium or high (research).
+	Effort string
+	// Review pauses the run before each round of searches for the
+	// queries to be approved or edited (research).
+	Review bool
+	// Backend is one of the server's back ends (Choices; research).
+	Backend string
+	// Models are model specs by role (query, research, reflection, answer;
+	// "agent" for an agent), among the server's models (Choices).
+	Models map[string]string
+}
+
 // ResearchRun is the researcher of one run.
 type ResearchRun struct {
 	*research.Researcher

@@ -38,19 +38,6 @@ func Guard(next http.Handler, o GuardOptions) http.Handler {
 // tokenHint says how to send the token.
 const tokenHint = "send Authorization: Bearer <serve.token>"
 
-// Authorized reports whether r carries token (as Authorization: Bearer or
-// x-api-key).
-func Authorized(r *http.Request, token string) bool { return guard.Authorized(r, token) }
-
-// writeUnauthorized refuses a request without the token, and closes its
-// connection after the answer: a client without the token has nothing to
-// keep it open for.
-func writeUnauthorized(w http.ResponseWriter) {
-	w.Header().Set("WWW-Authenticate", `Bearer realm="deepgraph"`)
-	w.Header().Set("Connection", "close")
-	writeError(w, http.StatusUnauthorized, codeUnauthorized, "this server needs its token: "+tokenHint)
-}
-
 // IsLoopback reports whether an address to listen on (host:port) reaches
 // this machine only.
 func IsLoopback(addr string) bool {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -288,13 +286,14 @@ func startWrappedServer(t testing.TB, path string, eng *testEngine, wrap func(ht
 	for _, opt := range opts {
 		opt(&o, eng)
 	}
-	srv := New(st, eng, o)
+	srv, err := New(st, eng, o)
+	require.NoError(t, err)
 	require.NoError(t, srv.Start(ctx))
 	h := srv.Handler()
 	if wrap != nil {
 		h = wrap(h)
 	}
-	hs := httptest.NewServer(checkedHandler(t, h))
+	hs := httptest.NewServer(h)
 	ts := &testServer{t: t, srv: srv, http: hs, store: st, eng: eng, token: o.Token, path: path}
 	t.Cleanup(ts.stop)
 	return ts
@@ -330,7 +329,7 @@ func (ts *testServer) do(method, path string, body any, hdr ...string) (int, []b
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if ts.token != "" {
-		req.Header.Set("Authorization", "Bearer "+ts.token)
+		req.Header.Set("X-Api-Key", ts.token)
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
@@ -353,78 +352,7 @@ func call[T any](ts *testServer, method, path string, body any, want int) T {
 	return v
 }
 
-// ask creates a thread and a run on it.
-func (ts *testServer) ask(req RunRequest) Run {
-	th := call[Thread](ts, "POST", "/threads", map[string]any{}, 201)
-	return call[Run](ts, "POST", "/threads/"+th.ID+"/runs", req, 202)
-}
-
-// waitRun polls a run until its status is one of want.
-func (ts *testServer) waitRun(run Run, want ...runstore.Status) Run {
-	ts.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got := call[Run](ts, "GET", "/threads/"+run.ThreadID+"/runs/"+run.ID, nil, 200)
-		if slices.Contains(want, got.Status) {
-			return got
-		}
-		if time.Now().After(deadline) {
-			ts.t.Fatalf("run %s is %s after 30s, want %v", run.ID, got.Status, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// sseEvent is one event read from a stream.
-type sseEvent struct {
-	ID   int64
-	Type string
-	Data string
-}
-
-// readSSE reads a stream's events until it ends or stop returns true.
-func readSSE(t testing.TB, body io.Reader, stop func(sseEvent) bool) []sseEvent {
-	t.Helper()
-	var out []sseEvent
-	var cur sseEvent
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if cur.Type != "" {
-				out = append(out, cur)
-				if stop != nil && stop(cur) {
-					return out
-				}
-			}
-			cur = sseEvent{}
-		case strings.HasPrefix(line, ":"):
-		case strings.HasPrefix(line, "id: "):
-			cur.ID, _ = strconv.ParseInt(line[4:], 10, 64)
-		case strings.HasPrefix(line, "event: "):
-			cur.Type = line[7:]
-		case strings.HasPrefix(line, "data: "):
-			cur.Data = line[6:]
-		}
-	}
-	return out
-}
-
-// stream opens a run's stream after an event id.
-func (ts *testServer) stream(ctx context.Context, run Run, after int64) *http.Response {
-	ts.t.Helper()
-	req, err := http.NewRequestWithContext(ctx, "GET", ts.http.URL+"/threads/"+run.ThreadID+"/runs/"+run.ID+"/stream", nil)
-	require.NoError(ts.t, err)
-	if after > 0 {
-		req.Header.Set("Last-Event-ID", strconv.FormatInt(after, 10))
-	}
-	if ts.token != "" {
-		req.Header.Set("Authorization", "Bearer "+ts.token)
-	}
-	resp, err := ts.http.Client().Do(req)
-	require.NoError(ts.t, err)
-	require.Equal(ts.t, 200, resp.StatusCode)
-	return resp
+// queueOf sets the server's bounds: running runs, and waiting ones.
+func queueOf(running, size int) serverOption {
+	return func(o *Options, _ *testEngine) { o.MaxRunning, o.QueueSize = running, size }
 }

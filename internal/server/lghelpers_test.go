@@ -16,7 +16,7 @@ import (
 // lgCall is call on the Agent Server API.
 func lgCall[T any](ts *testServer, method, path string, body any, want int) T {
 	ts.t.Helper()
-	return call[T](ts, method, AgentAPIPrefix+path, body, want)
+	return call[T](ts, method, path, body, want)
 }
 
 // lgRun is a run as the API shows it.
@@ -56,7 +56,7 @@ func (r lgRun) question() string {
 func (ts *testServer) lgJoin(r lgRun, modes ...string) []lgEvent {
 	ts.t.Helper()
 	q := url.Values{"stream_mode": modes}
-	req, err := http.NewRequest("GET", ts.http.URL+AgentAPIPrefix+"/threads/"+r.ThreadID+"/runs/"+r.RunID+"/stream?"+q.Encode(), nil)
+	req, err := http.NewRequest("GET", ts.http.URL+"/threads/"+r.ThreadID+"/runs/"+r.RunID+"/stream?"+q.Encode(), nil)
 	require.NoError(ts.t, err)
 	if ts.token != "" {
 		req.Header.Set("X-Api-Key", ts.token)

@@ -4,14 +4,11 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/deepgraph/deepgraph/agentserver"
 	"github.com/deepgraph/deepgraph/internal/app"
@@ -21,7 +18,8 @@ import (
 
 // Options configure a Server.
 type Options struct {
-	// Token, when set, is the bearer token every API request must carry.
+	// Token, when set, is the token every API request must carry, as
+	// x-api-key or Authorization: Bearer.
 	Token string
 	// CORSOrigins are the other origins whose pages may call the API.
 	CORSOrigins []string
@@ -29,7 +27,7 @@ type Options struct {
 	// the runs waiting beyond them (0: none wait).
 	MaxRunning int
 	QueueSize  int
-	// ResumeInterrupted resumes at Start the runs a stopped server left
+	// ResumeInterrupted continues at Start the runs a stopped server left
 	// running.
 	ResumeInterrupted bool
 	// MaxBody bounds a request body (default 64 KiB); MaxQuestion a
@@ -39,7 +37,8 @@ type Options struct {
 	// Loopback says the server listens on loopback only: requests must
 	// then name a loopback host (no DNS rebinding).
 	Loopback bool
-	// Version is reported by GET /info.
+	// Version is the server's version, in the assistants' metadata
+	// "deepgraph" (GET /info's version is the Agent Server API's).
 	Version string
 	// Redact masks secrets in errors recorded or sent (may be nil).
 	Redact func(string) string
@@ -58,32 +57,27 @@ const (
 	DefaultMaxQuestion = 8192
 )
 
-// Server is research serve: the HTTP API over the run store, the queue that
-// executes runs, and the web page.
+// Server is research serve: the LangGraph Agent Server API (package
+// agentserver) over the run store — the deep-search graph as the assistant
+// "research", the agent as "agent" — and, at /, the web page.
 type Server struct {
 	opts  Options
 	store *app.Store
 	eng   Engine
-	runs  *queue
 	mux   *http.ServeMux
 	log   *slog.Logger
-	// agents is the LangGraph Agent Server API, under AgentAPIPrefix;
-	// closeAgents releases its graphs.
-	agents      *agentserver.Server
-	closeAgents func()
+	// api is the Agent Server API; closeGraphs releases its graphs.
+	api         *agentserver.Server
+	closeGraphs func()
 }
-
-// AgentAPIPrefix is where the LangGraph Agent Server API is served: point
-// LangGraph's clients at http://host:port/lg (Agent Chat UI's deployment
-// URL, the SDKs' apiUrl), with the assistant "research".
-const AgentAPIPrefix = "/lg"
 
 //go:embed web/*.html web/*.js web/*.css
 var webFiles embed.FS
 
 // New returns a server over the store, building runs with eng. Start
-// begins executing runs; Handler serves the API and the page.
-func New(st *app.Store, eng Engine, opts Options) *Server {
+// starts again what a stopped server left; Handler serves the API and the
+// page. It fails when the research graph cannot be set up.
+func New(st *app.Store, eng Engine, opts Options) (*Server, error) {
 	if opts.MaxRunning <= 0 {
 		opts.MaxRunning = DefaultMaxRunning
 	}
@@ -99,19 +93,17 @@ func New(st *app.Store, eng Engine, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, store: st, eng: eng, log: opts.Logger}
-	s.runs = newQueue(st, eng, opts.Logger, opts.Redact, opts.MaxRunning, opts.QueueSize, opts.Telemetry)
-	s.mux = http.NewServeMux()
-	for _, rt := range routes() {
-		s.mux.Handle(rt.Method+" "+rt.Path, s.traced(rt, s.wrap(rt)))
+	s := &Server{opts: opts, store: st, eng: eng, log: opts.Logger, mux: http.NewServeMux()}
+	if err := s.serveGraphs(); err != nil {
+		return nil, err
 	}
-	s.mountAgentAPI()
 	web, _ := fs.Sub(webFiles, "web")
 	s.mux.Handle("GET /assets/", s.page(http.StripPrefix("/assets/", http.FileServerFS(web))))
 	s.mux.Handle("GET /{$}", s.page(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFileFS(w, r, web, "index.html")
 	})))
-	return s
+	s.mux.Handle("/", s.api.Handler())
+	return s, nil
 }
 
 // Handler serves the API and the page.
@@ -122,91 +114,58 @@ func (s *Server) Handler() http.Handler {
 		ExposeHeaders:         []string{"Content-Location", "Location", "X-Pagination-Next", "X-Pagination-Total"}})
 }
 
-// Start queues again the runs a previous server left queued, and — with
-// ResumeInterrupted — the runs it left running.
+// Start starts again the runs a stopped server left pending, and — with
+// ResumeInterrupted — continues those it left running
+// (agentserver.Server.ResumeRuns).
 func (s *Server) Start(ctx context.Context) error {
-	runs, err := s.store.Runs.List(ctx, runstore.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("reading the stored runs: %w", err)
-	}
-	slices.Reverse(runs) // oldest first: the order they came in
-	now := time.Now()
-	for _, sum := range runs {
-		status := sum.Effective(now, runstore.Alive)
-		wasRunning := sum.Status == runstore.StatusRunning || sum.Error == stoppedByServer
-		switch {
-		case status == runstore.StatusQueued:
-		case status == runstore.StatusInterrupted && wasRunning && s.opts.ResumeInterrupted:
-		default:
-			continue
-		}
-		run, err := s.store.Runs.Get(ctx, sum.ID)
-		if err != nil {
-			return err
-		}
-		err = s.runs.add(ctx, run, nil, func(run *runstore.Run) error {
-			run.Status, run.Updated = runstore.StatusQueued, time.Now().UTC()
-			return s.store.Runs.Update(ctx, run)
-		})
-		if err != nil {
-			s.log.Warn("could not queue a stored run again", "run", run.ID, "err", err)
-			continue
-		}
-		s.log.Info("queued a run again", "run", run.ID, "was", status)
+	if err := s.api.ResumeRuns(ctx, s.opts.ResumeInterrupted); err != nil {
+		s.log.Warn("could not start again a run a stopped server left", "err", s.opts.Redact(err.Error()))
 	}
 	return nil
 }
 
-// Shutdown stops taking runs, cancels the running ones — each stores what
-// it finished and is recorded as interrupted — and waits for them (or ctx).
+// Shutdown stops taking runs, cancels the running ones — each keeps what
+// it finished and is recorded as interrupted, for ResumeInterrupted — and
+// waits for them (or ctx).
 func (s *Server) Shutdown(ctx context.Context) error {
-	err := s.runs.drain(ctx)
-	if s.agents != nil {
-		err = errors.Join(err, s.agents.Shutdown(ctx))
-		s.closeAgents()
-	}
+	err := s.api.Shutdown(ctx)
+	s.closeGraphs()
 	return err
 }
 
-// mountAgentAPI serves the LangGraph Agent Server API under AgentAPIPrefix,
-// with the server's token (also as x-api-key), origins and limits. A
-// server whose research graph cannot be set up serves the rest and logs
-// why.
-func (s *Server) mountAgentAPI() {
-	api, err := agentserver.New(agentserver.Options{Checkpointer: s.store.Checkpointer, Token: s.opts.Token,
+// serveGraphs sets up the Agent Server API with the server's token (also
+// as x-api-key), origins and limits, and serves the research graph and,
+// when the server allows agent runs, the agent.
+func (s *Server) serveGraphs() error {
+	records := &runStoreRecords{runs: s.store.Runs}
+	api, err := agentserver.New(agentserver.Options{Checkpointer: s.store.Checkpointer, Store: records, Token: s.opts.Token,
 		CORSOrigins: slices.Clone(s.opts.CORSOrigins), Loopback: s.opts.Loopback, MaxBody: s.opts.MaxBody, Logger: s.log,
-		MaxRunning: s.opts.MaxRunning, MaxQueued: s.opts.QueueSize})
+		MaxRunning: s.opts.MaxRunning, MaxQueued: s.opts.QueueSize, Route: s.traced})
+	if err != nil {
+		return err
+	}
 	// The assistants' metadata "deepgraph" is what the page reads before a
 	// run: the server's version and the efforts, back ends and models a
 	// run's configurable may choose.
 	choices, _ := json.Marshal(s.choices())
 	md := agentserver.Metadata{"deepgraph": choices}
-	if err == nil {
-		ra := &researchAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact, metadata: md}
-		s.closeAgents, err = ra.serveGraphs(context.Background(), api)
-	}
-	if err == nil && slices.Contains(s.eng.Choices().Kinds, runstore.KindAgent) {
-		aa := &agentAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact, metadata: md}
-		closeResearch := s.closeAgents
-		closeAgent, aerr := aa.serve(context.Background(), api)
-		if aerr != nil {
-			s.log.Warn("the agent is not served over the LangGraph Agent Server API", "err", s.opts.Redact(aerr.Error()))
-		} else {
-			s.closeAgents = func() { closeAgent(); closeResearch() }
-		}
-	}
+	ra := &researchAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact, metadata: md, records: records, tel: s.opts.Telemetry}
+	closeResearch, err := ra.serveGraphs(context.Background(), api)
 	if err != nil {
-		s.log.Warn("the LangGraph Agent Server API is not served", "err", s.opts.Redact(err.Error()))
-		return
+		return fmt.Errorf("the research graph cannot be served: %s", s.opts.Redact(err.Error()))
 	}
-	s.agents = api
-	s.mux.Handle(AgentAPIPrefix+"/", http.StripPrefix(AgentAPIPrefix, api.Handler()))
-}
-
-// Peak is the most runs that ran at once.
-func (s *Server) Peak() int {
-	_, _, peak := s.runs.counts()
-	return peak
+	s.api, s.closeGraphs = api, closeResearch
+	if !slices.Contains(s.eng.Choices().Kinds, runstore.KindAgent) {
+		return nil
+	}
+	aa := &agentAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact, metadata: md, records: records, tel: s.opts.Telemetry}
+	closeAgent, err := aa.serve(context.Background(), api)
+	if err != nil {
+		s.log.Warn("the agent is not served", "err", s.opts.Redact(err.Error()))
+		return nil
+	}
+	s.closeGraphs = func() { closeAgent(); closeResearch() }
+	return nil
 }
 
 // contentSecurityPolicy lets the page run its own script and style and
@@ -220,24 +179,5 @@ func (s *Server) page(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-cache")
 		next.ServeHTTP(w, r)
-	})
-}
-
-// wrap applies a route's checks: the token, the body's type and size.
-func (s *Server) wrap(rt route) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "no-store")
-		if rt.Auth && s.opts.Token != "" && !Authorized(r, s.opts.Token) {
-			writeUnauthorized(w)
-			return
-		}
-		if rt.Request != nil {
-			if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/json") {
-				writeError(w, http.StatusUnsupportedMediaType, codeUnsupported, "send the body as JSON with Content-Type: application/json")
-				return
-			}
-			r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBody)
-		}
-		rt.Handle(s, w, r)
 	})
 }

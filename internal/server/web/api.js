@@ -45,10 +45,11 @@ export class ApiError extends Error {
 }
 
 /**
- * API_BASE is where the Agent Server API is served on this origin; paths
- * below and the Location headers of streams are relative to it.
+ * API_BASE is where the Agent Server API is served on this origin (its
+ * root, next to this page); paths below and the Location headers of
+ * streams are relative to it.
  */
-export const API_BASE = '/lg';
+export const API_BASE = '';
 
 /**
  * api calls method path (a path of the API, e.g. "/threads") with an
