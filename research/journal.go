@@ -34,6 +34,14 @@ func Journal(j CallJournal) RunOption { return func(o *runOptions) { o.journal =
 
 type journalKey struct{}
 
+// ContextWithJournal returns ctx carrying j as the journal of the research
+// graph's tasks that run under it (nil: one in memory), for a program that
+// runs the graph itself, as research serve runs Researcher.Graph(); Run,
+// Stream and Resume take theirs from Journal.
+func ContextWithJournal(ctx context.Context, j CallJournal) context.Context {
+	return withJournal(ctx, j)
+}
+
 // withJournal puts the run's journal in the context its tasks run in: j,
 // or, when the run has none, one in memory for the run, so that a task
 // its node runs again (a retried web_research) does not search and read

@@ -309,6 +309,37 @@ func (t *Tracker) Journal() research.CallJournal {
 	return runJournal{runs: t.runs, id: t.Run.ID, save: t.save}
 }
 
+// ThreadJournal is the record of the external calls a served run pays for
+// — searches, page reads, an agent's tool calls with side effects — in the
+// run store: they are recorded under the run, and recalled from every run
+// of its thread, newest first. A run that continues its thread's
+// unfinished tasks (input null after a cancel, a crash or a restart) is a
+// new run: it serves what the runs before it had paid for from there; a
+// follow-up question on the thread reuses a search or page read it repeats
+// word for word. The calls go with their runs.
+func ThreadJournal(runs runstore.Store, thread, run string) research.CallJournal {
+	return threadJournal{runJournal: runJournal{runs: runs, id: run}, thread: thread}
+}
+
+type threadJournal struct {
+	runJournal // records
+	thread     string
+}
+
+func (j threadJournal) Recall(ctx context.Context, key string) ([]byte, bool, error) {
+	runs, err := j.runs.ThreadRuns(ctx, j.thread)
+	if err != nil {
+		return nil, false, err
+	}
+	for i := len(runs) - 1; i >= 0; i-- { // ThreadRuns lists them oldest first
+		data, ok, err := runJournal{runs: j.runs, id: runs[i].ID}.Recall(ctx, key)
+		if ok || err != nil {
+			return data, ok, err
+		}
+	}
+	return nil, false, nil
+}
+
 // runJournal is a run's calls in the run store.
 type runJournal struct {
 	runs runstore.Store

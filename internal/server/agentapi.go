@@ -248,6 +248,9 @@ func (a *researchAPI) build(ctx context.Context, cfg agentserver.RunConfig) (age
 		return agentserver.RunSetup[research.State]{}, err
 	}
 	tl := &researchTimeline{start: time.Now(), models: r.Models, prices: r.Prices, progress: a.records.progress(cfg.RunID)}
+	// The searches and page reads it pays for are recorded: a run that
+	// continues this one's unfinished tasks does not pay for them again.
+	ctx = research.ContextWithJournal(ctx, a.records.journal(ctx, cfg))
 	return agentserver.RunSetup[research.State]{Graph: r.Researcher.Graph(), Observe: tl.observe, Close: r.Close, Context: ctx,
 		End: func(status string, err error) {
 			tl.mu.Lock()

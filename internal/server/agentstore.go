@@ -9,7 +9,9 @@ import (
 	"sync"
 
 	"github.com/deepgraph/deepgraph/agentserver"
+	"github.com/deepgraph/deepgraph/internal/app"
 	"github.com/deepgraph/deepgraph/internal/runstore"
+	"github.com/deepgraph/deepgraph/research"
 )
 
 // runStoreRecords keeps the Agent Server API's threads and runs in the
@@ -150,6 +152,17 @@ func (s *runStoreRecords) PutRun(ctx context.Context, r agentserver.RunRecord) e
 	}
 	run.Tokens, run.Calls, run.Cost = old.Tokens, old.Calls, old.Cost
 	return s.runs.Update(ctx, run)
+}
+
+// journal is the record of the external calls the run pays for
+// (app.ThreadJournal): recorded under the run, recalled from its thread's
+// runs; nil for a run without a record (a stateless run's), which keeps
+// them in memory while it runs.
+func (s *runStoreRecords) journal(ctx context.Context, cfg agentserver.RunConfig) research.CallJournal {
+	if _, err := s.runs.Get(ctx, cfg.RunID); err != nil {
+		return nil
+	}
+	return app.ThreadJournal(s.runs, cfg.ThreadID, cfg.RunID)
 }
 
 // progress returns what records a run's spending so far (tokens, model

@@ -178,3 +178,45 @@ func TestAgentAPIResumesInterruptedRuns(t *testing.T) {
 	values := again.lgRunValues(runs[0])
 	assert.NotEmpty(t, values.Answer)
 }
+
+// A run cancelled after a task's search but before its summary is
+// continued by a run with input null that does not search again: the
+// search it paid for is in the run store, recalled from the thread's runs
+// (app.ThreadJournal). Without the journal the continuing run searches
+// "query 1" a second time.
+func TestAgentAPIContinuedRunDoesNotPayTwice(t *testing.T) {
+	ts := newTestServer(t, world{blockSummary: "query 1"})
+	th := lgCall[struct {
+		ThreadID string `json:"thread_id"`
+	}](ts, "POST", "/threads", map[string]any{}, 200)
+	path := "/threads/" + th.ThreadID
+	run := lgCall[lgRun](ts, "POST", path+"/runs", map[string]any{"assistant_id": "research",
+		"input": map[string]any{"messages": []map[string]string{{"type": "human", "content": "How do checkpoints work?"}}}}, 200)
+	select {
+	case <-ts.eng.model.summaryBlocked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the summary of query 1 never started")
+	}
+	status, _, _ := ts.do("POST", path+"/runs/"+run.RunID+"/cancel?wait=1", nil)
+	require.Equal(t, 204, status)
+	searched := func(q string) int {
+		ts.eng.search.mu.Lock()
+		defer ts.eng.search.mu.Unlock()
+		n := 0
+		for _, s := range ts.eng.search.queries {
+			if s == q {
+				n++
+			}
+		}
+		return n
+	}
+	require.Equal(t, 1, searched("query 1"))
+
+	ts.eng.model.unblocked.Store(true)
+	out := lgCall[map[string]json.RawMessage](ts, "POST", path+"/runs/wait", map[string]any{"assistant_id": "research", "input": nil}, 200)
+	assert.Contains(t, string(out["messages"]), "The answer is")
+	runs := lgCall[[]lgRun](ts, "GET", path+"/runs", nil, 200)
+	require.Len(t, runs, 2)
+	assert.Equal(t, "success", runs[0].Status)
+	assert.Equal(t, 1, searched("query 1"), "the continuing run searched query 1 again")
+}

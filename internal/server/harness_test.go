@@ -48,6 +48,10 @@ type world struct {
 	// block, when set, is a query whose research never returns until its
 	// context ends (a run in flight).
 	block string
+	// blockSummary, when set, is a query whose search returns but whose
+	// summary never does until its context ends (a run cut between the
+	// two).
+	blockSummary string
 	// queries is how many queries the query writer proposes.
 	queries int
 	// stamp makes each answer token carry the time it was written,
@@ -62,6 +66,11 @@ type worldModel struct {
 	w      *world
 	script *fake.Model
 	calls  atomic.Int64
+	// summaryBlocked is closed when the summary world.blockSummary names
+	// is under way; unblocked lifts world.blockSummary.
+	summaryBlocked chan struct{}
+	blockedOnce    sync.Once
+	unblocked      atomic.Bool
 }
 
 var markerRe = regexp.MustCompile(`\[[^\]]+\]\(https://vertexaisearch\.cloud\.google\.com/id/[0-9]+-[0-9]+\)`)
@@ -79,7 +88,7 @@ func newWorld(w world) *worldModel {
 		fake.JSON(schemas.Reflection{IsSufficient: true, FollowUpQueries: []string{}}).WithTokens(300, 30).When(fake.Schema("Reflection")).Repeat(),
 		fake.Text("The sources agree on the main point [S1] and add a detail [S2].").WithTokens(500, 40).When(fake.Contains("Summarise what the sources")).Repeat(),
 	)
-	return &worldModel{w: &w, script: script}
+	return &worldModel{w: &w, script: script, summaryBlocked: make(chan struct{})}
 }
 
 func (m *worldModel) Generate(ctx context.Context, msgs []schemas.Message, opts ...llm.Option) (*llm.Response, error) {
@@ -88,6 +97,11 @@ func (m *worldModel) Generate(ctx context.Context, msgs []schemas.Message, opts 
 		return nil, err
 	}
 	prompt := msgs[len(msgs)-1].Content
+	if q := m.w.blockSummary; q != "" && !m.unblocked.Load() && strings.Contains(prompt, "Summarise what the sources") && strings.Contains(prompt, q) {
+		m.blockedOnce.Do(func() { close(m.summaryBlocked) })
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	if !strings.Contains(prompt, "well-researched answer") {
 		return m.script.Generate(ctx, msgs, opts...)
 	}
@@ -174,6 +188,10 @@ type testEngine struct {
 	search *worldSearch
 	// agentScript answers agent runs.
 	agentScript *fake.Model
+	// agentTools are the agent's tools beside ask_human and terminate;
+	// with approveTools, their calls with side effects wait for approval.
+	agentTools   []tools.Tool
+	approveTools bool
 	// prices are the runs' prices, as the config file's prices key gives
 	// them (fake:world has no built-in price).
 	prices llm.Prices
@@ -229,12 +247,13 @@ func (e *testEngine) Agent(_ context.Context, set app.Settings, cp graph.Checkpo
 	if err != nil {
 		return nil, err
 	}
-	set2, err := tools.NewCollection(ask, tools.NewTerminate())
+	set2, err := tools.NewCollection(append([]tools.Tool{ask, tools.NewTerminate()}, e.agentTools...)...)
 	if err != nil {
 		return nil, err
 	}
 	meter := new(llm.Meter)
-	a, err := nodes.NewAgent(nodes.AgentConfig{Model: llm.Metered(e.agentScript, meter, llm.RoleAgent), Tools: set2, MaxSteps: 5, Checkpointer: cp})
+	a, err := nodes.NewAgent(nodes.AgentConfig{Model: llm.Metered(e.agentScript, meter, llm.RoleAgent), Tools: set2, MaxSteps: 5, Checkpointer: cp,
+		ApproveTools: e.approveTools})
 	if err != nil {
 		return nil, err
 	}
