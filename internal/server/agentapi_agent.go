@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -109,6 +110,9 @@ func (a *agentAPI) build(ctx context.Context, cfg agentserver.RunConfig) (agents
 	}
 	tl := &agentTimeline{start: time.Now(), meter: ar.Meter, models: map[string]string{llm.RoleAgent: ar.Model}, prices: ar.Prices,
 		progress: a.records.progress(cfg.RunID)}
+	// Its tool calls with side effects are recorded before and after they
+	// run: a run that continues this one does not repeat them blindly.
+	ctx = nodes.WithCallJournal(ctx, a.records.journal(ctx, cfg))
 	return agentserver.RunSetup[nodes.AgentState]{Graph: ar.Agent.Graph(), Observe: tl.observe, Close: ar.Close, Context: ctx,
 		End: func(status string, err error) { end(status, err, tl.usage(), tl.models, tl.prices) },
 		// An agent that gave up, ran out of steps or got stuck did not do
@@ -180,6 +184,17 @@ func (t *agentTimeline) observe(ev graph.Event[nodes.AgentState], out agentserve
 }
 
 func showQuestion(pi graph.PendingInterrupt) any {
+	if ap, ok := toolApproval(pi); ok {
+		ap.Question = app.CleanText(ap.Question)
+		args := ap.Args
+		if !json.Valid(args) || len(args) == 0 || args[0] != '{' {
+			args, _ = json.Marshal(map[string]json.RawMessage{"arguments": ap.Args})
+		}
+		return approvalRequest{hitlRequest: hitlRequest{
+			ActionRequests: []actionRequest{{Name: ap.Tool, Args: args, Description: ap.Question}},
+			ReviewConfigs:  []reviewConfig{{ActionName: ap.Tool, AllowedDecisions: []string{"approve", "edit", "reject"}}},
+		}, ToolApproval: ap}
+	}
 	q, err := graph.PayloadOf[nodes.HumanQuestion](pi)
 	if err != nil {
 		return pi.Payload
@@ -188,9 +203,26 @@ func showQuestion(pi graph.PendingInterrupt) any {
 	return q
 }
 
+// approvalRequest is an agent's request to run a tool call with side
+// effects (nodes.ToolApproval, whose question and fields it keeps) as
+// LangChain's HITLRequest, so that Agent Chat UI offers approve, edit and
+// reject.
+type approvalRequest struct {
+	hitlRequest
+	nodes.ToolApproval
+}
+
+// toolApproval is pi's request to approve a tool call, if it is one.
+func toolApproval(pi graph.PendingInterrupt) (nodes.ToolApproval, bool) {
+	ap, err := graph.PayloadOf[nodes.ToolApproval](pi)
+	return ap, err == nil && ap.Tool != ""
+}
+
 // answerQuestion reads the answer to an agent's question: text, {answer},
-// or Agent Chat UI's decisions (a reject's message, an edit's args.answer).
-func answerQuestion(_ graph.PendingInterrupt, raw json.RawMessage) (any, error) {
+// or Agent Chat UI's decisions — on a tool call, approve, reject with its
+// message, or edit with the edited arguments, as nodes.ParseToolDecision
+// reads them; on a question, a reject's message or an edit's args.answer.
+func answerQuestion(pi graph.PendingInterrupt, raw json.RawMessage) (any, error) {
 	var text string
 	if json.Unmarshal(raw, &text) == nil {
 		return text, nil
@@ -201,23 +233,45 @@ func answerQuestion(_ graph.PendingInterrupt, raw json.RawMessage) (any, error) 
 			Type         string `json:"type"`
 			Message      string `json:"message"`
 			EditedAction *struct {
-				Args struct {
-					Answer string `json:"answer"`
-				} `json:"args"`
+				Args json.RawMessage `json:"args"`
 			} `json:"edited_action"`
 		} `json:"decisions"`
 	}
-	if json.Unmarshal(raw, &obj) == nil {
-		switch {
-		case obj.Answer != nil:
-			return *obj.Answer, nil
-		case len(obj.Decisions) > 0 && obj.Decisions[0].Message != "":
-			return obj.Decisions[0].Message, nil
-		case len(obj.Decisions) > 0 && obj.Decisions[0].EditedAction != nil:
-			return obj.Decisions[0].EditedAction.Args.Answer, nil
-		}
+	if err := json.Unmarshal(raw, &obj); err != nil || (obj.Answer == nil && len(obj.Decisions) == 0) {
+		return nil, errors.New("the answer to an agent's question is text (or {answer: text}, or Agent Chat UI's decisions)")
 	}
-	return nil, errors.New("the answer to an agent's question is text (or {answer: text})")
+	if obj.Answer != nil {
+		return *obj.Answer, nil
+	}
+	d := obj.Decisions[0]
+	var edited json.RawMessage
+	if d.EditedAction != nil {
+		edited = d.EditedAction.Args
+	}
+	if _, ok := toolApproval(pi); ok {
+		switch d.Type {
+		case "approve":
+			return string(nodes.ToolApprove), nil
+		case "reject":
+			return strings.TrimSpace(string(nodes.ToolReject) + ": " + d.Message), nil
+		case "edit":
+			if len(edited) == 0 || edited[0] != '{' {
+				return nil, errors.New("an edit decision needs edited_action.args: the tool call's arguments as a JSON object")
+			}
+			return string(nodes.ToolEdit) + ": " + string(edited), nil
+		}
+		return nil, fmt.Errorf("decision %q: use approve, edit or reject", d.Type)
+	}
+	var answer struct {
+		Answer string `json:"answer"`
+	}
+	switch {
+	case d.Message != "":
+		return d.Message, nil
+	case json.Unmarshal(edited, &answer) == nil:
+		return answer.Answer, nil
+	}
+	return nil, errors.New("the answer to an agent's question is text: a decision's message, or an edit's args.answer")
 }
 
 // serveAgent adds the agent to api when the server allows agent runs.

@@ -1,11 +1,13 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/deepgraph/deepgraph/agentserver"
 	"github.com/deepgraph/deepgraph/internal/runstore"
 	"github.com/deepgraph/deepgraph/llm/fake"
+	"github.com/deepgraph/deepgraph/tools"
 )
 
 // lgEvent is one Server-Sent Event of the Agent Server API.
@@ -463,4 +466,92 @@ func TestAgentAPIReviewTakesTheCLIsAnswers(t *testing.T) {
 	assert.Contains(t, string(done["answer"]), "The answer is")
 	assert.Equal(t, 1, countQuery(eng.search, "edited query"))
 	assert.Zero(t, countQuery(eng.search, "query 1"), "the proposed queries were replaced")
+}
+
+// noteTool writes notes: a tool with side effects, for approvals.
+type noteTool struct {
+	*tools.FuncTool[struct {
+		Text string `json:"text"`
+	}]
+}
+
+func (noteTool) Effect(json.RawMessage) tools.Effect { return tools.Effect{Effectful: true} }
+
+// An agent run's request to run a tool with side effects is LangChain's
+// HITLRequest (the tool, its arguments, approve/edit/reject), and Agent
+// Chat UI's decisions answer it: an edit runs the call with the edited
+// arguments, a reject does not run it and tells the model the message.
+func TestAgentAPIToolApprovalDecisions(t *testing.T) {
+	var mu sync.Mutex
+	var written []string
+	fn, err := tools.Func("write_note", "Writes a note.", func(_ context.Context, a struct {
+		Text string `json:"text"`
+	}) (tools.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		written = append(written, a.Text)
+		return tools.Result{Output: "wrote " + a.Text}, nil
+	})
+	require.NoError(t, err)
+	eng := newEngine(world{})
+	eng.agentTools, eng.approveTools = []tools.Tool{noteTool{fn}}, true
+	eng.agentScript = fake.New(
+		fake.ToolCalls(fake.ToolCall("terminate", map[string]string{"status": "success", "answer": "Kept one note."})).When(fake.AnyContains("not now")),
+		fake.ToolCalls(fake.ToolCall("write_note", map[string]string{"text": "second"})).When(fake.AnyContains("wrote edited")),
+		fake.ToolCalls(fake.ToolCall("write_note", map[string]string{"text": "first"})),
+	)
+	ts := startTestServer(t, t.TempDir()+"/runs.db", eng)
+	th := lgCall[struct {
+		ThreadID string `json:"thread_id"`
+	}](ts, "POST", "/threads", map[string]any{}, 200)
+	path := "/threads/" + th.ThreadID + "/runs/wait"
+	type request struct {
+		ActionRequests []struct {
+			Name string          `json:"name"`
+			Args json.RawMessage `json:"args"`
+		} `json:"action_requests"`
+		ReviewConfigs []struct {
+			ActionName       string   `json:"action_name"`
+			AllowedDecisions []string `json:"allowed_decisions"`
+		} `json:"review_configs"`
+		Question string `json:"question"`
+	}
+	asked := func(out map[string]json.RawMessage) request {
+		t.Helper()
+		var intr []struct {
+			Value request `json:"value"`
+		}
+		require.NoError(t, json.Unmarshal(out["__interrupt__"], &intr), "%s", out["__interrupt__"])
+		require.Len(t, intr, 1)
+		return intr[0].Value
+	}
+	out := lgCall[map[string]json.RawMessage](ts, "POST", path, map[string]any{"assistant_id": "agent",
+		"input": map[string]any{"messages": []map[string]any{{"type": "human", "content": "Write notes"}}}}, 200)
+	req := asked(out)
+	require.Len(t, req.ActionRequests, 1)
+	assert.Equal(t, "write_note", req.ActionRequests[0].Name)
+	assert.JSONEq(t, `{"text":"first"}`, string(req.ActionRequests[0].Args))
+	require.Len(t, req.ReviewConfigs, 1)
+	assert.Equal(t, []string{"approve", "edit", "reject"}, req.ReviewConfigs[0].AllowedDecisions)
+	assert.Contains(t, req.Question, "write_note")
+
+	out = lgCall[map[string]json.RawMessage](ts, "POST", path, map[string]any{"assistant_id": "agent", "command": map[string]any{"resume": map[string]any{
+		"decisions": []map[string]any{{"type": "edit", "edited_action": map[string]any{"name": "write_note", "args": map[string]string{"text": "edited"}}}}}}}, 200)
+	assert.JSONEq(t, `{"text":"second"}`, string(asked(out).ActionRequests[0].Args))
+	// A decision that cannot be read is refused (runs/wait answers with
+	// the error in its body, as LangGraph's does), and the question stays.
+	out = lgCall[map[string]json.RawMessage](ts, "POST", path, map[string]any{"assistant_id": "agent", "command": map[string]any{"resume": map[string]any{
+		"decisions": []map[string]any{{"type": "edit"}}}}}, 200)
+	assert.Contains(t, string(out["__error__"]), "an edit decision needs edited_action.args")
+
+	out = lgCall[map[string]json.RawMessage](ts, "POST", path, map[string]any{"assistant_id": "agent", "command": map[string]any{"resume": map[string]any{
+		"decisions": []map[string]any{{"type": "reject", "message": "not now"}}}}}, 200)
+	assert.Empty(t, out["__interrupt__"])
+	var done agentValues
+	raw, _ := json.Marshal(out)
+	require.NoError(t, json.Unmarshal(raw, &done))
+	assert.Equal(t, "Kept one note.", done.Answer)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"edited"}, written, "the edited call ran, the rejected one did not")
 }

@@ -46,7 +46,10 @@ export class InterruptCards {
     const key = `${view.id}:${JSON.stringify(intr)}`;
     if (key === this.key) return; // already shown: keep the edits
     this.key = key;
-    const isReview = Array.isArray(intr.action_requests) || (intr.review && typeof intr.review === 'object');
+    // A review asks about the search queries; any other request (an agent's
+    // question, or its request to run a tool, answered in words) is a question.
+    const isReview = (intr.review && typeof intr.review === 'object') ||
+      (Array.isArray(intr.action_requests) && intr.action_requests.some((a) => a && a.name === 'search_queries'));
     if (!isReview) {
       show(this.review, false);
       this.questionText.textContent = str(intr.question) || 'The agent needs an answer to go on.';
