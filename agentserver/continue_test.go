@@ -226,3 +226,29 @@ func TestContinueFailedRun(t *testing.T) {
 	c.json("GET", path, nil, 200, &th)
 	assert.Equal(t, "idle", th.Status)
 }
+
+// TestContinueFromAPastCheckpoint: a run with input null on a past
+// checkpoint (Agent Chat UI's regenerate sends the parent checkpoint)
+// runs that checkpoint's pending tasks and what follows them, on a new
+// branch: b and c again, then d; a, finished before it, is not run again.
+func TestContinueFromAPastCheckpoint(t *testing.T) {
+	sg, c, path := serveSteps(t)
+	var done struct {
+		Done []string `json:"done"`
+	}
+	c.json("POST", path+"/runs/wait", map[string]any{"assistant_id": "steps", "input": map[string]any{"done": []string{}}}, 200, &done)
+	require.Equal(t, []string{"a", "b", "c", "d"}, done.Done)
+	var hist []stateDoc
+	c.json("POST", path+"/history", map[string]any{"limit": 50}, 200, &hist)
+	var afterA string
+	for _, st := range hist {
+		if assert.ObjectsAreEqual([]string{"b", "c"}, st.Next) {
+			afterA = st.Checkpoint.CheckpointID
+		}
+	}
+	require.NotEmpty(t, afterA, "no checkpoint waits for b and c: %+v", hist)
+
+	c.json("POST", path+"/runs/wait", map[string]any{"assistant_id": "steps", "input": nil, "checkpoint_id": afterA}, 200, &done)
+	assert.Equal(t, []string{"a", "b", "c", "d"}, done.Done, "the branch's state")
+	assert.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 2, "d": 2}, sg.counts())
+}

@@ -357,13 +357,15 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 		opts = append(opts, graph.RecursionLimit(req.recursionLimit))
 	}
 	var events func(func(graph.Event[S], error) bool)
-	// A run without input or command on a thread whose newest checkpoint
-	// has pending tasks continues it, as LangGraph does: the tasks that had
-	// not finished (a run cancelled, stopped or failed) run, the others'
-	// writes stand.
+	// A run without input or command on a checkpoint with pending tasks —
+	// the thread's newest, or the one it names — continues it, as LangGraph
+	// does: the tasks that had not finished (a run cancelled, stopped or
+	// failed; or, on a past checkpoint, the steps after it: Agent Chat UI's
+	// regenerate) run, on a new branch for a past one; the others' writes
+	// stand.
 	continues := false
-	if req.command == nil && isNull(req.input) && req.checkpointID == "" {
-		next, waiting, err := pendingOf(ctx, c, req.thread)
+	if req.command == nil && isNull(req.input) {
+		next, waiting, err := pendingOf(ctx, c, at)
 		if err != nil {
 			return runEnd{err: fmt.Errorf("reading the thread's pending tasks: %w", err)}
 		}
@@ -458,11 +460,12 @@ func isNull(raw json.RawMessage) bool {
 	return len(raw) == 0 || string(raw) == "null"
 }
 
-// pendingOf reads the pending tasks of a thread's newest checkpoint and the
+// pendingOf reads the pending tasks of the checkpoint at names (a thread's
+// newest, or one of its checkpoints) and the
 // interrupts raised by nodes that wait for an answer (breakpoints do not:
 // a continuing run releases them). A thread without a checkpoint has none.
-func pendingOf[S any](ctx context.Context, c *graph.Compiled[S], thread string) ([]string, []graph.PendingInterrupt, error) {
-	snap, err := c.State(ctx, graph.Thread(thread))
+func pendingOf[S any](ctx context.Context, c *graph.Compiled[S], at graph.Ref) ([]string, []graph.PendingInterrupt, error) {
+	snap, err := c.State(ctx, at)
 	if errors.Is(err, graph.ErrCheckpointNotFound) {
 		return nil, nil, nil
 	}
@@ -479,7 +482,7 @@ func pendingOf[S any](ctx context.Context, c *graph.Compiled[S], thread string) 
 }
 
 func (g *served[S]) pending(ctx context.Context, thread string) ([]string, []graph.PendingInterrupt, error) {
-	return pendingOf(ctx, g.c, thread)
+	return pendingOf(ctx, g.c, graph.Thread(thread))
 }
 
 // errWaiting is the error of a run without input or command on a thread
