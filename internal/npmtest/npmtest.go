@@ -15,16 +15,22 @@
 //
 //	bin := npmtest.Bin(t, "@modelcontextprotocol/server-everything", "2026.8.31", "mcp-server-everything")
 //	cmd := exec.Command("node", bin, "stdio")
+//
+// Modules installs several packages into one node_modules, for a script
+// that needs them to resolve one another (React beside the LangGraph SDK).
 package npmtest
 
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,9 +53,9 @@ const (
 	InspectorCLIVersion     = "1.0.3"
 )
 
-// installs serialises the installs of one process per package version; the
+// installs serialises the installs of one process per cache directory; the
 // lock file does the same between processes.
-var installs sync.Map // key string -> *sync.Mutex
+var installs sync.Map // cache directory -> *sync.Mutex
 
 // Install installs pkg@version (unless it already is) and returns its
 // node_modules/.bin directory, where the package's bin scripts are linked.
@@ -94,6 +100,44 @@ func install(t testing.TB, pkg, version string) string {
 	if err := checkName(pkg, version); err != nil {
 		t.Fatalf("npmtest: %v", err)
 	}
+	return installSet(t, filepath.FromSlash(pkg)+"@"+version, []Package{{Name: pkg, Version: version}})
+}
+
+// Package is an npm package at an exact version.
+type Package struct {
+	Name, Version string
+}
+
+func (p Package) String() string { return p.Name + "@" + p.Version }
+
+// Modules installs the packages together into one directory, so that they
+// resolve one another as an application's dependencies do (React for
+// @langchain/langgraph-sdk/react, an optional peer dependency npm does not
+// install on its own), and returns its node_modules directory. A set is
+// installed once per machine, like Install's packages, under sets/ in the
+// cache; it skips and fails as Install does.
+func Modules(t testing.TB, pkgs ...Package) string {
+	t.Helper()
+	if len(pkgs) == 0 {
+		t.Fatalf("npmtest: Modules needs at least one package")
+	}
+	specs := make([]string, 0, len(pkgs))
+	for _, p := range pkgs {
+		if err := checkName(p.Name, p.Version); err != nil {
+			t.Fatalf("npmtest: %v", err)
+		}
+		specs = append(specs, p.String())
+	}
+	slices.Sort(specs)
+	sum := sha256.Sum256([]byte(strings.Join(specs, "\n")))
+	dir := installSet(t, filepath.Join("sets", hex.EncodeToString(sum[:8])), pkgs)
+	return filepath.Join(dir, "node_modules")
+}
+
+// installSet installs pkgs into the cache directory <root>/<rel> (unless
+// they already are) and returns it.
+func installSet(t testing.TB, rel string, pkgs []Package) string {
+	t.Helper()
 	npm, err := exec.LookPath("npm")
 	if err != nil {
 		t.Skip("npm not found: the tests against npm MCP servers skip; install Node.js and npm to run them")
@@ -103,14 +147,18 @@ func install(t testing.TB, pkg, version string) string {
 	if err != nil {
 		t.Fatalf("npmtest: %v", err)
 	}
-	dir := filepath.Join(root, filepath.FromSlash(pkg)+"@"+version)
+	dir := filepath.Join(root, rel)
+	specs := make([]string, 0, len(pkgs))
+	for _, p := range pkgs {
+		specs = append(specs, p.String())
+	}
+	key := strings.Join(specs, " ")
 
-	key := pkg + "@" + version
-	mu, _ := installs.LoadOrStore(key, new(sync.Mutex))
+	mu, _ := installs.LoadOrStore(dir, new(sync.Mutex))
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
 
-	if installed(dir, pkg) {
+	if installed(dir, pkgs) {
 		return dir
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
@@ -121,7 +169,7 @@ func install(t testing.TB, pkg, version string) string {
 		t.Fatalf("npmtest: locking %s: %v", dir+".lock", err)
 	}
 	defer unlock()
-	if installed(dir, pkg) { // another process installed it while we waited
+	if installed(dir, pkgs) { // another process installed it while we waited
 		return dir
 	}
 
@@ -133,14 +181,14 @@ func install(t testing.TB, pkg, version string) string {
 	t.Logf("npmtest: installing %s with npm into %s", key, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), installTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--prefix", tmp, key)
+	cmd := exec.CommandContext(ctx, npm, append([]string{"install", "--no-audit", "--no-fund", "--prefix", tmp}, specs...)...)
 	cmd.Dir = tmp
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		failOrSkip(t, "npm install %s failed (%v); the tests that need it cannot run:\n%s", key, err, strings.TrimSpace(out.String()))
 	}
-	if !installed(tmp, pkg) {
+	if !installed(tmp, pkgs) {
 		failOrSkip(t, "npm install %s did not install the package:\n%s", key, strings.TrimSpace(out.String()))
 	}
 	_ = os.RemoveAll(dir) // a broken earlier install
@@ -160,10 +208,14 @@ func failOrSkip(t testing.TB, format string, args ...any) {
 	t.Skipf("npmtest: "+format, args...)
 }
 
-// installed reports whether dir holds a complete install of pkg.
-func installed(dir, pkg string) bool {
-	_, err := os.Stat(filepath.Join(dir, "node_modules", filepath.FromSlash(pkg), "package.json"))
-	return err == nil
+// installed reports whether dir holds a complete install of pkgs.
+func installed(dir string, pkgs []Package) bool {
+	for _, p := range pkgs {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", filepath.FromSlash(p.Name), "package.json")); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 func cacheRoot() (string, error) {

@@ -65,13 +65,13 @@ func fakeNPM(t *testing.T, fail bool) (count string) {
 	script := `#!/bin/sh
 echo run >> "` + count + `"
 [ "$1" = install ] || exit 2
-prefix= spec=
+prefix= specs=
 while [ $# -gt 0 ]; do
   case "$1" in
     --prefix) prefix=$2; shift ;;
     --*) ;;
     install) ;;
-    *) spec=$1 ;;
+    *) specs="$specs $1" ;;
   esac
   shift
 done
@@ -79,10 +79,12 @@ done
 	if fail {
 		script += "echo 'npm error 404 Not Found - GET https://registry.example/nope' >&2\nexit 1\n"
 	} else {
-		script += `pkg=${spec%@*}
+		script += `for spec in $specs; do
+pkg=${spec%@*}
 mkdir -p "$prefix/node_modules/$pkg" "$prefix/node_modules/.bin"
 echo '{"name":"'"$pkg"'"}' > "$prefix/node_modules/$pkg/package.json"
 echo 'console.log("hello")' > "$prefix/node_modules/.bin/hello"
+done
 `
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "npm"), []byte(script), 0o755))
@@ -142,6 +144,36 @@ func TestInstallOncePerMachine(t *testing.T) {
 	// A missing bin fails the test, naming it.
 	f, _ = run(t, func(tb testing.TB) string { return Bin(tb, "@scope/pkg", "1.2.3", "nope") })
 	assert.Contains(t, f.failed, `has no bin "nope"`)
+}
+
+func TestModulesInstallsASetOnce(t *testing.T) {
+	count := fakeNPM(t, false)
+	cache := t.TempDir()
+	t.Setenv(EnvCache, cache)
+	t.Setenv("CI", "")
+
+	set := []Package{{Name: "@scope/lib", Version: "1.0.0"}, {Name: "peer", Version: "19.0.0"}}
+	f, mods := run(t, func(tb testing.TB) string { return Modules(tb, set...) })
+	require.Empty(t, f.skipped+f.failed)
+	assert.FileExists(t, filepath.Join(mods, "@scope", "lib", "package.json"))
+	assert.FileExists(t, filepath.Join(mods, "peer", "package.json"), "both packages are in one node_modules")
+	assert.Equal(t, filepath.Join(cache, "sets"), filepath.Dir(filepath.Dir(mods)))
+
+	// The same set in another order is the same install.
+	f, again := run(t, func(tb testing.TB) string { return Modules(tb, set[1], set[0]) })
+	require.Empty(t, f.skipped+f.failed)
+	assert.Equal(t, mods, again)
+	assert.Equal(t, 1, runs(t, count))
+
+	// Another version is another set.
+	f, other := run(t, func(tb testing.TB) string { return Modules(tb, set[0], Package{Name: "peer", Version: "18.0.0"}) })
+	require.Empty(t, f.skipped+f.failed)
+	assert.NotEqual(t, mods, other)
+	assert.Equal(t, 2, runs(t, count))
+
+	// A bad name fails, naming it.
+	f, _ = run(t, func(tb testing.TB) string { return Modules(tb, Package{Name: "--global", Version: "1"}) })
+	assert.Contains(t, f.failed, "--global@1")
 }
 
 func TestInstallFailure(t *testing.T) {
