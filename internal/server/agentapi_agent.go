@@ -200,7 +200,28 @@ func showQuestion(pi graph.PendingInterrupt) any {
 		return pi.Payload
 	}
 	q.Question = app.CleanText(q.Question)
-	return q
+	args, _ := json.Marshal(questionArgs{Question: q.Question})
+	return questionRequest{hitlRequest: hitlRequest{
+		ActionRequests: []actionRequest{{Name: actionAskHuman, Args: args, Description: q.Question}},
+		ReviewConfigs:  []reviewConfig{{ActionName: actionAskHuman, AllowedDecisions: []string{"edit", "reject"}}},
+	}, HumanQuestion: q}
+}
+
+// actionAskHuman is the action of an agent's question, for Agent Chat UI:
+// its answer is the edited args.answer, or a reject's message.
+const actionAskHuman = "ask_human"
+
+type questionArgs struct {
+	Question string `json:"question"`
+	Answer   string `json:"answer"`
+}
+
+// questionRequest is an agent's question (nodes.HumanQuestion, whose
+// fields it keeps) as LangChain's HITLRequest, so that Agent Chat UI
+// offers to answer it.
+type questionRequest struct {
+	hitlRequest
+	nodes.HumanQuestion
 }
 
 // approvalRequest is an agent's request to run a tool call with side

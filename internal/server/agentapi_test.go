@@ -243,14 +243,29 @@ func TestAgentAPIAgentQuestion(t *testing.T) {
 	values := lgOf(evs, "values")
 	var paused struct {
 		Interrupt []struct {
-			Value struct{ Question string } `json:"value"`
+			Value struct {
+				Question       string
+				ActionRequests []struct {
+					Name string `json:"name"`
+					Args struct {
+						Question string `json:"question"`
+					} `json:"args"`
+				} `json:"action_requests"`
+			} `json:"value"`
 		} `json:"__interrupt__"`
 	}
 	require.NoError(t, json.Unmarshal(values[len(values)-1].Data, &paused))
 	require.Len(t, paused.Interrupt, 1, "%s", values[len(values)-1].Data)
 	assert.Equal(t, "Which year?", paused.Interrupt[0].Value.Question)
+	// For Agent Chat UI, a HITLRequest whose action's edited args.answer
+	// is the answer.
+	require.Len(t, paused.Interrupt[0].Value.ActionRequests, 1)
+	assert.Equal(t, "ask_human", paused.Interrupt[0].Value.ActionRequests[0].Name)
+	assert.Equal(t, "Which year?", paused.Interrupt[0].Value.ActionRequests[0].Args.Question)
 
-	evs = ts.lgStream(path, map[string]any{"assistant_id": "agent", "command": map[string]any{"resume": "2024"}, "stream_mode": []string{"values", "custom"}})
+	evs = ts.lgStream(path, map[string]any{"assistant_id": "agent", "command": map[string]any{"resume": map[string]any{"decisions": []map[string]any{
+		{"type": "edit", "edited_action": map[string]any{"name": "ask_human", "args": map[string]string{"question": "Which year?", "answer": "2024"}}}}}},
+		"stream_mode": []string{"values", "custom"}})
 	require.Empty(t, lgOf(evs, "error"), "%v", lgOf(evs, "error"))
 	values = lgOf(evs, "values")
 	var done agentValues
