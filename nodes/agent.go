@@ -393,6 +393,11 @@ type AgentResult struct {
 	Missing []string `json:"missing_files,omitempty"`
 }
 
+// Result is the result of a run whose last state is s: what Run returns
+// for it, and what a program that runs Graph itself (as research serve
+// does) reports.
+func (s AgentState) Result() *AgentResult { return resultOf(s) }
+
 func resultOf(s AgentState) *AgentResult {
 	return &AgentResult{Task: s.Task, Status: s.Status, Answer: s.Answer, BestEffort: s.Status == AgentMaxSteps || s.Status == AgentStuck || s.Status == AgentTimedOut,
 		Incomplete: s.Status == "" || s.Status.Incomplete(), Steps: s.Steps, Messages: s.Messages, Usage: s.Usage, Sources: s.Cited, Gathered: len(s.Sources), Dropped: s.Dropped,

@@ -113,11 +113,20 @@ func (a *agentAPI) build(ctx context.Context, cfg agentserver.RunConfig) (agents
 	// Its tool calls with side effects are recorded before and after they
 	// run: a run that continues this one does not repeat them blindly.
 	ctx = nodes.WithCallJournal(ctx, a.records.journal(ctx, cfg))
+	var final *nodes.AgentState // the state the run ended in, when it did
 	return agentserver.RunSetup[nodes.AgentState]{Graph: ar.Agent.Graph(), Observe: tl.observe, Close: ar.Close, Context: ctx,
-		End: func(status string, err error) { end(status, err, tl.usage(), tl.models, tl.prices) },
+		End: func(status string, err error) {
+			end(status, err, tl.usage(), tl.models, tl.prices)
+			if final != nil {
+				// Its answer, for research show, as research agent stores it.
+				doc := app.PricedAgentResultDoc(app.RunRef{RunID: cfg.RunID, ThreadID: cfg.ThreadID}, final.Result(), ar.Model, ar.Prices, err)
+				a.records.report(context.WithoutCancel(ctx), cfg.RunID, doc)
+			}
+		},
 		// An agent that gave up, ran out of steps or got stuck did not do
 		// its task: the run fails, its best effort in the state.
 		Outcome: func(s nodes.AgentState) error {
+			final = &s
 			maxSteps := 0
 			if set.Agent != nil {
 				maxSteps = set.Agent.MaxSteps

@@ -15,8 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deepgraph/deepgraph/agentserver"
+	"github.com/deepgraph/deepgraph/internal/app"
 	"github.com/deepgraph/deepgraph/internal/runstore"
 	"github.com/deepgraph/deepgraph/llm/fake"
+	"github.com/deepgraph/deepgraph/nodes"
 	"github.com/deepgraph/deepgraph/tools"
 )
 
@@ -295,6 +297,16 @@ func TestAgentAPIAgentQuestion(t *testing.T) {
 		}
 	}
 	assert.Contains(t, kinds, "agent_done")
+	// Its answer is stored as research agent stores it, for research show.
+	runs, err := ts.store.Runs.ThreadRuns(t.Context(), th.ThreadID)
+	require.NoError(t, err)
+	require.NotEmpty(t, runs)
+	stored, err := ts.store.Runs.Get(t.Context(), runs[len(runs)-1].ID)
+	require.NoError(t, err)
+	var doc app.AgentDoc
+	require.NoError(t, json.Unmarshal(stored.Report, &doc), "the run's report: %q", stored.Report)
+	assert.Equal(t, "Done for **2024**.", doc.Answer)
+	assert.Equal(t, nodes.AgentSuccess, doc.Status)
 
 	evs = ts.lgStream(path, map[string]any{"assistant_id": "agent", "input": map[string]any{"messages": []map[string]any{{"type": "human", "content": "more"}}}})
 	require.Len(t, lgOf(evs, "error"), 1)

@@ -150,7 +150,7 @@ func (s *runStoreRecords) PutRun(ctx context.Context, r agentserver.RunRecord) e
 	case err != nil:
 		return err
 	}
-	run.Tokens, run.Calls, run.Cost = old.Tokens, old.Calls, old.Cost
+	run.Tokens, run.Calls, run.Cost, run.Report = old.Tokens, old.Calls, old.Cost, old.Report
 	return s.runs.Update(ctx, run)
 }
 
@@ -163,6 +163,24 @@ func (s *runStoreRecords) journal(ctx context.Context, cfg agentserver.RunConfig
 		return nil
 	}
 	return app.ThreadJournal(s.runs, cfg.ThreadID, cfg.RunID)
+}
+
+// report stores doc as the run's report, what research show prints. When
+// it cannot be stored, research show says the run has no answer stored;
+// the thread's state keeps it all the same.
+func (s *runStoreRecords) report(ctx context.Context, runID string, doc any) {
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	run, err := s.runs.Get(ctx, runID)
+	if err != nil {
+		return
+	}
+	run.Report = data
+	_ = s.runs.Update(ctx, run)
 }
 
 // progress returns what records a run's spending so far (tokens, model
