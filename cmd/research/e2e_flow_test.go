@@ -196,3 +196,55 @@ func TestE2EFlowFailureKeepsFinishedSteps(t *testing.T) {
 		})
 	}
 }
+
+// TestE2EFlowTimeoutKeepsFinishedSteps: a flow stopped by --timeout while a
+// step runs prints its finished step's result and the steps not done, with
+// its sources (Markdown), or its JSON document marked incomplete; exit 1.
+func TestE2EFlowTimeoutKeepsFinishedSteps(t *testing.T) {
+	t.Parallel()
+	for _, format := range []string{"markdown", "json"} {
+		t.Run(format, func(t *testing.T) {
+			web, _ := newFakeWeb(t)
+			sx := newFakeSearXNG(t, web.URL)
+			ws := t.TempDir()
+			script := flowScript(t, ws, false)
+			oa := newFakeOpenAI(t, func(c oaCallCtx) oaReply {
+				if strings.Contains(c.req.prompt(), "You are carrying out one step") {
+					return oaReply{Hang: true} // the agent's step outlives the timeout
+				}
+				return script(c)
+			})
+			vars := map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL(), "SEARXNG_URL": sx.srv.URL}
+			res := run(t, env(t, vars), "flow", "--format", format, "--timeout", "4s", "--model", "openai:gpt-4.1-mini", "--allow-private-urls",
+				"--loops", "1", "--workspace", ws, "Research how Raft elects a leader and write notes to raft.md")
+			require.Equal(t, 1, res.code, res)
+			assert.Contains(t, res.stderr, "did not finish within the timeout of 4s", res)
+			if format == "json" {
+				var doc struct {
+					Incomplete bool   `json:"incomplete"`
+					Error      string `json:"error"`
+					Partial    string `json:"partial"`
+					Steps      []struct {
+						Status string `json:"status"`
+					} `json:"steps"`
+					Sources []struct {
+						URL string `json:"url"`
+					} `json:"sources"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(res.stdout), &doc), res.stdout)
+				assert.True(t, doc.Incomplete)
+				assert.NotEmpty(t, doc.Error)
+				require.Len(t, doc.Steps, 1, "the finished step is kept")
+				assert.Equal(t, "completed", doc.Steps[0].Status)
+				assert.Contains(t, doc.Partial, "Step 1 (researcher, completed)")
+				assert.Contains(t, doc.Partial, "Not done:\n- [agent] Write raft.md with the findings")
+				assert.NotEmpty(t, doc.Sources, "the partial's sources")
+				return
+			}
+			assert.Contains(t, res.stdout, "The flow stopped before its summary")
+			assert.Contains(t, res.stdout, "Step 1 (researcher, completed): How does Raft elect a leader?")
+			assert.Contains(t, res.stdout, "Not done:\n- [agent] Write raft.md with the findings")
+			assert.Contains(t, res.stdout, "\n## Sources\n\n1. [")
+		})
+	}
+}
