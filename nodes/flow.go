@@ -432,6 +432,32 @@ func (f *Flow) Resume(ctx context.Context, observe func(FlowEvent), opts ...grap
 	return f.drive(FlowState{}, observe, f.graph.ResumeStream(ctx, opts...))
 }
 
+// Saved is the result of a stored run (graph.Thread) as of its newest
+// checkpoint, without running anything: a finished run's result, or, for
+// one that stopped before its summary (killed, failed, waiting for a plan
+// review), what its finished steps found in Partial, Incomplete set, and
+// the review it waits on in Waiting.
+func (f *Flow) Saved(ctx context.Context, thread string) (*FlowResult, error) {
+	if f.cfg.Checkpointer == nil {
+		return nil, errors.New("nodes: flow: Saved needs FlowConfig.Checkpointer")
+	}
+	snap, err := f.graph.State(ctx, graph.Thread(thread))
+	if err != nil {
+		return nil, fmt.Errorf("nodes: flow: reading thread %q: %w", thread, err)
+	}
+	res := flowResult(snap.State)
+	if res.Summary == "" {
+		res.Incomplete = true
+		res.Partial, res.Sources = flowPartialOf(snap.State)
+	}
+	for _, pi := range snap.Interrupts {
+		if r, err := graph.PayloadOf[PlanReview](pi); err == nil && pi.Node == FlowNodeApprove {
+			res.Waiting = &r
+		}
+	}
+	return res, nil
+}
+
 func (f *Flow) drive(last FlowState, observe func(FlowEvent), events iter.Seq2[graph.Event[FlowState], error]) (*FlowResult, error) {
 	step, executor := -1, ""
 	// What failed attempts spent — the planner's, and those of an agent

@@ -130,12 +130,12 @@ func TestE2EFlow(t *testing.T) {
 		assert.NoFileExists(t, filepath.Join(ws, "notes.md"))
 	})
 
-	t.Run("--approve-plan needs a terminal", func(t *testing.T) {
+	t.Run("--approve-plan without a terminal and without a store is refused", func(t *testing.T) {
 		oa := newFakeOpenAI(t, agentScript(oaReply{Content: "never asked"}))
 		res := run(t, env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL()}),
-			"flow", "--approve-plan", "--model", "openai:gpt-4.1-mini", "--workspace", t.TempDir(), "x")
+			"flow", "--approve-plan", "--no-save", "--model", "openai:gpt-4.1-mini", "--workspace", t.TempDir(), "x")
 		require.Equal(t, 2, res.code, res)
-		assert.Contains(t, res.stderr, "--approve-plan asks on the terminal")
+		assert.Contains(t, res.stderr, "--approve-plan asks on the terminal or pauses the run in the store")
 		assert.Zero(t, oa.count())
 	})
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -136,4 +137,20 @@ func execNote(a *AgentSetup) string {
 		return ", running Python and shell commands"
 	}
 	return ""
+}
+
+// SavedFlow is the result of the stored flow run on thread as of its newest
+// checkpoint (nodes.Flow.Saved), read without models or tools.
+func SavedFlow(ctx context.Context, cp graph.Checkpointer, thread string) (*nodes.FlowResult, error) {
+	none := nodes.ExecutorFunc(func(context.Context, nodes.StepTask) (nodes.StepResult, error) {
+		return nodes.StepResult{}, errors.New("no executor: the flow is only read")
+	})
+	// Approve: the graph with the review node, which a stored run may
+	// wait in.
+	f, err := nodes.NewFlow(nodes.FlowConfig{Planner: noModel{}, Executors: []nodes.FlowExecutor{{Name: ExecutorAgent, Executor: none}},
+		Approve: true, Checkpointer: cp})
+	if err != nil {
+		return nil, err
+	}
+	return f.Saved(ctx, thread)
 }
