@@ -17,7 +17,9 @@ import (
 // model calls being made again.
 
 // isAgentStep reports whether a request is an agent step's model call.
-func isAgentStep(c oaCallCtx) bool { return strings.Contains(c.req.prompt(), "You are carrying out one step") }
+func isAgentStep(c oaCallCtx) bool {
+	return strings.Contains(c.req.prompt(), "You are carrying out one step")
+}
 
 func TestE2EFlowPlanApprovalWithoutATerminal(t *testing.T) {
 	t.Parallel()
