@@ -395,6 +395,11 @@ type FlowResult struct {
 	Usage llm.UsageByRole `json:"usage,omitempty"`
 	// Waiting is the plan review a paused run waits on.
 	Waiting *PlanReview `json:"waiting,omitempty"`
+	// Question is what an executor's agent asks a paused run (ask_human,
+	// or the approval of a tool call: then Approval is that call, see
+	// AgentConfig.ApproveTools); Resume with graph.Answer(text) answers it.
+	Question *HumanQuestion `json:"question,omitempty"`
+	Approval *ToolApproval  `json:"approval,omitempty"`
 	// Incomplete says the run stopped before its summary (it failed,
 	// timed out, or waits for a review); Partial is then what its finished
 	// steps found, with the steps not done, its citations checked (Sources
@@ -450,12 +455,26 @@ func (f *Flow) Saved(ctx context.Context, thread string) (*FlowResult, error) {
 		res.Incomplete = true
 		res.Partial, res.Sources = flowPartialOf(snap.State)
 	}
-	for _, pi := range snap.Interrupts {
-		if r, err := graph.PayloadOf[PlanReview](pi); err == nil && pi.Node == FlowNodeApprove {
-			res.Waiting = &r
+	waitingOn(res, snap.Interrupts)
+	return res, nil
+}
+
+// waitingOn sets what a paused run waits on: a plan review, or a question
+// (a tool call's approval) of an agent executor's run.
+func waitingOn(res *FlowResult, pending []graph.PendingInterrupt) {
+	for _, pi := range pending {
+		if pi.Node == FlowNodeApprove {
+			if r, err := graph.PayloadOf[PlanReview](pi); err == nil {
+				res.Waiting = &r
+			}
+			continue
+		}
+		if p, err := graph.PayloadOf[ToolApproval](pi); err == nil && p.Tool != "" {
+			res.Question, res.Approval = &p.HumanQuestion, &p
+		} else if q, err := graph.PayloadOf[HumanQuestion](pi); err == nil && q.Question != "" {
+			res.Question = &q
 		}
 	}
-	return res, nil
 }
 
 func (f *Flow) drive(last FlowState, observe func(FlowEvent), events iter.Seq2[graph.Event[FlowState], error]) (*FlowResult, error) {
@@ -503,11 +522,7 @@ func (f *Flow) drive(last FlowState, observe func(FlowEvent), events iter.Seq2[g
 		case graph.EventInterrupt:
 			res := result(ev.State)
 			res.Incomplete = true
-			for _, pi := range ev.Interrupts {
-				if r, err := graph.PayloadOf[PlanReview](pi); err == nil && pi.Node == FlowNodeApprove {
-					res.Waiting = &r
-				}
-			}
+			waitingOn(res, ev.Interrupts)
 			return res, &graph.InterruptError{Interrupts: ev.Interrupts}
 		}
 	}

@@ -153,3 +153,38 @@ func TestE2EFlowKilledResumes(t *testing.T) {
 	runs := run(t, envv, "runs")
 	assert.Regexp(t, id+`.*done.*flow: Research how Raft`, runs.stdout)
 }
+
+// TestE2EFlowApproveToolsWithoutATerminal: with --approve-tools an agent
+// step's file write waits for approval: the flow pauses (exit 6), research
+// resume --answer approve continues it where it paused — the finished
+// research step and the agent's first model call are not repeated — and
+// the file is written once.
+func TestE2EFlowApproveToolsWithoutATerminal(t *testing.T) {
+	t.Parallel()
+	web, _ := newFakeWeb(t)
+	sx := newFakeSearXNG(t, web.URL)
+	ws := t.TempDir()
+	oa := newFakeOpenAI(t, flowScript(t, ws, false))
+	envv := env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL(), "SEARXNG_URL": sx.srv.URL})
+	tr := &transcript{t: t}
+	defer tr.log()
+	res := run(t, envv, "flow", "--approve-tools", "--model", "openai:gpt-4.1-mini", "--allow-private-urls", "--loops", "1", "--workspace", ws,
+		"Research how Raft elects a leader and write notes to raft.md")
+	tr.add("research flow --approve-tools …", res)
+	require.Equal(t, exitNeedsInput, res.code, res)
+	id := runIDOf(t, res.stderr)
+	assertInOrder(t, res.stderr, "Step 0 [researcher]: completed", "Step 1 [agent] Write raft.md with the findings: in progress",
+		"Paused: run "+id+" waits for your approval of a tool call:", "str_replace_editor", "research resume "+id+" --answer approve")
+	assert.NoFileExists(t, ws+"/raft.md", "nothing written before the approval")
+	before := len(oa.all())
+
+	res = run(t, envv, "resume", id, "--answer", "approve")
+	tr.add("research resume "+id+" --answer approve", res)
+	require.Equal(t, 0, res.code, res)
+	assertInOrder(t, res.stderr, "Run "+id+" resumed", "← str_replace_editor", "Step 1 [agent]: completed", "Finished: completed", "2/2 steps completed")
+	assert.FileExists(t, ws+"/raft.md")
+	after := oa.all()[before:]
+	require.Len(t, after, 2, "the agent's step after the write, and the summary: nothing before the pause is asked again")
+	assert.Contains(t, string(after[0].Body), "Created raft.md")
+	assert.Contains(t, string(after[1].Body), "You write the final answer of a planned task")
+}

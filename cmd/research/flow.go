@@ -115,7 +115,9 @@ func (c *cli) runFlow(cmd *cobra.Command, args []string, fo app.FlowOptions) err
 	// (killed, Ctrl-C, a timeout, a plan to approve) is resumed with
 	// research resume without running its finished steps again.
 	fo.Checkpointer = checkpointer(st)
-	if fo.Approve && fo.Checkpointer == nil {
+	if (fo.Approve || cfg.Agent.ApproveTools) && fo.Checkpointer == nil && c.canAsk() {
+		// Asked on the terminal, without the store: the run pauses in
+		// memory.
 		fo.Checkpointer = graph.NewMemorySaver()
 	}
 	setup, err := app.NewFlow(ctx, cfg, app.AgentIO{Logger: logger}, fo)
@@ -131,7 +133,7 @@ func (c *cli) runFlow(cmd *cobra.Command, args []string, fo app.FlowOptions) err
 			return err
 		}
 		opts = append(opts, graph.Thread(tr.Run.Thread), graph.RunID(tr.Run.ID))
-	case fo.Approve:
+	case fo.Checkpointer != nil:
 		opts = append(opts, graph.Thread("flow"))
 	}
 	started := false
@@ -151,7 +153,17 @@ func (c *cli) runFlow(cmd *cobra.Command, args []string, fo app.FlowOptions) err
 func (c *cli) resumeFlow(ctx context.Context, cfg *config.Config, setup *app.FlowSetup, st *app.Store, tr *app.Tracker, answer string) error {
 	opts := []graph.RunOption{graph.Thread(tr.Run.Thread), graph.RunID(tr.Run.ID)}
 	if answer != "" {
-		opts = append(opts, graph.Answer(parsePlanAnswer(answer)))
+		// A plan review takes an approval; an agent step's question or
+		// tool approval takes the text.
+		saved, err := app.SavedFlow(ctx, st.Checkpointer, tr.Run.Thread)
+		switch {
+		case err != nil:
+			return err
+		case saved.Waiting != nil:
+			opts = append(opts, graph.Answer(parsePlanAnswer(answer)))
+		default:
+			opts = append(opts, graph.Answer(answer))
+		}
 	}
 	return c.driveFlow(ctx, cfg, setup, st, tr, func(ctx context.Context, observe func(nodes.FlowEvent), more ...graph.RunOption) (*nodes.FlowResult, error) {
 		return setup.Flow.Resume(ctx, observe, append(opts, more...)...)
@@ -193,8 +205,17 @@ func (c *cli) driveFlow(ctx context.Context, cfg *config.Config, setup *app.Flow
 	c.console.start("planning")
 	view := &flowView{c: c.console, start: began}
 	res, runErr := start(runCtx, view.observe)
-	for res != nil && res.Waiting != nil && errors.Is(runErr, graph.ErrInterrupted) && c.canAsk() {
-		ans, err := c.askPlan(runCtx, res.Waiting)
+	for res != nil && waits(res) && errors.Is(runErr, graph.ErrInterrupted) && c.canAsk() {
+		var ans any
+		var err error
+		switch {
+		case res.Waiting != nil:
+			ans, err = c.askPlan(runCtx, res.Waiting)
+		case res.Approval != nil:
+			ans, err = c.ask(runCtx, "approve a tool call", res.Question.Question)
+		default:
+			ans, err = c.ask(runCtx, "question from the agent", res.Question.Question)
+		}
 		if err != nil {
 			if !errors.Is(err, errNoAnswer) || tr == nil {
 				runErr = err
@@ -207,7 +228,7 @@ func (c *cli) driveFlow(ctx context.Context, cfg *config.Config, setup *app.Flow
 	o := outcomeOf(ctx, runCtx, runErr)
 	o.timeout = cfg.Timeout
 	meterFlow(ctx, o, runErr, res, setup.Specs(), cfg)
-	paused := o.status == runstore.StatusNeedsInput && res != nil && res.Waiting != nil && tr != nil
+	paused := o.status == runstore.StatusNeedsInput && res != nil && waits(res) && tr != nil
 	var doc []byte
 	if res != nil {
 		recordUsage(tr, res.Usage, setup.Specs(), cfg.Prices)
@@ -223,7 +244,7 @@ func (c *cli) driveFlow(ctx context.Context, cfg *config.Config, setup *app.Flow
 	if err := tr.Finish(ctx, o.status, o.why(c, runErr), doc); err != nil {
 		c.console.errorLine("warning: " + err.Error())
 	}
-	if runErr != nil && res != nil && res.Waiting == nil {
+	if runErr != nil && res != nil && !waits(res) {
 		// What the stopped flow had done, so it is not lost: its JSON
 		// document (incomplete, with its error), or its finished steps.
 		if err := c.writeFlowPartial(cfg, res, doc); err != nil {
@@ -235,8 +256,11 @@ func (c *cli) driveFlow(ctx context.Context, cfg *config.Config, setup *app.Flow
 		return &exitError{code: exitInterrupted, err: errInterrupted}
 	case o.timedOut:
 		return &exitError{code: exitFailed, err: fmt.Errorf("the flow did not finish within the timeout of %s (timeout); what its finished steps found is above", cfg.Timeout)}
-	case paused:
+	case paused && res.Waiting != nil:
 		c.pausedForPlan(tr.Run.ID, res.Waiting)
+		return &exitError{code: exitNeedsInput}
+	case paused:
+		c.pausedForQuestion(tr.Run.ID, &nodes.AgentResult{Waiting: res.Question, Approval: res.Approval})
 		return &exitError{code: exitNeedsInput}
 	case errors.Is(runErr, errNoAnswer):
 		return &exitError{code: exitNeedsInput, err: errors.New("the plan was not approved: the input ended")}
@@ -259,6 +283,10 @@ func (c *cli) driveFlow(ctx context.Context, cfg *config.Config, setup *app.Flow
 	}
 	return nil
 }
+
+// waits reports whether a paused flow waits for an answer: a plan review,
+// or an agent step's question or tool approval.
+func waits(res *nodes.FlowResult) bool { return res.Waiting != nil || res.Question != nil }
 
 // writeFlowResult prints a finished flow's summary, or its JSON document.
 func (c *cli) writeFlowResult(cfg *config.Config, res *nodes.FlowResult, doc []byte) error {

@@ -71,10 +71,18 @@ type FlowOptions struct {
 //     browser as the agent's browser tool: one browser per flow run, its
 //     pages and tabs carried from step to step.
 //
-// aio.Human and aio.Checkpointer are not used: the
-// executors do not ask questions.
+// aio.Human and aio.Checkpointer are not used. With agent.approve_tools the
+// agent executor asks before each tool call with side effects: the flow
+// pauses at the call (nodes.FlowResult.Approval), which needs
+// fo.Checkpointer (ErrApproveNeedsStore without it).
 func NewFlow(ctx context.Context, cfg *config.Config, aio AgentIO, fo FlowOptions) (_ *FlowSetup, err error) {
-	agent, err := NewAgent(ctx, cfg, AgentIO{Logger: aio.Logger, Pool: aio.Pool})
+	agentIO := AgentIO{Logger: aio.Logger, Pool: aio.Pool}
+	if cfg.Agent.ApproveTools {
+		// The agent's runs pause inside the flow's steps, in the flow's
+		// thread (each step's run is nested in it).
+		agentIO.Checkpointer = fo.Checkpointer
+	}
+	agent, err := NewAgent(ctx, cfg, agentIO)
 	if err != nil {
 		return nil, err
 	}
