@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -59,4 +60,36 @@ func TestE2EFlowPlanApprovalOnATerminal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestE2EFlowApproveToolsOnATerminal: an agent step's file write is
+// approved on the terminal; an unreadable answer is asked again; the write
+// runs once and the flow completes without pausing.
+func TestE2EFlowApproveToolsOnATerminal(t *testing.T) {
+	t.Parallel()
+	web, _ := newFakeWeb(t)
+	sx := newFakeSearXNG(t, web.URL)
+	ws := t.TempDir()
+	oa := newFakeOpenAI(t, flowScript(t, ws, false))
+	envv := env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL(), "SEARXNG_URL": sx.srv.URL})
+	master, slave := openPTY(t)
+	p := startBinIn(t, slave, envv, "flow", "--approve-tools", "--model", "openai:gpt-4.1-mini", "--allow-private-urls", "--loops", "1",
+		"--workspace", ws, "Research how Raft elects a leader and write notes to raft.md")
+	const prompt = "[approve a tool call]"
+	p.waitCount(t, prompt, 1, 30*time.Second)
+	assert.NoFileExists(t, ws+"/raft.md")
+	_, err := master.WriteString("maybe\n")
+	require.NoError(t, err)
+	p.waitCount(t, prompt, 2, 30*time.Second)
+	assert.Contains(t, p.stderr.String(), `"maybe" is not a decision`)
+	_, err = master.WriteString("approve\n")
+	require.NoError(t, err)
+	res := p.wait(t, 60*time.Second)
+	require.Equal(t, 0, res.code, res)
+	assertInOrder(t, res.stderr, "Step 1 [agent] Write raft.md with the findings: in progress", prompt, "← str_replace_editor",
+		"Step 1 [agent]: completed", "Finished: completed")
+	assert.NotContains(t, res.stderr, "Paused:")
+	b, err := os.ReadFile(ws + "/raft.md")
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(string(b), "# Raft"), "written once")
 }
