@@ -49,16 +49,21 @@ the steps not yet done. Without a terminal (or with --no-input) the run
 pauses in the store and exits 6: answer it with research resume ID --answer
 approve (or "no: REASON", or new steps separated by ';').
 
+The agent's flags apply to the agent executor. With --approve-tools an
+agent step's tool call with side effects pauses the flow until it is
+approved: on the terminal ("approve", "reject: REASON" or "edit: {JSON
+arguments}"), or, without one, with research resume ID --answer approve.
+
 The flow is kept in the run store (research runs lists it, research show ID
 prints its summary): a flow that stopped — killed, Ctrl-C, timed out, failed,
 waiting for its plan to be approved — continues with research resume ID,
 without running its finished steps again (the step that was running when it
-stopped runs again). --no-save keeps nothing.
+stopped is taken up again). --no-save keeps nothing.
 
 Exit status: 0 every step completed; 1 the run failed; 2 configuration or
 usage error; 3 some steps were blocked or the plan was rejected (the summary
-says what was not done); 6 the plan waits for approval (research resume);
-130 interrupted.`,
+says what was not done); 6 the plan or a tool call waits for approval
+(research resume); 130 interrupted.`,
 		Example: `  research flow "Research the Go 1.22 loop change and write notes.md" --workspace ./notes
   research flow --approve-plan --mcp files "Tidy the notes in my MCP file server"`,
 		Args: cobra.ArbitraryArgs,
