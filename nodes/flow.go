@@ -909,7 +909,9 @@ func (f *Flow) summarize(ctx context.Context, s FlowState) (graph.Update[FlowSta
 // step blocked, with the agent's answer as the reason; a run that fails
 // (an error of the model) leaves it blocked with the error as the reason
 // and what the run had done (AgentResult.Partial) as its output. The
-// agent's events reach the flow's stream.
+// agent's events reach the flow's stream. Under a CallJournal
+// (WithCallJournal on the flow's context) each step's effectful tool calls
+// are recorded under keys of the step's own.
 func AgentExecutor(a *Agent) Executor {
 	return ExecutorFunc(func(ctx context.Context, t StepTask) (StepResult, error) {
 		// The earlier steps' sources are the agent's first: it may cite
@@ -930,6 +932,12 @@ func AgentExecutor(a *Agent) Executor {
 				}
 			}
 			prompt = b.String()
+		}
+		// The flow's steps share the run's journal of effectful calls,
+		// each under keys of its own (its agent run counts its steps
+		// from 1 again).
+		if j := journalOf(ctx); j != nil {
+			ctx = WithCallJournal(ctx, prefixedJournal{j: j, prefix: fmt.Sprintf("flow-step-%d/", t.Index)})
 		}
 		// Done means done for the step's own artefacts (the whole task is
 		// in the prompt too, but it is not this step's to make).

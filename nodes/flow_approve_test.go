@@ -2,6 +2,7 @@ package nodes_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -47,4 +48,48 @@ func TestFlowAgentStepAsksForApproval(t *testing.T) {
 	assert.Equal(t, []string{"a"}, eff.lines(), "the approved call ran once")
 	assert.Len(t, planner.Calls(), 2, "the plan was made once, then the summary")
 	assert.Len(t, agentModel.Calls(), 2, "the agent's first step was not repeated")
+}
+
+// memJournal is a CallJournal in memory.
+type memJournal struct {
+	mu   sync.Mutex
+	recs map[string][]byte
+}
+
+func (j *memJournal) Recall(_ context.Context, key string) ([]byte, bool, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	d, ok := j.recs[key]
+	return d, ok, nil
+}
+
+func (j *memJournal) Record(_ context.Context, key string, data []byte) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.recs[key] = data
+	return nil
+}
+
+// TestFlowStepsKeepTheirOwnCallRecords: two agent steps under one journal
+// whose effectful calls have the same step, place and ID (as a provider
+// that numbers calls per reply gives them) both run: the second step's
+// call is not taken for the first's.
+func TestFlowStepsKeepTheirOwnCallRecords(t *testing.T) {
+	eff := &effectTool{name: "append"}
+	call := func(line string) fake.Reply {
+		c := appendCall(line)
+		c.ID = "call_0"
+		return fake.ToolCalls(c)
+	}
+	agentModel := fake.New(call("a"), fake.ToolCalls(terminate("success", "Appended a.")), call("b"), fake.ToolCalls(terminate("success", "Appended b.")))
+	a := newAgent(t, agentModel, nodes.AgentConfig{}, eff)
+	planner := fake.New(planCall("create", "Lines", "Append a", "Append b"), fake.Text("Both appended."))
+	f, err := nodes.NewFlow(nodes.FlowConfig{Planner: planner, Executors: []nodes.FlowExecutor{{Name: "agent", Executor: nodes.AgentExecutor(a)}}})
+	require.NoError(t, err)
+	j := &memJournal{recs: map[string][]byte{}}
+	res, err := f.Run(nodes.WithCallJournal(context.Background(), j), "Append two lines", nil)
+	require.NoError(t, err)
+	assert.Equal(t, nodes.FlowCompleted, res.Status)
+	assert.Equal(t, []string{"a", "b"}, eff.lines(), "each step's call ran")
+	assert.Len(t, j.recs, 4, "an intent and a result per step's call")
 }

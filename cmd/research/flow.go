@@ -207,6 +207,12 @@ func (c *cli) driveFlow(ctx context.Context, cfg *config.Config, setup *app.Flow
 		c.console.line(runLine(st, tr))
 		c.runID = tr.Run.ID
 	}
+	if tr != nil {
+		// The agent steps' tool calls with side effects are recorded in
+		// the run's record before and after they run: a resumed flow does
+		// not repeat them blindly.
+		runCtx = nodes.WithCallJournal(runCtx, tr.Journal())
+	}
 	c.console.start("planning")
 	view := &flowView{c: c.console, start: began}
 	res, runErr := start(runCtx, view.observe)
