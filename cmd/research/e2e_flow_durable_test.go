@@ -188,3 +188,43 @@ func TestE2EFlowApproveToolsWithoutATerminal(t *testing.T) {
 	assert.Contains(t, string(after[0].Body), "Created raft.md")
 	assert.Contains(t, string(after[1].Body), "You write the final answer of a planned task")
 }
+
+// TestE2EFlowInterruptedResumes: Ctrl-C (SIGINT) while the second step
+// runs prints what the finished step found, exits 130 and keeps the run as
+// interrupted; research resume finishes it without the finished step.
+func TestE2EFlowInterruptedResumes(t *testing.T) {
+	t.Parallel()
+	web, _ := newFakeWeb(t)
+	sx := newFakeSearXNG(t, web.URL)
+	ws := t.TempDir()
+	script := flowScript(t, ws, false)
+	hang := make(chan struct{})
+	oa := newFakeOpenAI(t, func(c oaCallCtx) oaReply {
+		if isAgentStep(c) {
+			select {
+			case <-hang:
+			default:
+				return oaReply{Hang: true}
+			}
+		}
+		return script(c)
+	})
+	envv := env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL(), "SEARXNG_URL": sx.srv.URL})
+	p := startBin(t, envv, "flow", "--model", "openai:gpt-4.1-mini", "--allow-private-urls", "--loops", "1", "--workspace", ws,
+		"Research how Raft elects a leader and write notes to raft.md")
+	p.waitStderr(t, "Step 1 [agent] Write raft.md with the findings: in progress", 30*time.Second)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
+	res := p.wait(t, 30*time.Second)
+	require.Equal(t, 130, res.code, res)
+	assert.Contains(t, res.stdout, "Step 1 (researcher, completed): How does Raft elect a leader?", "what the finished step found is printed")
+	id := runIDOf(t, res.stderr)
+	runs := run(t, envv, "runs")
+	assert.Regexp(t, id+`.*interrupted.*flow: Research how Raft`, runs.stdout)
+
+	close(hang)
+	res = run(t, envv, "resume", id)
+	require.Equal(t, 0, res.code, res)
+	assert.Contains(t, res.stderr, "Finished: completed")
+	assert.NotContains(t, res.stderr, "Step 0 [researcher]", "the finished step is not run again")
+	assert.FileExists(t, ws+"/raft.md")
+}

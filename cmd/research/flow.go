@@ -153,26 +153,34 @@ func (c *cli) runFlow(cmd *cobra.Command, args []string, fo app.FlowOptions) err
 	})
 }
 
-// resumeFlow continues the flow run of tr with setup, giving it answer (a
-// plan approval, as on the terminal) when the run waits for one.
-func (c *cli) resumeFlow(ctx context.Context, cfg *config.Config, setup *app.FlowSetup, st *app.Store, tr *app.Tracker, answer string) error {
+// resumeFlow continues the flow run of tr with setup, giving it answer
+// when the run waits for one: a PlanApproval for a plan review, the text
+// for an agent step's question or tool approval (see flowAnswer).
+func (c *cli) resumeFlow(ctx context.Context, cfg *config.Config, setup *app.FlowSetup, st *app.Store, tr *app.Tracker, answer any) error {
 	opts := []graph.RunOption{graph.Thread(tr.Run.Thread), graph.RunID(tr.Run.ID)}
-	if answer != "" {
-		// A plan review takes an approval; an agent step's question or
-		// tool approval takes the text.
-		saved, err := app.SavedFlow(ctx, st.Checkpointer, tr.Run.Thread)
-		switch {
-		case err != nil:
-			return err
-		case saved.Waiting != nil:
-			opts = append(opts, graph.Answer(parsePlanAnswer(answer)))
-		default:
-			opts = append(opts, graph.Answer(answer))
-		}
+	if answer != nil {
+		opts = append(opts, graph.Answer(answer))
 	}
 	return c.driveFlow(ctx, cfg, setup, st, tr, func(ctx context.Context, observe func(nodes.FlowEvent), more ...graph.RunOption) (*nodes.FlowResult, error) {
 		return setup.Flow.Resume(ctx, observe, append(opts, more...)...)
 	})
+}
+
+// flowAnswer reads answer (research resume --answer) for what the stored
+// flow run on thread waits on: a plan review takes a PlanApproval, an
+// agent step's question or tool approval the text; nil for no answer.
+func flowAnswer(ctx context.Context, st *app.Store, thread, answer string) (any, error) {
+	if answer == "" {
+		return nil, nil
+	}
+	saved, err := app.SavedFlow(ctx, st.Checkpointer, thread)
+	if err != nil {
+		return nil, err
+	}
+	if saved.Waiting != nil {
+		return parsePlanAnswer(answer), nil
+	}
+	return answer, nil
 }
 
 // driveFlow runs (or resumes) a flow with its progress lines, asks for

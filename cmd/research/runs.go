@@ -495,6 +495,10 @@ func (c *cli) resume(cmd *cobra.Command, id, answer string) error {
 		// was.
 		c.console.start("preparing")
 		if run.Kind == runstore.KindFlow {
+			ans, err := flowAnswer(ctx, st, run.Thread, answer)
+			if err != nil {
+				return err
+			}
 			setup, err := app.NewFlow(ctx, cfg, app.AgentIO{Logger: logger}, set.Flow.Options(st.Checkpointer))
 			if err != nil {
 				return err
@@ -504,7 +508,7 @@ func (c *cli) resume(cmd *cobra.Command, id, answer string) error {
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			return c.resumeFlow(ctx, cfg, setup, st, tr, answer)
+			return c.resumeFlow(ctx, cfg, setup, st, tr, ans)
 		}
 		if run.Kind == runstore.KindAgent {
 			setup, err := c.agentSetup(ctx, cfg, st)
