@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/llm"
@@ -170,6 +171,12 @@ type FlowConfig struct {
 	// execute) retry a failed call; nil means DefaultModelRetry, and
 	// &graph.RetryPolicy{MaxAttempts: 1} turns retries off (see ModelRetry).
 	ModelRetry *graph.RetryPolicy
+	// TimeoutGrace bounds the best-effort summary of a run whose context's
+	// deadline passed before its summary, as AgentConfig.TimeoutGrace
+	// bounds an agent's best-effort answer (0: the same default; negative
+	// turns it off). The summary goes into FlowResult.Partial, before the
+	// finished steps' results.
+	TimeoutGrace time.Duration
 }
 
 // PlanReview is the payload of the interrupt a flow pauses at when
@@ -406,6 +413,9 @@ type FlowResult struct {
 	// are the sources Partial cites).
 	Incomplete bool   `json:"incomplete,omitempty"`
 	Partial    string `json:"partial,omitempty"`
+	// BestEffort says Partial starts with a summary written when the run's
+	// deadline passed (FlowConfig.TimeoutGrace).
+	BestEffort bool `json:"best_effort,omitempty"`
 }
 
 func flowResult(s FlowState) *FlowResult {
@@ -424,7 +434,8 @@ func (f *Flow) Run(ctx context.Context, task string, observe func(FlowEvent), op
 		return nil, errors.New("nodes: flow: the task is empty")
 	}
 	in := FlowState{Task: task, Reviewed: -1}
-	return f.drive(in, observe, f.graph.Stream(ctx, in, opts...))
+	grace := graceFor(ctx, f.cfg.TimeoutGrace)
+	return f.drive(ctx, grace, in, observe, f.graph.Stream(ctx, in, opts...))
 }
 
 // Resume continues a stored run (graph.Thread in opts) after a crash, a
@@ -434,7 +445,8 @@ func (f *Flow) Resume(ctx context.Context, observe func(FlowEvent), opts ...grap
 	if f.cfg.Checkpointer == nil {
 		return nil, errors.New("nodes: flow: Resume needs FlowConfig.Checkpointer")
 	}
-	return f.drive(FlowState{}, observe, f.graph.ResumeStream(ctx, opts...))
+	grace := graceFor(ctx, f.cfg.TimeoutGrace)
+	return f.drive(ctx, grace, FlowState{}, observe, f.graph.ResumeStream(ctx, opts...))
 }
 
 // Saved is the result of a stored run (graph.Thread) as of its newest
@@ -453,7 +465,7 @@ func (f *Flow) Saved(ctx context.Context, thread string) (*FlowResult, error) {
 	res := flowResult(snap.State)
 	if res.Summary == "" {
 		res.Incomplete = true
-		res.Partial, res.Sources = flowPartialOf(snap.State)
+		res.Partial, res.Sources = flowPartialOf(snap.State, "")
 	}
 	waitingOn(res, snap.Interrupts)
 	return res, nil
@@ -477,7 +489,10 @@ func waitingOn(res *FlowResult, pending []graph.PendingInterrupt) {
 	}
 }
 
-func (f *Flow) drive(last FlowState, observe func(FlowEvent), events iter.Seq2[graph.Event[FlowState], error]) (*FlowResult, error) {
+// drive runs events to their end. A run stopped by ctx's deadline before
+// its summary gets a best-effort summary within grace (see
+// FlowConfig.TimeoutGrace) in its Partial.
+func (f *Flow) drive(ctx context.Context, grace time.Duration, last FlowState, observe func(FlowEvent), events iter.Seq2[graph.Event[FlowState], error]) (*FlowResult, error) {
 	step, executor := -1, ""
 	// What failed attempts spent — the planner's, and those of an agent
 	// executor's steps, whose runs report to this stream — added to the
@@ -495,7 +510,10 @@ func (f *Flow) drive(last FlowState, observe func(FlowEvent), events iter.Seq2[g
 			res := result(last)
 			if res.Summary == "" {
 				res.Incomplete = true
-				res.Partial, res.Sources = flowPartialOf(last)
+				summary, usage := f.timedOutSummary(ctx, grace, last)
+				res.Usage = res.Usage.Merge(usage)
+				res.BestEffort = summary != ""
+				res.Partial, res.Sources = flowPartialOf(last, summary)
 			}
 			return res, err
 		}
@@ -527,6 +545,31 @@ func (f *Flow) drive(last FlowState, observe func(FlowEvent), events iter.Seq2[g
 		}
 	}
 	return result(last), nil
+}
+
+const timeoutSummaryPrompt = summaryPrompt + `
+
+The flow ran out of time: the steps not done will not run. Write the summary now from the results below, and say clearly that it is incomplete and what was not done.`
+
+// timedOutSummary is the best-effort summary (its citations in labels) of
+// a run stopped by ctx's deadline in state s, written on a fresh context
+// within grace; "" when the run did not time out, no step had finished,
+// or the call failed.
+func (f *Flow) timedOutSummary(ctx context.Context, grace time.Duration, s FlowState) (string, llm.UsageByRole) {
+	if len(s.Outcomes) == 0 {
+		return "", nil
+	}
+	fresh, cancel, ok := timedOutFresh(ctx, grace)
+	if !ok {
+		return "", nil
+	}
+	defer cancel()
+	meter := new(llm.Meter)
+	resp, err := llm.Metered(f.cfg.Planner, meter, RolePlanner).Generate(fresh, summaryMessages(s, timeoutSummaryPrompt))
+	if err != nil {
+		return "", meter.Snapshot()
+	}
+	return strings.TrimSpace(resp.Content), meter.Snapshot()
 }
 
 // route goes to the next step to run, or to the summary when none is left
@@ -865,6 +908,20 @@ func (f *Flow) summarize(ctx context.Context, s FlowState) (graph.Update[FlowSta
 	case slices.ContainsFunc(s.Plan.Steps, func(st tools.Step) bool { return st.Status != tools.StepCompleted }):
 		status = FlowPartial
 	}
+	meter := new(llm.Meter)
+	model := llm.Metered(f.cfg.Planner, meter, RolePlanner)
+	resp, err := model.Generate(ctx, summaryMessages(s, summaryPrompt), llm.EmitDeltas(ctx, RolePlanner))
+	if err != nil {
+		return graph.Update[FlowState]{}, failWith(ctx, fmt.Errorf("the summary: %w", err), meter)
+	}
+	text, cited, dropped := citeAnswer(strings.TrimSpace(resp.Content), s.Sources)
+	graph.Emit(ctx, FlowEvent{Kind: FlowEventDone, Result: status, Summary: text})
+	return graph.Writes(fSummary.Set(text), fCited.Set(cited), fDropped.Set(dropped), fStatus.Set(status),
+		fUsage.Merge(meter.Snapshot())), nil
+}
+
+// summaryMessages ask for the summary of a run in state s, with prompt.
+func summaryMessages(s FlowState, prompt string) []schemas.Message {
 	var b strings.Builder
 	fmt.Fprintf(&b, "The task:\n\n%s\n\nThe plan as it ended:\n\n%s\n", s.Task, s.Plan)
 	if s.Rejected != "" {
@@ -886,17 +943,7 @@ func (f *Flow) summarize(ctx context.Context, s FlowState) (graph.Update[FlowSta
 			b.WriteString("\n")
 		}
 	}
-	meter := new(llm.Meter)
-	model := llm.Metered(f.cfg.Planner, meter, RolePlanner)
-	resp, err := model.Generate(ctx, []schemas.Message{schemas.SystemMessage(summaryPrompt), schemas.UserMessage(b.String())},
-		llm.EmitDeltas(ctx, RolePlanner))
-	if err != nil {
-		return graph.Update[FlowState]{}, failWith(ctx, fmt.Errorf("the summary: %w", err), meter)
-	}
-	text, cited, dropped := citeAnswer(strings.TrimSpace(resp.Content), s.Sources)
-	graph.Emit(ctx, FlowEvent{Kind: FlowEventDone, Result: status, Summary: text})
-	return graph.Writes(fSummary.Set(text), fCited.Set(cited), fDropped.Set(dropped), fStatus.Set(status),
-		fUsage.Merge(meter.Snapshot())), nil
+	return []schemas.Message{schemas.SystemMessage(prompt), schemas.UserMessage(b.String())}
 }
 
 // AgentExecutor makes an agent an executor: each step is a new run of the
