@@ -176,6 +176,10 @@ func TestE2EFlowApproveToolsWithoutATerminal(t *testing.T) {
 	assertInOrder(t, res.stderr, "Step 0 [researcher]: completed", "Step 1 [agent] Write raft.md with the findings: in progress",
 		"Paused: run "+id+" waits for your approval of a tool call:", "str_replace_editor", "research resume "+id+" --answer approve")
 	assert.NoFileExists(t, ws+"/raft.md", "nothing written before the approval")
+	show := run(t, envv, "show", id)
+	tr.add("research show "+id+" (paused)", show)
+	require.Equal(t, 0, show.code, show)
+	assert.Contains(t, show.stdout, "Step 1 (researcher, completed): How does Raft elect a leader?", "a paused flow shows its finished steps")
 	before := len(oa.all())
 
 	res = run(t, envv, "resume", id, "--answer", "approve")

@@ -495,7 +495,10 @@ func (c *cli) showFlow(ctx context.Context, cfg *config.Config, st *app.Store, r
 			return fmt.Errorf("run %s: its stored result cannot be read: %w", run.ID, err)
 		}
 		res = doc.FlowResult
-	} else {
+	}
+	if res == nil || (res.Summary == "" && res.Partial == "") {
+		// Killed, or paused: what its finished steps found, from its
+		// checkpoints.
 		var err error
 		if res, err = app.SavedFlow(ctx, st.Checkpointer, run.Thread); err != nil {
 			return fmt.Errorf("run %s: %w", run.ID, err)
