@@ -1037,9 +1037,33 @@ func (r *run[S]) taskErr(err error) error {
 		return nil
 	}
 	if r.ctx.Err() != nil {
-		return fmt.Errorf("graph: run cancelled in step %d: %w", r.step, context.Cause(r.ctx))
+		// Not a node failure: the node's own error, without the
+		// NodeError around it, stays reachable.
+		var ne *NodeError
+		for errors.As(err, &ne) {
+			err = ne.Err
+		}
+		return &cancelledError{msg: fmt.Sprintf("graph: run cancelled in step %d: %v", r.step, context.Cause(r.ctx)),
+			cause: context.Cause(r.ctx), node: err}
 	}
 	return err
+}
+
+// cancelledError is a task's failure in a cancelled run: it reads as the
+// cancellation, and both the cause and the node's own error (a typed error
+// carrying what the node had done, say) stay reachable with errors.Is and
+// errors.As; node is nil when the node failed with no error of its own.
+type cancelledError struct {
+	msg         string
+	cause, node error
+}
+
+func (e *cancelledError) Error() string { return e.msg }
+func (e *cancelledError) Unwrap() []error {
+	if e.node == nil {
+		return []error{e.cause}
+	}
+	return []error{e.cause, e.node}
 }
 
 // runnable reports whether the task runs in this step: it has not finished

@@ -533,7 +533,9 @@ func (a *Agent) drive(ctx context.Context, grace time.Duration, last AgentState,
 //
 // When the agent's run fails, the node fails with an *AgentRunError that
 // carries the run's partial result (status AgentError, what it had done in
-// Partial, the sources it gathered), and with the update write makes of it
+// Partial, the sources it gathered) — or, when the node's context passed
+// its deadline, the best-effort answer Run would give (status
+// AgentTimedOut, see AgentConfig.TimeoutGrace) — and with the update write makes of it
 // in Update: the outer graph's caller takes them with errors.As, so the
 // work is not lost with the failed step.
 func AgentNode[S any](a *Agent, task func(S) string, write func(S, *AgentResult) graph.Update[S]) graph.NodeFunc[S] {
@@ -542,9 +544,15 @@ func AgentNode[S any](a *Agent, task func(S) string, write func(S, *AgentResult)
 		if strings.TrimSpace(t) == "" {
 			return graph.Update[S]{}, errors.New("agent: the task is empty")
 		}
+		grace := a.timeoutGrace(ctx)
 		final, err := a.graph.Invoke(ctx, AgentState{Task: t, Expect: expectedFiles(t)})
 		if err != nil {
-			res := a.failedResult(final)
+			// A run stopped by its deadline answers from what it had
+			// gathered, as Run does; any other failure keeps its partial.
+			res, ok := a.timedOutResult(ctx, grace, final, nil)
+			if !ok {
+				res = a.failedResult(final)
+			}
 			if res.Task == "" {
 				res.Task = t
 			}

@@ -58,6 +58,21 @@ func WithCallJournal(ctx context.Context, j CallJournal) context.Context {
 	return context.WithValue(ctx, journalKey{}, j)
 }
 
+// prefixedJournal keeps the records of one of several agent runs that
+// share a journal (the steps of a flow) under keys of their own.
+type prefixedJournal struct {
+	j      CallJournal
+	prefix string
+}
+
+func (p prefixedJournal) Recall(ctx context.Context, key string) ([]byte, bool, error) {
+	return p.j.Recall(ctx, p.prefix+key)
+}
+
+func (p prefixedJournal) Record(ctx context.Context, key string, data []byte) error {
+	return p.j.Record(ctx, p.prefix+key, data)
+}
+
 func journalOf(ctx context.Context) CallJournal {
 	j, _ := ctx.Value(journalKey{}).(CallJournal)
 	return j

@@ -2,12 +2,14 @@ package nodes_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/llm/fake"
 	"github.com/deepgraph/deepgraph/nodes"
 	"github.com/deepgraph/deepgraph/tools"
@@ -107,4 +109,39 @@ func TestAgentTimedOutRunKeepsItsPartialWhenTheFinalCallFails(t *testing.T) {
 		assert.Equal(t, nodes.AgentError, res.Status)
 		assert.Len(t, m.Calls(), 2)
 	})
+}
+
+// TestAgentNodeTimedOutHandsTheBestEffortAnswer: an agent inside an outer
+// graph whose context passes its deadline hands the outer graph the
+// timed-out best-effort answer, as Run gives it, not only its partial.
+func TestAgentNodeTimedOutHandsTheBestEffortAnswer(t *testing.T) {
+	type outer struct {
+		Question string
+		Notes    string
+	}
+	notes := graph.Value(func(s *outer) *string { return &s.Notes })
+	m := timedOutScript(fake.Text("Go is a programming language [S1]; the rest is unchecked.").After(time.Millisecond))
+	a := newAgent(t, m, nodes.AgentConfig{}, sourced(), waitForDeadline())
+	g := graph.New[outer](notes)
+	g.AddNode("agent", nodes.AgentNode(a,
+		func(s outer) string { return s.Question },
+		func(_ outer, r *nodes.AgentResult) graph.Update[outer] { return graph.Writes(notes.Set(r.Answer)) }))
+	g.AddSequence(graph.Start, "agent", graph.End)
+	c, err := g.Compile()
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err = c.Invoke(ctx, outer{Question: "What is Go?"})
+	require.ErrorIs(t, err, context.DeadlineExceeded, "the node still reports its timeout")
+	var ae *nodes.AgentRunError[outer]
+	require.ErrorAs(t, err, &ae)
+	assert.Equal(t, nodes.AgentTimedOut, ae.Result.Status)
+	assert.True(t, ae.Result.BestEffort)
+	assert.Equal(t, "What is Go?", ae.Result.Task)
+	assert.Contains(t, ae.Result.Answer, "Go is a programming language [1](https://example.com/go)")
+	require.Len(t, ae.Result.Sources, 1)
+	data, err := json.Marshal(ae.Update)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "Go is a programming language", "the outer graph's update carries the answer")
 }

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/llm"
@@ -170,6 +171,12 @@ type FlowConfig struct {
 	// execute) retry a failed call; nil means DefaultModelRetry, and
 	// &graph.RetryPolicy{MaxAttempts: 1} turns retries off (see ModelRetry).
 	ModelRetry *graph.RetryPolicy
+	// TimeoutGrace bounds the best-effort summary of a run whose context's
+	// deadline passed before its summary, as AgentConfig.TimeoutGrace
+	// bounds an agent's best-effort answer (0: the same default; negative
+	// turns it off). The summary goes into FlowResult.Partial, before the
+	// finished steps' results.
+	TimeoutGrace time.Duration
 }
 
 // PlanReview is the payload of the interrupt a flow pauses at when
@@ -395,12 +402,20 @@ type FlowResult struct {
 	Usage llm.UsageByRole `json:"usage,omitempty"`
 	// Waiting is the plan review a paused run waits on.
 	Waiting *PlanReview `json:"waiting,omitempty"`
+	// Question is what an executor's agent asks a paused run (ask_human,
+	// or the approval of a tool call: then Approval is that call, see
+	// AgentConfig.ApproveTools); Resume with graph.Answer(text) answers it.
+	Question *HumanQuestion `json:"question,omitempty"`
+	Approval *ToolApproval  `json:"approval,omitempty"`
 	// Incomplete says the run stopped before its summary (it failed,
 	// timed out, or waits for a review); Partial is then what its finished
 	// steps found, with the steps not done, its citations checked (Sources
 	// are the sources Partial cites).
 	Incomplete bool   `json:"incomplete,omitempty"`
 	Partial    string `json:"partial,omitempty"`
+	// BestEffort says Partial starts with a summary written when the run's
+	// deadline passed (FlowConfig.TimeoutGrace).
+	BestEffort bool `json:"best_effort,omitempty"`
 }
 
 func flowResult(s FlowState) *FlowResult {
@@ -419,7 +434,8 @@ func (f *Flow) Run(ctx context.Context, task string, observe func(FlowEvent), op
 		return nil, errors.New("nodes: flow: the task is empty")
 	}
 	in := FlowState{Task: task, Reviewed: -1}
-	return f.drive(in, observe, f.graph.Stream(ctx, in, opts...))
+	grace := graceFor(ctx, f.cfg.TimeoutGrace)
+	return f.drive(ctx, grace, in, observe, f.graph.Stream(ctx, in, opts...))
 }
 
 // Resume continues a stored run (graph.Thread in opts) after a crash, a
@@ -429,10 +445,54 @@ func (f *Flow) Resume(ctx context.Context, observe func(FlowEvent), opts ...grap
 	if f.cfg.Checkpointer == nil {
 		return nil, errors.New("nodes: flow: Resume needs FlowConfig.Checkpointer")
 	}
-	return f.drive(FlowState{}, observe, f.graph.ResumeStream(ctx, opts...))
+	grace := graceFor(ctx, f.cfg.TimeoutGrace)
+	return f.drive(ctx, grace, FlowState{}, observe, f.graph.ResumeStream(ctx, opts...))
 }
 
-func (f *Flow) drive(last FlowState, observe func(FlowEvent), events iter.Seq2[graph.Event[FlowState], error]) (*FlowResult, error) {
+// Saved is the result of a stored run (graph.Thread) as of its newest
+// checkpoint, without running anything: a finished run's result, or, for
+// one that stopped before its summary (killed, failed, waiting for a plan
+// review), what its finished steps found in Partial, Incomplete set, and
+// the review it waits on in Waiting.
+func (f *Flow) Saved(ctx context.Context, thread string) (*FlowResult, error) {
+	if f.cfg.Checkpointer == nil {
+		return nil, errors.New("nodes: flow: Saved needs FlowConfig.Checkpointer")
+	}
+	snap, err := f.graph.State(ctx, graph.Thread(thread))
+	if err != nil {
+		return nil, fmt.Errorf("nodes: flow: reading thread %q: %w", thread, err)
+	}
+	res := flowResult(snap.State)
+	if res.Summary == "" {
+		res.Incomplete = true
+		res.Partial, res.Sources = flowPartialOf(snap.State, "")
+	}
+	waitingOn(res, snap.Interrupts)
+	return res, nil
+}
+
+// waitingOn sets what a paused run waits on: a plan review, or a question
+// (a tool call's approval) of an agent executor's run.
+func waitingOn(res *FlowResult, pending []graph.PendingInterrupt) {
+	for _, pi := range pending {
+		if pi.Node == FlowNodeApprove {
+			if r, err := graph.PayloadOf[PlanReview](pi); err == nil {
+				res.Waiting = &r
+			}
+			continue
+		}
+		if p, err := graph.PayloadOf[ToolApproval](pi); err == nil && p.Tool != "" {
+			res.Question, res.Approval = &p.HumanQuestion, &p
+		} else if q, err := graph.PayloadOf[HumanQuestion](pi); err == nil && q.Question != "" {
+			res.Question = &q
+		}
+	}
+}
+
+// drive runs events to their end. A run stopped by ctx's deadline before
+// its summary gets a best-effort summary within grace (see
+// FlowConfig.TimeoutGrace) in its Partial.
+func (f *Flow) drive(ctx context.Context, grace time.Duration, last FlowState, observe func(FlowEvent), events iter.Seq2[graph.Event[FlowState], error]) (*FlowResult, error) {
 	step, executor := -1, ""
 	// What failed attempts spent — the planner's, and those of an agent
 	// executor's steps, whose runs report to this stream — added to the
@@ -450,7 +510,10 @@ func (f *Flow) drive(last FlowState, observe func(FlowEvent), events iter.Seq2[g
 			res := result(last)
 			if res.Summary == "" {
 				res.Incomplete = true
-				res.Partial, res.Sources = flowPartialOf(last)
+				summary, usage := f.timedOutSummary(ctx, grace, last)
+				res.Usage = res.Usage.Merge(usage)
+				res.BestEffort = summary != ""
+				res.Partial, res.Sources = flowPartialOf(last, summary)
 			}
 			return res, err
 		}
@@ -477,15 +540,36 @@ func (f *Flow) drive(last FlowState, observe func(FlowEvent), events iter.Seq2[g
 		case graph.EventInterrupt:
 			res := result(ev.State)
 			res.Incomplete = true
-			for _, pi := range ev.Interrupts {
-				if r, err := graph.PayloadOf[PlanReview](pi); err == nil && pi.Node == FlowNodeApprove {
-					res.Waiting = &r
-				}
-			}
+			waitingOn(res, ev.Interrupts)
 			return res, &graph.InterruptError{Interrupts: ev.Interrupts}
 		}
 	}
 	return result(last), nil
+}
+
+const timeoutSummaryPrompt = summaryPrompt + `
+
+The flow ran out of time: the steps not done will not run. Write the summary now from the results below, and say clearly that it is incomplete and what was not done.`
+
+// timedOutSummary is the best-effort summary (its citations in labels) of
+// a run stopped by ctx's deadline in state s, written on a fresh context
+// within grace; "" when the run did not time out, no step had finished,
+// or the call failed.
+func (f *Flow) timedOutSummary(ctx context.Context, grace time.Duration, s FlowState) (string, llm.UsageByRole) {
+	if len(s.Outcomes) == 0 {
+		return "", nil
+	}
+	fresh, cancel, ok := timedOutFresh(ctx, grace)
+	if !ok {
+		return "", nil
+	}
+	defer cancel()
+	meter := new(llm.Meter)
+	resp, err := llm.Metered(f.cfg.Planner, meter, RolePlanner).Generate(fresh, summaryMessages(s, timeoutSummaryPrompt))
+	if err != nil {
+		return "", meter.Snapshot()
+	}
+	return strings.TrimSpace(resp.Content), meter.Snapshot()
 }
 
 // route goes to the next step to run, or to the summary when none is left
@@ -824,6 +908,20 @@ func (f *Flow) summarize(ctx context.Context, s FlowState) (graph.Update[FlowSta
 	case slices.ContainsFunc(s.Plan.Steps, func(st tools.Step) bool { return st.Status != tools.StepCompleted }):
 		status = FlowPartial
 	}
+	meter := new(llm.Meter)
+	model := llm.Metered(f.cfg.Planner, meter, RolePlanner)
+	resp, err := model.Generate(ctx, summaryMessages(s, summaryPrompt), llm.EmitDeltas(ctx, RolePlanner))
+	if err != nil {
+		return graph.Update[FlowState]{}, failWith(ctx, fmt.Errorf("the summary: %w", err), meter)
+	}
+	text, cited, dropped := citeAnswer(strings.TrimSpace(resp.Content), s.Sources)
+	graph.Emit(ctx, FlowEvent{Kind: FlowEventDone, Result: status, Summary: text})
+	return graph.Writes(fSummary.Set(text), fCited.Set(cited), fDropped.Set(dropped), fStatus.Set(status),
+		fUsage.Merge(meter.Snapshot())), nil
+}
+
+// summaryMessages ask for the summary of a run in state s, with prompt.
+func summaryMessages(s FlowState, prompt string) []schemas.Message {
 	var b strings.Builder
 	fmt.Fprintf(&b, "The task:\n\n%s\n\nThe plan as it ended:\n\n%s\n", s.Task, s.Plan)
 	if s.Rejected != "" {
@@ -845,17 +943,7 @@ func (f *Flow) summarize(ctx context.Context, s FlowState) (graph.Update[FlowSta
 			b.WriteString("\n")
 		}
 	}
-	meter := new(llm.Meter)
-	model := llm.Metered(f.cfg.Planner, meter, RolePlanner)
-	resp, err := model.Generate(ctx, []schemas.Message{schemas.SystemMessage(summaryPrompt), schemas.UserMessage(b.String())},
-		llm.EmitDeltas(ctx, RolePlanner))
-	if err != nil {
-		return graph.Update[FlowState]{}, failWith(ctx, fmt.Errorf("the summary: %w", err), meter)
-	}
-	text, cited, dropped := citeAnswer(strings.TrimSpace(resp.Content), s.Sources)
-	graph.Emit(ctx, FlowEvent{Kind: FlowEventDone, Result: status, Summary: text})
-	return graph.Writes(fSummary.Set(text), fCited.Set(cited), fDropped.Set(dropped), fStatus.Set(status),
-		fUsage.Merge(meter.Snapshot())), nil
+	return []schemas.Message{schemas.SystemMessage(prompt), schemas.UserMessage(b.String())}
 }
 
 // AgentExecutor makes an agent an executor: each step is a new run of the
@@ -868,7 +956,9 @@ func (f *Flow) summarize(ctx context.Context, s FlowState) (graph.Update[FlowSta
 // step blocked, with the agent's answer as the reason; a run that fails
 // (an error of the model) leaves it blocked with the error as the reason
 // and what the run had done (AgentResult.Partial) as its output. The
-// agent's events reach the flow's stream.
+// agent's events reach the flow's stream. Under a CallJournal
+// (WithCallJournal on the flow's context) each step's effectful tool calls
+// are recorded under keys of the step's own.
 func AgentExecutor(a *Agent) Executor {
 	return ExecutorFunc(func(ctx context.Context, t StepTask) (StepResult, error) {
 		// The earlier steps' sources are the agent's first: it may cite
@@ -889,6 +979,12 @@ func AgentExecutor(a *Agent) Executor {
 				}
 			}
 			prompt = b.String()
+		}
+		// The flow's steps share the run's journal of effectful calls,
+		// each under keys of its own (its agent run counts its steps
+		// from 1 again).
+		if j := journalOf(ctx); j != nil {
+			ctx = WithCallJournal(ctx, prefixedJournal{j: j, prefix: fmt.Sprintf("flow-step-%d/", t.Index)})
 		}
 		// Done means done for the step's own artefacts (the whole task is
 		// in the prompt too, but it is not this step's to make).

@@ -15,12 +15,19 @@ const maxPartialStepChars = 4000
 // flowPartialOf is what a flow that stopped before its summary (failed,
 // timed out, interrupted) had done: the result of each finished step, the
 // steps not done, and the sources gathered — with its citations checked
-// like a summary's. "" when no step had finished.
-func flowPartialOf(s FlowState) (string, []citation.Source) {
+// like a summary's. "" when no step had finished. summary, when not "",
+// is a best-effort summary written when the run ran out of time (its
+// citations in labels, [S1]…), put first.
+func flowPartialOf(s FlowState, summary string) (string, []citation.Source) {
 	if len(s.Outcomes) == 0 {
 		return "", nil
 	}
 	var b strings.Builder
+	if summary = strings.TrimSpace(summary); summary != "" {
+		summary = summary[:sourcesListStart(summary)] // one Sources list, at the end
+		b.WriteString("The flow ran out of time before it finished; a summary of what it had done (incomplete):\n\n")
+		b.WriteString(strings.TrimSpace(summary) + "\n\n")
+	}
 	b.WriteString("The flow stopped before its summary. What its finished steps found:\n")
 	for _, o := range s.Outcomes {
 		fmt.Fprintf(&b, "\n### Step %d (%s, %s): %s\n\n", o.Index+1, o.Executor, o.Status, oneLine(o.Step))

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -405,4 +406,42 @@ func TestFlowPartialHasOneSourcesList(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(res.Partial, "## Sources"), res.Partial)
 	assert.Contains(t, res.Partial, "Found A")
 	assert.Contains(t, res.Partial, "Found B")
+}
+
+// TestFlowTimedOutWritesABestEffortSummary: a flow whose deadline passes
+// while a step runs asks the planner, on a fresh budget, for a summary of
+// what its finished steps did; Partial has it first, then the steps'
+// results, with one Sources list.
+func TestFlowTimedOutWritesABestEffortSummary(t *testing.T) {
+	planner := fake.New(
+		planCall("create", "Plan", "Find the release date", "Write the notes"),
+		// After makes the call honour its context: on the expired run
+		// context it would fail, so the summary proves the fresh budget.
+		fake.Text("Go 1.22 came out in February 2024 [S1]; the notes were not written.").After(time.Millisecond),
+	).Strict()
+	exec := nodes.ExecutorFunc(func(ctx context.Context, t nodes.StepTask) (nodes.StepResult, error) {
+		if t.Step == "Write the notes" {
+			<-ctx.Done() // the step outlives the run's deadline
+			return nodes.StepResult{}, ctx.Err()
+		}
+		return nodes.StepResult{Output: "Released in February 2024 [S1].",
+			Sources: []citation.Source{citation.ForResult("Go blog", "https://go.dev/blog/go1.22", 0, 1)}}, nil
+	})
+	f, err := nodes.NewFlow(nodes.FlowConfig{Planner: planner, MaxRevisions: -1, Executors: []nodes.FlowExecutor{{Name: "agent", Executor: exec}}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	res, err := f.Run(ctx, "Go 1.22 notes", nil)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NotNil(t, res)
+	assert.True(t, res.Incomplete)
+	assert.True(t, res.BestEffort)
+	assert.Empty(t, res.Summary, "no summary of a finished run")
+	assert.Contains(t, res.Partial, "a summary of what it had done (incomplete)")
+	assert.Contains(t, res.Partial, "Go 1.22 came out in February 2024 [1](https://go.dev/blog/go1.22)")
+	assert.Contains(t, res.Partial, "Step 1 (agent, completed): Find the release date")
+	assert.Equal(t, 1, strings.Count(res.Partial, "## Sources"))
+	require.Len(t, planner.Calls(), 2)
+	assert.Contains(t, planner.Calls()[1].Messages[0].Content, "ran out of time")
+	assert.Equal(t, 2, res.Usage.Total().Calls, "the summary's call is counted")
 }

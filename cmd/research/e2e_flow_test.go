@@ -130,12 +130,12 @@ func TestE2EFlow(t *testing.T) {
 		assert.NoFileExists(t, filepath.Join(ws, "notes.md"))
 	})
 
-	t.Run("--approve-plan needs a terminal", func(t *testing.T) {
+	t.Run("--approve-plan without a terminal and without a store is refused", func(t *testing.T) {
 		oa := newFakeOpenAI(t, agentScript(oaReply{Content: "never asked"}))
 		res := run(t, env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL()}),
-			"flow", "--approve-plan", "--model", "openai:gpt-4.1-mini", "--workspace", t.TempDir(), "x")
+			"flow", "--approve-plan", "--no-save", "--model", "openai:gpt-4.1-mini", "--workspace", t.TempDir(), "x")
 		require.Equal(t, 2, res.code, res)
-		assert.Contains(t, res.stderr, "--approve-plan asks on the terminal")
+		assert.Contains(t, res.stderr, "--approve-plan asks on the terminal or pauses the run in the store")
 		assert.Zero(t, oa.count())
 	})
 }
@@ -193,6 +193,66 @@ func TestE2EFlowFailureKeepsFinishedSteps(t *testing.T) {
 			assert.Contains(t, res.stdout, "Step 2 (agent, completed): Write raft.md with the findings")
 			assert.Contains(t, res.stdout, "Wrote raft.md")
 			assert.Equal(t, 1, strings.Count(res.stdout, "## Sources"), "one Sources list, at the end")
+		})
+	}
+}
+
+// TestE2EFlowTimeoutKeepsFinishedSteps: a flow stopped by --timeout while a
+// step runs prints a best-effort summary, its finished step's result and
+// the steps not done, with its sources (Markdown), or its JSON document
+// marked incomplete; exit 1.
+func TestE2EFlowTimeoutKeepsFinishedSteps(t *testing.T) {
+	t.Parallel()
+	for _, format := range []string{"markdown", "json"} {
+		t.Run(format, func(t *testing.T) {
+			web, _ := newFakeWeb(t)
+			sx := newFakeSearXNG(t, web.URL)
+			ws := t.TempDir()
+			script := flowScript(t, ws, false)
+			oa := newFakeOpenAI(t, func(c oaCallCtx) oaReply {
+				if strings.Contains(c.req.prompt(), "You are carrying out one step") {
+					return oaReply{Hang: true} // the agent's step outlives the timeout
+				}
+				return script(c)
+			})
+			vars := map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL(), "SEARXNG_URL": sx.srv.URL}
+			res := run(t, env(t, vars), "flow", "--format", format, "--timeout", "4s", "--model", "openai:gpt-4.1-mini", "--allow-private-urls",
+				"--loops", "1", "--workspace", ws, "Research how Raft elects a leader and write notes to raft.md")
+			require.Equal(t, 1, res.code, res)
+			assert.Contains(t, res.stderr, "did not finish within the timeout of 4s", res)
+			if format == "json" {
+				var doc struct {
+					Incomplete bool   `json:"incomplete"`
+					BestEffort bool   `json:"best_effort"`
+					Error      string `json:"error"`
+					Partial    string `json:"partial"`
+					Steps      []struct {
+						Status string `json:"status"`
+					} `json:"steps"`
+					Sources []struct {
+						URL string `json:"url"`
+					} `json:"sources"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(res.stdout), &doc), res.stdout)
+				assert.True(t, doc.Incomplete)
+				assert.NotEmpty(t, doc.Error)
+				require.Len(t, doc.Steps, 1, "the finished step is kept")
+				assert.Equal(t, "completed", doc.Steps[0].Status)
+				assert.Contains(t, doc.Partial, "Step 1 (researcher, completed)")
+				assert.True(t, doc.BestEffort, "a summary was written when the time ran out")
+				assert.Contains(t, doc.Partial, "Raft elects a leader with randomized election timeouts [1](")
+				assert.Contains(t, doc.Partial, "Not done:\n- [agent] Write raft.md with the findings")
+				assert.NotEmpty(t, doc.Sources, "the partial's sources")
+				return
+			}
+			// The best-effort summary, written when the time ran out, then
+			// the finished step's result; one Sources list.
+			assertInOrder(t, res.stdout, "ran out of time before it finished; a summary of what it had done (incomplete)",
+				"Raft elects a leader with randomized election timeouts [1](",
+				"The flow stopped before its summary", "Step 1 (researcher, completed): How does Raft elect a leader?",
+				"Not done:\n- [agent] Write raft.md with the findings")
+			assert.Equal(t, 1, strings.Count(res.stdout, "## Sources"), "one Sources list, at the end")
+			assert.Contains(t, res.stdout, "\n## Sources\n\n1. [")
 		})
 	}
 }

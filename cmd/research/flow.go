@@ -45,11 +45,25 @@ whole result as JSON with --format json.
 
 --approve-plan shows the plan and waits: press Enter to approve it, type
 "no" (and a reason) to stop, or type new steps separated by ';' to replace
-the steps not yet done. It needs a terminal.
+the steps not yet done. Without a terminal (or with --no-input) the run
+pauses in the store and exits 6: answer it with research resume ID --answer
+approve (or "no: REASON", or new steps separated by ';').
+
+The agent's flags apply to the agent executor. With --approve-tools an
+agent step's tool call with side effects pauses the flow until it is
+approved: on the terminal ("approve", "reject: REASON" or "edit: {JSON
+arguments}"), or, without one, with research resume ID --answer approve.
+
+The flow is kept in the run store (research runs lists it, research show ID
+prints its summary): a flow that stopped — killed, Ctrl-C, timed out, failed,
+waiting for its plan to be approved — continues with research resume ID,
+without running its finished steps again (the step that was running when it
+stopped is taken up again). --no-save keeps nothing.
 
 Exit status: 0 every step completed; 1 the run failed; 2 configuration or
 usage error; 3 some steps were blocked or the plan was rejected (the summary
-says what was not done); 130 interrupted.`,
+says what was not done); 6 the plan or a tool call waits for approval
+(research resume); 130 interrupted.`,
 		Example: `  research flow "Research the Go 1.22 loop change and write notes.md" --workspace ./notes
   research flow --approve-plan --mcp files "Tidy the notes in my MCP file server"`,
 		Args: cobra.ArbitraryArgs,
@@ -85,23 +99,95 @@ func (c *cli) runFlow(cmd *cobra.Command, args []string, fo app.FlowOptions) err
 		return usageErr("--max-plan-steps %d is out of range: use 1 to 50", fo.MaxPlanSteps)
 	case fo.MaxRevisions < 0 || fo.MaxRevisions > 10:
 		return usageErr("--max-revisions %d is out of range: use 0 to 10", fo.MaxRevisions)
-	case fo.Approve && !c.canAsk():
-		return usageErr("--approve-plan asks on the terminal, but stdin is not a terminal (or --no-input is set): run it in a terminal, or drop --approve-plan")
+	case fo.Approve && c.noSave && !c.canAsk():
+		return usageErr("--approve-plan asks on the terminal or pauses the run in the store, but stdin is not a terminal (or --no-input is set) and --no-save keeps no run: run it in a terminal, drop --no-save, or drop --approve-plan")
 	}
 	if fo.MaxRevisions == 0 {
 		fo.MaxRevisions = -1 // nodes.FlowConfig: negative is none
 	}
-	if fo.Approve {
+	ctx := cmd.Context()
+	logger := c.logger()
+	c.console.setQuiet(c.quiet)
+	st, err := c.openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if fo.Approve && st == nil && !c.canAsk() {
+		return usageErr("--approve-plan asks on the terminal or pauses the run in the store, but stdin is not a terminal (or --no-input is set) and the store is off: run it in a terminal, set a store, or drop --approve-plan")
+	}
+	// With the store, each step of the flow is kept: a flow that stops
+	// (killed, Ctrl-C, a timeout, a plan to approve) is resumed with
+	// research resume without running its finished steps again.
+	fo.Checkpointer = checkpointer(st)
+	if (fo.Approve || cfg.Agent.ApproveTools) && fo.Checkpointer == nil && c.canAsk() {
+		// Asked on the terminal, without the store: the run pauses in
+		// memory.
 		fo.Checkpointer = graph.NewMemorySaver()
 	}
-	ctx := cmd.Context()
-	c.console.setQuiet(c.quiet)
-	setup, err := app.NewFlow(ctx, cfg, app.AgentIO{Logger: c.logger()}, fo)
+	setup, err := app.NewFlow(ctx, cfg, app.AgentIO{Logger: logger}, fo)
 	if err != nil {
 		return err
 	}
 	defer setup.Close()
+	var tr *app.Tracker
+	var opts []graph.RunOption
+	switch {
+	case st != nil:
+		if tr, err = st.Begin(ctx, runstore.KindFlow, task, "", app.FlowSettings(cfg, setup, fo), logger); err != nil {
+			return err
+		}
+		opts = append(opts, graph.Thread(tr.Run.Thread), graph.RunID(tr.Run.ID))
+	case fo.Checkpointer != nil:
+		opts = append(opts, graph.Thread("flow"))
+	}
+	started := false
+	return c.driveFlow(ctx, cfg, setup, st, tr, func(ctx context.Context, observe func(nodes.FlowEvent), more ...graph.RunOption) (*nodes.FlowResult, error) {
+		if started {
+			// An answer given on the terminal continues the run where it
+			// paused.
+			return setup.Flow.Resume(ctx, observe, append(opts, more...)...)
+		}
+		started = true
+		return setup.Flow.Run(ctx, task, observe, append(opts, more...)...)
+	})
+}
 
+// resumeFlow continues the flow run of tr with setup, giving it answer
+// when the run waits for one: a PlanApproval for a plan review, the text
+// for an agent step's question or tool approval (see flowAnswer).
+func (c *cli) resumeFlow(ctx context.Context, cfg *config.Config, setup *app.FlowSetup, st *app.Store, tr *app.Tracker, answer any) error {
+	opts := []graph.RunOption{graph.Thread(tr.Run.Thread), graph.RunID(tr.Run.ID)}
+	if answer != nil {
+		opts = append(opts, graph.Answer(answer))
+	}
+	return c.driveFlow(ctx, cfg, setup, st, tr, func(ctx context.Context, observe func(nodes.FlowEvent), more ...graph.RunOption) (*nodes.FlowResult, error) {
+		return setup.Flow.Resume(ctx, observe, append(opts, more...)...)
+	})
+}
+
+// flowAnswer reads answer (research resume --answer) for what the stored
+// flow run on thread waits on: a plan review takes a PlanApproval, an
+// agent step's question or tool approval the text; nil for no answer.
+func flowAnswer(ctx context.Context, st *app.Store, thread, answer string) (any, error) {
+	if answer == "" {
+		return nil, nil
+	}
+	saved, err := app.SavedFlow(ctx, st.Checkpointer, thread)
+	if err != nil {
+		return nil, err
+	}
+	if saved.Waiting != nil {
+		return parsePlanAnswer(answer), nil
+	}
+	return answer, nil
+}
+
+// driveFlow runs (or resumes) a flow with its progress lines, asks for
+// plan approvals on the terminal, records the outcome in the store and
+// prints the summary — or, for a flow that stopped, what it had done.
+func (c *cli) driveFlow(ctx context.Context, cfg *config.Config, setup *app.FlowSetup, st *app.Store, tr *app.Tracker,
+	start func(context.Context, func(nodes.FlowEvent), ...graph.RunOption) (*nodes.FlowResult, error)) error {
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
 	if cfg.Timeout > 0 {
 		runCtx, cancel = context.WithTimeoutCause(ctx, cfg.Timeout, errRunTimeout)
@@ -125,29 +211,62 @@ func (c *cli) runFlow(cmd *cobra.Command, args []string, fo app.FlowOptions) err
 	if app.HasExec(ag.Tools) {
 		c.execWarning()
 	}
+	if tr != nil {
+		c.console.line(runLine(st, tr))
+		c.runID = tr.Run.ID
+	}
+	if tr != nil {
+		// The agent steps' tool calls with side effects are recorded in
+		// the run's record before and after they run: a resumed flow does
+		// not repeat them blindly.
+		runCtx = nodes.WithCallJournal(runCtx, tr.Journal())
+	}
 	c.console.start("planning")
 	view := &flowView{c: c.console, start: began}
-	var opts []graph.RunOption
-	if fo.Approve {
-		opts = append(opts, graph.Thread("flow"))
-	}
-	res, runErr := setup.Flow.Run(runCtx, task, view.observe, opts...)
-	for res != nil && res.Waiting != nil && errors.Is(runErr, graph.ErrInterrupted) {
-		ans, err := c.askPlan(runCtx, res.Waiting)
+	res, runErr := start(runCtx, view.observe)
+	for res != nil && waits(res) && errors.Is(runErr, graph.ErrInterrupted) && c.canAsk() {
+		var ans any
+		var err error
+		switch {
+		case res.Waiting != nil:
+			ans, err = c.askPlan(runCtx, res.Waiting)
+		case res.Approval != nil:
+			ans, err = c.ask(runCtx, "approve a tool call", res.Question.Question)
+		default:
+			ans, err = c.ask(runCtx, "question from the agent", res.Question.Question)
+		}
 		if err != nil {
-			runErr = err
+			if !errors.Is(err, errNoAnswer) || tr == nil {
+				runErr = err
+			}
 			break
 		}
-		res, runErr = setup.Flow.Resume(runCtx, view.observe, append(opts, graph.Answer(ans))...)
+		res, runErr = start(runCtx, view.observe, graph.Answer(ans))
 	}
 	c.console.stop()
 	o := outcomeOf(ctx, runCtx, runErr)
 	o.timeout = cfg.Timeout
 	meterFlow(ctx, o, runErr, res, setup.Specs(), cfg)
-	if runErr != nil && res != nil && res.Waiting == nil {
+	paused := o.status == runstore.StatusNeedsInput && res != nil && waits(res) && tr != nil
+	var doc []byte
+	if res != nil {
+		recordUsage(tr, res.Usage, setup.Specs(), cfg.Prices)
+		if runErr != nil && !paused {
+			res.Incomplete = true
+		}
+		d := flowDoc{FlowResult: res}
+		if runErr != nil && !paused {
+			d.Error = o.why(c, runErr)
+		}
+		doc, _ = json.MarshalIndent(d, "", "  ")
+	}
+	if err := tr.Finish(ctx, o.status, o.why(c, runErr), doc); err != nil {
+		c.console.errorLine("warning: " + err.Error())
+	}
+	if runErr != nil && res != nil && !waits(res) {
 		// What the stopped flow had done, so it is not lost: its JSON
 		// document (incomplete, with its error), or its finished steps.
-		if err := c.writeFlowPartial(cfg, res, runErr); err != nil {
+		if err := c.writeFlowPartial(cfg, res, doc); err != nil {
 			c.console.errorLine("warning: " + err.Error())
 		}
 	}
@@ -156,6 +275,12 @@ func (c *cli) runFlow(cmd *cobra.Command, args []string, fo app.FlowOptions) err
 		return &exitError{code: exitInterrupted, err: errInterrupted}
 	case o.timedOut:
 		return &exitError{code: exitFailed, err: fmt.Errorf("the flow did not finish within the timeout of %s (timeout); what its finished steps found is above", cfg.Timeout)}
+	case paused && res.Waiting != nil:
+		c.pausedForPlan(tr.Run.ID, res.Waiting)
+		return &exitError{code: exitNeedsInput}
+	case paused:
+		c.pausedForQuestion(tr.Run.ID, &nodes.AgentResult{Waiting: res.Question, Approval: res.Approval})
+		return &exitError{code: exitNeedsInput}
 	case errors.Is(runErr, errNoAnswer):
 		return &exitError{code: exitNeedsInput, err: errors.New("the plan was not approved: the input ended")}
 	case runErr != nil:
@@ -169,21 +294,32 @@ func (c *cli) runFlow(cmd *cobra.Command, args []string, fo app.FlowOptions) err
 	if res.Dropped > 0 {
 		c.console.line(fmt.Sprintf("Removed %s that named no source gathered in this run", plural(res.Dropped, "citation", "citations")))
 	}
-	if cfg.Format == config.FormatJSON {
-		doc, err := json.MarshalIndent(res, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := c.output(string(doc) + "\n"); err != nil {
-			return err
-		}
-	} else if err := c.outputMarkdown(res.Summary); err != nil {
+	if err := c.writeFlowResult(cfg, res, doc); err != nil {
 		return err
 	}
 	if !res.Status.OK() {
 		return &exitError{code: exitAgentFailed, err: fmt.Errorf("the flow ended %s: %s; the summary above says what was not done", res.Status, flowShortfall(res))}
 	}
 	return nil
+}
+
+// waits reports whether a paused flow waits for an answer: a plan review,
+// or an agent step's question or tool approval.
+func waits(res *nodes.FlowResult) bool { return res.Waiting != nil || res.Question != nil }
+
+// writeFlowResult prints a finished flow's summary, or its JSON document.
+func (c *cli) writeFlowResult(cfg *config.Config, res *nodes.FlowResult, doc []byte) error {
+	if cfg.Format == config.FormatJSON {
+		return c.output(string(doc) + "\n")
+	}
+	return c.outputMarkdown(res.Summary)
+}
+
+// pausedForPlan says how to continue a flow that waits for its plan to be
+// approved.
+func (c *cli) pausedForPlan(id string, r *nodes.PlanReview) {
+	c.console.plain(fmt.Sprintf("Paused: run %s waits for the approval of its plan:\n%s\n", id, r.Plan.String()))
+	c.console.plain(fmt.Sprintf("Continue it with: research resume %s --answer approve   (or \"no: REASON\", or new steps separated by \";\")\n", id))
 }
 
 // flowDoc is a flow's JSON document: its result, and the error of a run
@@ -194,15 +330,10 @@ type flowDoc struct {
 }
 
 // writeFlowPartial prints what a stopped flow had done: its JSON document
-// with --format json, else its finished steps' results (nothing when no
-// step had finished).
-func (c *cli) writeFlowPartial(cfg *config.Config, res *nodes.FlowResult, runErr error) error {
+// (doc) with --format json, else its finished steps' results (nothing when
+// no step had finished).
+func (c *cli) writeFlowPartial(cfg *config.Config, res *nodes.FlowResult, doc []byte) error {
 	if cfg.Format == config.FormatJSON {
-		res.Incomplete = true
-		doc, err := json.MarshalIndent(flowDoc{FlowResult: res, Error: runErr.Error()}, "", "  ")
-		if err != nil {
-			return err
-		}
 		return c.output(string(doc) + "\n")
 	}
 	if res.Partial == "" {
@@ -348,4 +479,43 @@ func (v *flowView) observe(ev nodes.FlowEvent) {
 	case nodes.FlowEventDone:
 		v.line("Summary written")
 	}
+}
+
+// showFlow prints a stored flow run's summary — or, for a flow that
+// stopped before its summary, what its finished steps found, read from its
+// checkpoints — or its JSON document.
+func (c *cli) showFlow(ctx context.Context, cfg *config.Config, st *app.Store, run *runstore.Run) error {
+	var res *nodes.FlowResult
+	if len(run.Report) > 0 {
+		if cfg.Format == config.FormatJSON {
+			return c.output(string(run.Report) + "\n")
+		}
+		var doc flowDoc
+		if err := json.Unmarshal(run.Report, &doc); err != nil {
+			return fmt.Errorf("run %s: its stored result cannot be read: %w", run.ID, err)
+		}
+		res = doc.FlowResult
+	}
+	if res == nil || (res.Summary == "" && res.Partial == "") {
+		// Killed, or paused: what its finished steps found, from its
+		// checkpoints.
+		var err error
+		if res, err = app.SavedFlow(ctx, st.Checkpointer, run.Thread); err != nil {
+			return fmt.Errorf("run %s: %w", run.ID, err)
+		}
+		if cfg.Format == config.FormatJSON {
+			doc, err := json.MarshalIndent(flowDoc{FlowResult: res, Error: orText(run.Error, string(run.Effective(time.Now(), runstore.Alive)))}, "", "  ")
+			if err != nil {
+				return err
+			}
+			return c.output(string(doc) + "\n")
+		}
+	}
+	if res == nil || (res.Summary == "" && res.Partial == "") {
+		return usageErr("run %s has no summary stored and no finished step (it is %s); research resume %s continues it", run.ID, run.Effective(time.Now(), runstore.Alive), run.ID)
+	}
+	if res.Summary != "" {
+		return c.outputMarkdown(res.Summary)
+	}
+	return c.outputMarkdown(res.Partial)
 }

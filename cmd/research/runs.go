@@ -250,8 +250,8 @@ func runsTable(runs []*runstore.Run, now time.Time) string {
 	fmt.Fprintln(w, "ID\tSTARTED\tSTATUS\tTOKENS\tCOST\tDURATION\tQUESTION")
 	for _, r := range runs {
 		q := oneLine(r.Question, 70)
-		if r.Kind == runstore.KindAgent {
-			q = "agent: " + q
+		if r.Kind == runstore.KindAgent || r.Kind == runstore.KindFlow {
+			q = string(r.Kind) + ": " + q
 		}
 		toks := thousands(int(r.Tokens))
 		if n := cachedOf(r); n > 0 {
@@ -338,7 +338,8 @@ func (c *cli) showCmd() *cobra.Command {
 		Short: "Print a stored run's report again (--format json for the JSON document)",
 		Long: `show prints the report of a stored run as research printed it — or, for a
 run that stopped before its report (killed, failed), the report built from
-what it had gathered, marked incomplete. An agent run prints its answer.
+what it had gathered, marked incomplete. An agent run prints its answer; a
+flow its summary (or, for a flow that stopped, what its finished steps found).
 ID may be a unique prefix of the run's id.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -347,8 +348,11 @@ ID may be a unique prefix of the run's id.`,
 				if err != nil {
 					return usageErr("%v", err)
 				}
-				if run.Kind == runstore.KindAgent {
+				switch run.Kind {
+				case runstore.KindAgent:
 					return c.showAgent(cfg, run)
+				case runstore.KindFlow:
+					return c.showFlow(ctx, cfg, st, run)
 				}
 				return c.showResearch(ctx, cfg, st, run)
 			})
@@ -426,7 +430,9 @@ question) asks on the terminal, or takes --answer: for a review "ok" approves
 the queries, "stop" writes the answer now, and anything else replaces the
 queries (separated by ";"); for an agent it is the answer to its question, or,
 when it waits for the approval of a tool call (--approve-tools), "approve",
-"reject: REASON" or "edit: {JSON arguments}".
+"reject: REASON" or "edit: {JSON arguments}"; for a flow that waits for its
+plan to be approved (research flow --approve-plan), "approve" (or "ok"),
+"no: REASON", or new steps for what is not done, separated by ";".
 
 A tool call with side effects (bash, python_execute, an editor write, an MCP
 tool not annotated read-only) that was running when the run stopped — its
@@ -488,6 +494,22 @@ func (c *cli) resume(cmd *cobra.Command, id, answer string) error {
 		// running here: a setup error (a missing key, say) leaves it as it
 		// was.
 		c.console.start("preparing")
+		if run.Kind == runstore.KindFlow {
+			ans, err := flowAnswer(ctx, st, run.Thread, answer)
+			if err != nil {
+				return err
+			}
+			setup, err := app.NewFlow(ctx, cfg, app.AgentIO{Logger: logger}, set.Flow.Options(st.Checkpointer))
+			if err != nil {
+				return err
+			}
+			defer setup.Close()
+			tr, err := st.Continue(ctx, run, logger)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			return c.resumeFlow(ctx, cfg, setup, st, tr, ans)
+		}
 		if run.Kind == runstore.KindAgent {
 			setup, err := c.agentSetup(ctx, cfg, st)
 			if err != nil {

@@ -42,7 +42,7 @@ type AgentIO struct {
 
 // ErrApproveNeedsStore: agent.approve_tools without a store to pause the
 // run in.
-var ErrApproveNeedsStore = errors.New("--approve-tools (agent.approve_tools) pauses the run until each tool call with side effects is approved, which needs the run store: drop --no-save (or set --store); research flow cannot ask yet")
+var ErrApproveNeedsStore = errors.New("--approve-tools (agent.approve_tools) pauses the run until each tool call with side effects is approved, which needs the run store: drop --no-save (or set --store)")
 
 // pausingHuman stands in for the Asker of an agent whose ask_human calls
 // pause the run: the agent never calls it.

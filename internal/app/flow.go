@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -70,10 +71,18 @@ type FlowOptions struct {
 //     browser as the agent's browser tool: one browser per flow run, its
 //     pages and tabs carried from step to step.
 //
-// aio.Human and aio.Checkpointer are not used: the
-// executors do not ask questions.
+// aio.Human and aio.Checkpointer are not used. With agent.approve_tools the
+// agent executor asks before each tool call with side effects: the flow
+// pauses at the call (nodes.FlowResult.Approval), which needs
+// fo.Checkpointer (ErrApproveNeedsStore without it).
 func NewFlow(ctx context.Context, cfg *config.Config, aio AgentIO, fo FlowOptions) (_ *FlowSetup, err error) {
-	agent, err := NewAgent(ctx, cfg, AgentIO{Logger: aio.Logger, Pool: aio.Pool})
+	agentIO := AgentIO{Logger: aio.Logger, Pool: aio.Pool}
+	if cfg.Agent.ApproveTools {
+		// The agent's runs pause inside the flow's steps, in the flow's
+		// thread (each step's run is nested in it).
+		agentIO.Checkpointer = fo.Checkpointer
+	}
+	agent, err := NewAgent(ctx, cfg, agentIO)
 	if err != nil {
 		return nil, err
 	}
@@ -136,4 +145,20 @@ func execNote(a *AgentSetup) string {
 		return ", running Python and shell commands"
 	}
 	return ""
+}
+
+// SavedFlow is the result of the stored flow run on thread as of its newest
+// checkpoint (nodes.Flow.Saved), read without models or tools.
+func SavedFlow(ctx context.Context, cp graph.Checkpointer, thread string) (*nodes.FlowResult, error) {
+	none := nodes.ExecutorFunc(func(context.Context, nodes.StepTask) (nodes.StepResult, error) {
+		return nodes.StepResult{}, errors.New("no executor: the flow is only read")
+	})
+	// Approve: the graph with the review node, which a stored run may
+	// wait in.
+	f, err := nodes.NewFlow(nodes.FlowConfig{Planner: noModel{}, Executors: []nodes.FlowExecutor{{Name: ExecutorAgent, Executor: none}},
+		Approve: true, Checkpointer: cp})
+	if err != nil {
+		return nil, err
+	}
+	return f.Saved(ctx, thread)
 }

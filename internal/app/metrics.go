@@ -16,8 +16,7 @@ import (
 // records nothing and prices nothing.
 //
 // kind is one of telemetry's RunKind constants (a runstore.Kind converts:
-// string(runstore.KindAgent)); flows, which the run store does not keep,
-// have one there too.
+// string(runstore.KindAgent)).
 func MeterRun(ctx context.Context, kind string, status runstore.Status, usage llm.UsageByRole, models map[string]string, prices llm.Prices) {
 	tel := telemetry.From(ctx)
 	if !tel.Metered() {

@@ -139,6 +139,8 @@ type Settings struct {
 	Loops   int           `json:"loops,omitempty"`
 	Review  bool          `json:"review,omitempty"`
 	Agent   *config.Agent `json:"agent,omitempty"`
+	// Flow is a flow run's own settings (research flow).
+	Flow *FlowRunSettings `json:"flow,omitempty"`
 	// Effort is the preset a server's client chose, if any (Queries and
 	// Loops hold its values).
 	Effort string `json:"effort,omitempty"`
@@ -157,6 +159,31 @@ func AgentSettings(cfg *config.Config, spec, workspace string) Settings {
 	a := cfg.Agent
 	a.Workspace = workspace
 	return Settings{Models: map[string]string{"agent": spec}, Search: cfg.Search, Corpus: cfg.Corpus, Agent: &a}
+}
+
+// FlowRunSettings are the settings of a flow run that FlowOptions holds.
+type FlowRunSettings struct {
+	Approve      bool `json:"approve,omitempty"`
+	MaxPlanSteps int  `json:"max_plan_steps,omitempty"`
+	MaxRevisions int  `json:"max_revisions,omitempty"`
+}
+
+// Options are the FlowOptions of a resumed flow run, with its checkpointer.
+func (f *FlowRunSettings) Options(cp graph.Checkpointer) FlowOptions {
+	if f == nil {
+		return FlowOptions{Checkpointer: cp}
+	}
+	return FlowOptions{Approve: f.Approve, MaxPlanSteps: f.MaxPlanSteps, MaxRevisions: f.MaxRevisions, Checkpointer: cp}
+}
+
+// FlowSettings records a flow run's settings: its agent's, the models of
+// each role, the researcher's limits and the flow's own options.
+func FlowSettings(cfg *config.Config, f *FlowSetup, fo FlowOptions) Settings {
+	s := AgentSettings(cfg, f.Agent.Spec, f.Agent.Workspace)
+	s.Models = f.Specs()
+	s.Queries, s.Loops = cfg.InitialQueries, cfg.MaxLoops
+	s.Flow = &FlowRunSettings{Approve: fo.Approve, MaxPlanSteps: fo.MaxPlanSteps, MaxRevisions: fo.MaxRevisions}
+	return s
 }
 
 // Apply puts the stored settings back into cfg, except for the keys the

@@ -25,8 +25,8 @@ func checkCreate(r *Run) error {
 	switch {
 	case !validThread(r.Thread):
 		return fmt.Errorf("%w: run %q has no thread, or one that is not valid UTF-8 or has a NUL", ErrInvalid, r.ID)
-	case r.Kind != KindResearch && r.Kind != KindAgent:
-		return fmt.Errorf("%w: run %q has kind %q; want %q or %q", ErrInvalid, r.ID, r.Kind, KindResearch, KindAgent)
+	case !r.Kind.valid():
+		return fmt.Errorf("%w: run %q has kind %q; want %q, %q or %q", ErrInvalid, r.ID, r.Kind, KindResearch, KindAgent, KindFlow)
 	case r.Started.IsZero():
 		return fmt.Errorf("%w: run %q has no start time", ErrInvalid, r.ID)
 	}
@@ -68,8 +68,8 @@ func checkThread(t *Thread) error {
 		return fmt.Errorf("%w: nil thread", ErrInvalid)
 	case !validThread(t.ID):
 		return fmt.Errorf("%w: thread %q has no id, or one that is not valid UTF-8 or has a NUL (NewID makes one)", ErrInvalid, t.ID)
-	case t.Kind != "" && t.Kind != KindResearch && t.Kind != KindAgent:
-		return fmt.Errorf("%w: thread %q has kind %q; want none, %q or %q", ErrInvalid, t.ID, t.Kind, KindResearch, KindAgent)
+	case t.Kind != "" && !t.Kind.valid():
+		return fmt.Errorf("%w: thread %q has kind %q; want none, %q, %q or %q", ErrInvalid, t.ID, t.Kind, KindResearch, KindAgent, KindFlow)
 	case t.Created.IsZero():
 		return fmt.Errorf("%w: thread %q has no creation time", ErrInvalid, t.ID)
 	}

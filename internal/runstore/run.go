@@ -41,7 +41,11 @@ const (
 	KindResearch Kind = "research"
 	// KindAgent is a run of `research agent "task"`.
 	KindAgent Kind = "agent"
+	// KindFlow is a run of `research flow "task"`.
+	KindFlow Kind = "flow"
 )
+
+func (k Kind) valid() bool { return k == KindResearch || k == KindAgent || k == KindFlow }
 
 // MinPrefix is the shortest id prefix Get resolves.
 const MinPrefix = 4
