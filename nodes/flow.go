@@ -418,6 +418,11 @@ type FlowResult struct {
 	BestEffort bool `json:"best_effort,omitempty"`
 }
 
+// Result is the result of a run whose last state is s, as Run returns it
+// for a run that ended, for a program that runs Graph itself (as research
+// serve does).
+func (s FlowState) Result() *FlowResult { return flowResult(s) }
+
 func flowResult(s FlowState) *FlowResult {
 	return &FlowResult{Task: s.Task, Status: s.Status, Plan: s.Plan, Steps: s.Outcomes, Summary: s.Summary,
 		Sources: s.Cited, Gathered: len(s.Sources), Dropped: s.Dropped, Revisions: s.Revisions, Usage: s.Usage}

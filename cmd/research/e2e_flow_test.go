@@ -140,18 +140,6 @@ func TestE2EFlow(t *testing.T) {
 	})
 }
 
-func TestParsePlanAnswer(t *testing.T) {
-	t.Parallel()
-	assert.Equal(t, false, parsePlanAnswer("").Reject)
-	assert.Empty(t, parsePlanAnswer("yes").Steps)
-	r := parsePlanAnswer("no: too risky")
-	assert.True(t, r.Reject)
-	assert.Equal(t, "too risky", r.Reason)
-	assert.True(t, parsePlanAnswer("N").Reject)
-	assert.Equal(t, []string{"[researcher] A", "[agent] B"}, parsePlanAnswer(" [researcher] A ; [agent] B ;").Steps)
-	assert.Equal(t, []string{"Nothing else"}, parsePlanAnswer("Nothing else").Steps)
-}
-
 // TestE2EFlowFailureKeepsFinishedSteps: a flow whose summary call fails
 // prints what its finished steps found (Markdown), or its JSON document
 // marked incomplete with the error, instead of nothing.

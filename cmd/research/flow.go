@@ -178,7 +178,7 @@ func flowAnswer(ctx context.Context, st *app.Store, thread, answer string) (any,
 		return nil, err
 	}
 	if saved.Waiting != nil {
-		return parsePlanAnswer(answer), nil
+		return app.ParsePlanAnswer(answer), nil
 	}
 	return answer, nil
 }
@@ -389,29 +389,7 @@ func (c *cli) askPlan(ctx context.Context, r *nodes.PlanReview) (nodes.PlanAppro
 	if err != nil {
 		return nodes.PlanApproval{}, err
 	}
-	return parsePlanAnswer(line), nil
-}
-
-func parsePlanAnswer(line string) nodes.PlanApproval {
-	line = strings.TrimSpace(line)
-	lower := strings.ToLower(line)
-	switch {
-	case line == "" || lower == "y" || lower == "yes" || lower == "ok" || lower == "approve":
-		return nodes.PlanApproval{}
-	case lower == "n" || lower == "no" || strings.HasPrefix(lower, "no ") || strings.HasPrefix(lower, "no:") || strings.HasPrefix(lower, "no,"):
-		reason := strings.TrimSpace(strings.TrimLeft(line[min(2, len(line)):], ":, "))
-		if lower == "n" {
-			reason = ""
-		}
-		return nodes.PlanApproval{Reject: true, Reason: reason}
-	}
-	var steps []string
-	for _, s := range strings.Split(line, ";") {
-		if s = strings.TrimSpace(s); s != "" {
-			steps = append(steps, s)
-		}
-	}
-	return nodes.PlanApproval{Steps: steps}
+	return app.ParsePlanAnswer(line), nil
 }
 
 // flowView shows a flow's progress on stderr.

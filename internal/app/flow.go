@@ -162,3 +162,30 @@ func SavedFlow(ctx context.Context, cp graph.Checkpointer, thread string) (*node
 	}
 	return f.Saved(ctx, thread)
 }
+
+// ParsePlanAnswer reads a person's answer to a flow's plan review, as typed
+// on the terminal or given with --answer or over HTTP: empty, "y", "yes",
+// "ok" or "approve" approves the plan; "n" or "no", with a reason after it
+// ("no: too risky"), rejects it; anything else is the new steps for what is
+// not done yet, separated by ';'.
+func ParsePlanAnswer(line string) nodes.PlanApproval {
+	line = strings.TrimSpace(line)
+	lower := strings.ToLower(line)
+	switch {
+	case line == "" || lower == "y" || lower == "yes" || lower == "ok" || lower == "approve":
+		return nodes.PlanApproval{}
+	case lower == "n" || lower == "no" || strings.HasPrefix(lower, "no ") || strings.HasPrefix(lower, "no:") || strings.HasPrefix(lower, "no,"):
+		reason := strings.TrimSpace(strings.TrimLeft(line[min(2, len(line)):], ":, "))
+		if lower == "n" {
+			reason = ""
+		}
+		return nodes.PlanApproval{Reject: true, Reason: reason}
+	}
+	var steps []string
+	for _, s := range strings.Split(line, ";") {
+		if s = strings.TrimSpace(s); s != "" {
+			steps = append(steps, s)
+		}
+	}
+	return nodes.PlanApproval{Steps: steps}
+}

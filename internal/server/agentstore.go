@@ -55,7 +55,7 @@ func apiRecord(run *runstore.Run) *agentserver.RunRecord {
 
 // kindOf is the run store's kind of the runs of an assistant.
 var kindOf = map[string]runstore.Kind{agentserver.AssistantID(graphResearch): runstore.KindResearch,
-	agentserver.AssistantID(graphAgent): runstore.KindAgent}
+	agentserver.AssistantID(graphAgent): runstore.KindAgent, agentserver.AssistantID(graphFlow): runstore.KindFlow}
 
 // storeStatus is the run store's status of an API run's.
 var storeStatus = map[string]runstore.Status{"pending": runstore.StatusQueued, "running": runstore.StatusRunning,
@@ -120,7 +120,7 @@ func (s *runStoreRecords) DeleteThread(ctx context.Context, id string) error {
 func (s *runStoreRecords) PutRun(ctx context.Context, r agentserver.RunRecord) error {
 	kind, ok := kindOf[r.AssistantID]
 	if !ok {
-		return fmt.Errorf("run %s: the run store keeps runs of research and agent, not of assistant %s", r.ID, r.AssistantID)
+		return fmt.Errorf("run %s: the run store keeps runs of research, agent and flow, not of assistant %s", r.ID, r.AssistantID)
 	}
 	settings, err := json.Marshal(apiRunSettings{Record: &r})
 	if err != nil {

@@ -30,23 +30,37 @@ type Engine interface {
 	Research(ctx context.Context, set app.Settings, cp graph.Checkpointer) (*ResearchRun, error)
 	// Agent builds the agent of a run with its settings.
 	Agent(ctx context.Context, set app.Settings, cp graph.Checkpointer) (*AgentRun, error)
+	// Flow builds the planning flow of a run with its settings, storing
+	// its steps in cp.
+	Flow(ctx context.Context, set app.Settings, cp graph.Checkpointer) (*FlowRun, error)
 }
 
 // RunRequest is what a run asks for, from its configuration (a run's
 // config.configurable over the Agent Server API).
 type RunRequest struct {
-	// Kind is research (the default) or agent.
+	// Kind is research (the default), agent or flow.
 	Kind runstore.Kind
 	// Effort is low, medium or high (research).
 	Effort string
 	// Review pauses the run before each round of searches for the
-	// queries to be approved or edited (research).
+	// queries to be approved or edited (research); after the plan and
+	// each revision of it, for the plan to be approved or edited (flow).
 	Review bool
 	// Backend is one of the server's back ends (Choices; research).
 	Backend string
 	// Models are model specs by role (query, research, reflection, answer;
 	// "agent" for an agent), among the server's models (Choices).
 	Models map[string]string
+}
+
+// FlowRun is the planning flow of one run.
+type FlowRun struct {
+	Flow *nodes.Flow
+	// Models is the model spec per role its usage names; Prices as
+	// ResearchRun's.
+	Models map[string]string
+	Prices llm.Prices
+	Close  func()
 }
 
 // ResearchRun is the researcher of one run.
@@ -188,9 +202,9 @@ func (e *configEngine) Settings(req RunRequest) (app.Settings, error) {
 		}
 		return nil
 	}
-	if req.Kind == runstore.KindAgent {
+	if req.Kind == runstore.KindAgent || req.Kind == runstore.KindFlow {
 		if !slices.Contains(c.Kinds, runstore.KindAgent) {
-			return app.Settings{}, badRequest("agent runs are off on this server (serve.allow_agent)")
+			return app.Settings{}, badRequest("agent and flow runs are off on this server (serve.allow_agent)")
 		}
 		spec := e.cfg.Model
 		for role, s := range req.Models {
@@ -202,7 +216,11 @@ func (e *configEngine) Settings(req RunRequest) (app.Settings, error) {
 			}
 			spec = s
 		}
-		return app.AgentSettings(e.cfg, spec, ""), nil
+		set := app.AgentSettings(e.cfg, spec, "")
+		if req.Kind == runstore.KindFlow {
+			set.Flow = &app.FlowRunSettings{Approve: req.Review}
+		}
+		return set, nil
 	}
 	cfg := *e.cfg
 	set := app.Settings{Models: map[string]string{}, Queries: cfg.InitialQueries, Loops: cfg.MaxLoops, Review: req.Review, Effort: c.DefaultEffort}
@@ -251,13 +269,29 @@ func (e *configEngine) Research(ctx context.Context, set app.Settings, cp graph.
 	return &ResearchRun{Researcher: r.Researcher, Models: r.Models.Specs(), Backend: r.Backend.Name(), Prices: cfg.Prices, Close: r.Close}, nil
 }
 
-func (e *configEngine) Agent(ctx context.Context, set app.Settings, cp graph.Checkpointer) (*AgentRun, error) {
+// agentConfig is the server's configuration with an agent or flow run's
+// settings applied.
+func (e *configEngine) agentConfig(set app.Settings) *config.Config {
 	cfg := e.runConfig(set)
 	if len(cfg.Agent.MCP) == 0 {
 		// A served agent run starts no MCP server — whose command would
 		// run on behalf of an API client — unless agent.mcp names them.
 		cfg.Agent.MCP = []string{"none"}
 	}
+	return cfg
+}
+
+func (e *configEngine) Flow(ctx context.Context, set app.Settings, cp graph.Checkpointer) (*FlowRun, error) {
+	cfg := e.agentConfig(set)
+	setup, err := app.NewFlow(ctx, cfg, app.AgentIO{Logger: e.logger, Pool: e.pool}, set.Flow.Options(cp))
+	if err != nil {
+		return nil, err
+	}
+	return &FlowRun{Flow: setup.Flow, Models: setup.Specs(), Prices: cfg.Prices, Close: setup.Close}, nil
+}
+
+func (e *configEngine) Agent(ctx context.Context, set app.Settings, cp graph.Checkpointer) (*AgentRun, error) {
+	cfg := e.agentConfig(set)
 	setup, err := app.NewAgent(ctx, cfg, app.AgentIO{Checkpointer: cp, Logger: e.logger, Pool: e.pool})
 	if err != nil {
 		return nil, err

@@ -192,6 +192,11 @@ type testEngine struct {
 	// with approveTools, their calls with side effects wait for approval.
 	agentTools   []tools.Tool
 	approveTools bool
+	// flowPlanner plans and summarises flow runs; flowSteps records the
+	// steps the flow's executor was given, which it does by saying so.
+	flowPlanner *fake.Model
+	flowMu      sync.Mutex
+	flowSteps   []string
 	// prices are the runs' prices, as the config file's prices key gives
 	// them (fake:world has no built-in price).
 	prices llm.Prices
@@ -204,9 +209,12 @@ func (e *testEngine) Choices() Choices {
 
 func (e *testEngine) Settings(req RunRequest) (app.Settings, error) {
 	set := app.Settings{Models: map[string]string{}, Effort: "low", Queries: 1, Loops: 1, Review: req.Review}
-	if req.Kind == runstore.KindAgent {
+	if req.Kind == runstore.KindAgent || req.Kind == runstore.KindFlow {
 		set.Models["agent"] = "fake:world"
 		set.Agent = &config.Agent{MaxSteps: 5}
+		if req.Kind == runstore.KindFlow {
+			set.Flow = &app.FlowRunSettings{Approve: req.Review}
+		}
 		return set, nil
 	}
 	if req.Effort != "" {
@@ -260,6 +268,21 @@ func (e *testEngine) Agent(_ context.Context, set app.Settings, cp graph.Checkpo
 	return &AgentRun{Agent: a, Model: "fake:world", Workspace: "/nonexistent", Prices: e.prices, Meter: meter}, nil
 }
 
+func (e *testEngine) Flow(_ context.Context, set app.Settings, cp graph.Checkpointer) (*FlowRun, error) {
+	exec := nodes.ExecutorFunc(func(_ context.Context, t nodes.StepTask) (nodes.StepResult, error) {
+		e.flowMu.Lock()
+		defer e.flowMu.Unlock()
+		e.flowSteps = append(e.flowSteps, t.Step)
+		return nodes.StepResult{Output: "Done: " + t.Step}, nil
+	})
+	f, err := nodes.NewFlow(nodes.FlowConfig{Planner: e.flowPlanner, Executors: []nodes.FlowExecutor{{Name: "agent", Executor: exec}},
+		Approve: set.Flow != nil && set.Flow.Approve, Checkpointer: cp})
+	if err != nil {
+		return nil, err
+	}
+	return &FlowRun{Flow: f, Models: map[string]string{nodes.RolePlanner: "fake:world"}, Prices: e.prices}, nil
+}
+
 type noHuman struct{}
 
 func (noHuman) Ask(context.Context, string) (string, error) { return "", tools.ErrNoHuman }
@@ -286,7 +309,7 @@ func newTestServer(t testing.TB, w world, opts ...serverOption) *testServer {
 
 func newEngine(w world) *testEngine {
 	m := newWorld(w)
-	return &testEngine{model: m, search: &worldSearch{w: m.w}, agentScript: fake.New()}
+	return &testEngine{model: m, search: &worldSearch{w: m.w}, agentScript: fake.New(), flowPlanner: fake.New()}
 }
 
 func startTestServer(t testing.TB, path string, eng *testEngine, opts ...serverOption) *testServer {

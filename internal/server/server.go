@@ -135,7 +135,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // serveGraphs sets up the Agent Server API with the server's token (also
 // as x-api-key), origins and limits, and serves the research graph and,
-// when the server allows agent runs, the agent.
+// when the server allows agent runs, the agent and the planning flow.
 func (s *Server) serveGraphs() error {
 	records := &runStoreRecords{runs: s.store.Runs}
 	api, err := agentserver.New(agentserver.Options{Checkpointer: s.store.Checkpointer, Store: records, Token: s.opts.Token,
@@ -165,6 +165,13 @@ func (s *Server) serveGraphs() error {
 		return nil
 	}
 	s.closeGraphs = func() { closeAgent(); closeResearch() }
+	fa := &flowAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact, metadata: md, records: records, tel: s.opts.Telemetry}
+	closeFlow, err := fa.serve(context.Background(), api)
+	if err != nil {
+		s.log.Warn("the planning flow is not served", "err", s.opts.Redact(err.Error()))
+		return nil
+	}
+	s.closeGraphs = func() { closeFlow(); closeAgent(); closeResearch() }
 	return nil
 }
 
