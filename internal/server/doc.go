@@ -6,7 +6,8 @@
 // The server speaks the LangGraph Agent Server API (package agentserver)
 // at its root, so that the web page, Agent Chat UI, the LangGraph SDKs and
 // RemoteGraph drive the deep-search graph, as the assistant "research",
-// and the agent, as "agent". agentapi.go and agentapi_agent.go say how
+// the agent, as "agent", and the planning flow, as "flow".
+// agentapi.go, agentapi_agent.go and agentapi_flow.go say how
 // deepgraph's runs appear in its terms: the answer as the last ai message
 // of the thread's values, the timeline and the cost as custom events, a
 // query review or an agent's question as an interrupt (a HITLRequest). The
