@@ -252,3 +252,26 @@ func TestContinueFromAPastCheckpoint(t *testing.T) {
 	assert.Equal(t, []string{"a", "b", "c", "d"}, done.Done, "the branch's state")
 	assert.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 2, "d": 2}, sg.counts())
 }
+
+// TestDurability: a run's durability is the engine's (graph.Durability):
+// exit stores the run's last checkpoint only, sync every step's; both end
+// in the same state. An unknown mode is refused.
+func TestDurability(t *testing.T) {
+	_, c, syncPath := serveSteps(t)
+	exitPath := "/threads/" + newThread(c)
+	history := map[string]int{}
+	for mode, path := range map[string]string{"sync": syncPath, "exit": exitPath} {
+		var done stepsState
+		c.json("POST", path+"/runs/wait", map[string]any{"assistant_id": "steps", "input": map[string]any{"done": []string{}}, "durability": mode}, 200, &done)
+		assert.Equal(t, []string{"a", "b", "c", "d"}, done.Done, mode)
+		var hist []stateDoc
+		c.json("POST", path+"/history", map[string]any{"limit": 50}, 200, &hist)
+		history[mode] = len(hist)
+	}
+	assert.Less(t, history["exit"], history["sync"], "checkpoints stored: %v", history)
+	var refused struct {
+		Detail string `json:"detail"`
+	}
+	c.json("POST", exitPath+"/runs/wait", map[string]any{"assistant_id": "steps", "input": map[string]any{"done": []string{}}, "durability": "never"}, 422, &refused)
+	assert.Contains(t, refused.Detail, "use sync, async or exit")
+}

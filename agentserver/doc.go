@@ -50,7 +50,8 @@
 // interrupt_after, config.recursion_limit, config.configurable and context
 // (given to Build), metadata, stream_mode, multitask_strategy (reject — 409
 // on a busy thread —, enqueue, interrupt, rollback), on_disconnect (cancel,
-// the default of /runs/stream, or continue), on_completion, if_not_exists.
+// the default of /runs/stream, or continue), on_completion, if_not_exists,
+// durability (sync, the default; async; exit: graph.DurabilityMode).
 //
 // A run with input null (or none) and no command continues its thread, as
 // LangGraph's does: when the newest checkpoint has pending tasks (a run
@@ -119,7 +120,6 @@
 // Not served: the store (/store), crons (as LangGraph's
 // JS server), assistant creation and versions, the events stream mode
 // (LangChain's astream_events), the legacy messages stream mode (messages
-// is read as messages-tuple), stream_subgraphs namespaces (the engine does
-// not report namespaces in its events yet), and durability other than
-// sync (accepted: every step is checkpointed).
+// is read as messages-tuple), and stream_subgraphs namespaces (the engine
+// does not report namespaces in its events yet).
 package agentserver

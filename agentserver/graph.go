@@ -346,7 +346,7 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 	if req.checkpointID != "" {
 		at = at.At(req.checkpointID)
 	}
-	opts := []graph.RunOption{at, graph.RunID(req.runID)}
+	opts := []graph.RunOption{at, graph.RunID(req.runID), graph.Durability(req.durability)}
 	if req.interruptBefore != nil {
 		opts = append(opts, graph.PauseBefore(req.interruptBefore...))
 	}

@@ -161,12 +161,11 @@ func (s *Server) newRun(r *http.Request, threadID string) (*run, error) {
 	default:
 		return nil, badRequest("on_disconnect %q: use cancel or continue", req.OnDisconnect)
 	}
-	switch req.Durability {
-	case "", "sync", "async", "exit":
-	default:
+	durability, ok := durabilities[req.Durability]
+	if !ok {
 		return nil, badRequest("durability %q: use sync, async or exit", req.Durability)
 	}
-	spec := runSpec{input: req.Input, command: req.Command, checkpointID: req.CheckpointID,
+	spec := runSpec{input: req.Input, command: req.Command, checkpointID: req.CheckpointID, durability: durability,
 		config: RunConfig{Configurable: map[string]json.RawMessage{}, GraphID: asst.graphID, AssistantID: asst.id}}
 	if req.Command != nil && len(req.Command.Resume) == 0 && len(req.Command.Update) == 0 && len(req.Command.Goto) == 0 {
 		spec.command = nil

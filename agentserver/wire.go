@@ -3,6 +3,8 @@ package agentserver
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/deepgraph/deepgraph/graph"
 )
 
 // The documents of the API, as @langchain/langgraph-sdk's schema.d.ts
@@ -165,8 +167,14 @@ type runSpec struct {
 	interruptBefore []string
 	interruptAfter  []string
 	recursionLimit  int
+	durability      graph.DurabilityMode
 	config          RunConfig
 }
+
+// durabilities are the run's durability modes by name ("": the default,
+// sync).
+var durabilities = map[string]graph.DurabilityMode{"": graph.DurabilitySync, "sync": graph.DurabilitySync,
+	"async": graph.DurabilityAsync, "exit": graph.DurabilityExit}
 
 // runEnd is how a run ended: its final values, the interrupts it waits on,
 // or its error (bad: the request was at fault).
