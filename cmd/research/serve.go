@@ -24,12 +24,13 @@ func (c *cli) serveCmd() *cobra.Command {
 		Long: `serve runs deepgraph as a server: the LangGraph Agent Server API — the API
 of LangGraph's own server, so Agent Chat UI, the LangGraph SDKs (JS, Python,
 useStream) and RemoteGraph work against it, with the assistants "research"
-(the deep-search graph) and "agent" (with serve.allow_agent) — and, at /, a
-web page to ask questions and follow the research live. Point a LangGraph
-client's API URL at the server's address. Runs execute in the background,
-at most serve.max_running at once, with up to serve.queue_size waiting;
-they are kept in the store like the command line's runs (research runs
-lists them, research show shows a research run's report).
+(the deep-search graph) and, with serve.allow_agent, "agent" and "flow"
+(the planning flow) — and, at /, a web page to ask questions and follow
+the research live. Point a LangGraph client's API URL at the server's
+address. Runs execute in the background, at most serve.max_running at
+once, with up to serve.queue_size waiting; they are kept in the store like
+the command line's runs (research runs lists them, research show prints
+their answers).
 
 Security: it listens on 127.0.0.1 by default. Any other --addr needs a
 token (serve.token or DEEPGRAPH_SERVE_TOKEN), sent as x-api-key (the SDKs'
