@@ -79,3 +79,27 @@ func BenchmarkFanOut10000(b *testing.B) {
 	}
 	perNode(b, width+2)
 }
+
+// BenchmarkStreamFanOut100 is FanOut100 streamed: every task's start and
+// end and every step go through the stream.
+func BenchmarkStreamFanOut100(b *testing.B) {
+	c, err := benchshapes.FanOut(100)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		n := 0
+		for _, err := range c.Stream(ctx, benchshapes.FanState{}) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			n++
+		}
+		if n < 2*102 {
+			b.Fatal("events:", n)
+		}
+	}
+	perNode(b, 102)
+}

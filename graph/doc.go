@@ -127,6 +127,12 @@
 // task's update), the state after each step, values nodes publish with Emit
 // (LLM tokens travel this way), and the end. It is an iter.Seq2; breaking out
 // of the loop cancels the run and returns once every task has stopped.
+// A subgraph's nodes' Emit values reach it; with StreamSubgraphs (LangGraph's
+// subgraphs=True) the subgraph's steps, tasks and interrupts do too, each
+// event naming the subgraph's run in its Namespace ("node:task-id", the
+// checkpoint namespace below; a subgraph over another state type sends its
+// state and updates in Event.Untyped). A task run by a TaskRunner passes
+// up only its subgraphs' Emit values.
 //
 // # Checkpoints
 //

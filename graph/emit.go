@@ -13,8 +13,12 @@ func Emit(ctx context.Context, v any) {
 	if info == nil || info.sink == nil {
 		return
 	}
+	c := custom{node: info.path, step: info.step, task: info.index, value: v}
+	if n := info.nest; n != nil && n.in != "" {
+		c.value = &nested{kind: EventCustom, ns: n.in, value: v}
+	}
 	select {
-	case info.sink <- custom{node: info.path, step: info.step, task: info.index, value: v}:
+	case info.sink <- c:
 	case <-ctx.Done():
 	}
 }
@@ -40,7 +44,7 @@ type taskInfo struct {
 	// interrupted.
 	hi *taskHITL
 	// nest is what the task gives the subgraph runs it starts when its run
-	// checkpoints; nil otherwise.
+	// checkpoints or streams its subgraphs' events; nil otherwise.
 	nest *nestInfo
 }
 

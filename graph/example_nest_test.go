@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/deepgraph/deepgraph/graph"
 )
@@ -105,4 +106,57 @@ func ExampleDurability() {
 	// sync 3 4
 	// async 3 4
 	// exit 3 1
+}
+
+// StreamSubgraphs passes a subgraph's events up the stream, each with the
+// namespace of the subgraph's run: "research:<task id>" here, a namespace
+// per task that runs the subgraph, joined by "|" when subgraphs nest.
+func ExampleStreamSubgraphs() {
+	type State struct{ Steps []string }
+	steps := graph.Append(func(s *State) *[]string { return &s.Steps })
+	step := func(name string) graph.NodeFunc[State] {
+		return func(context.Context, State) (graph.Update[State], error) {
+			return graph.Writes(steps.Add(name)), nil
+		}
+	}
+	inner := graph.New[State](steps)
+	inner.AddNode("search", step("searched"))
+	inner.AddNode("read", step("read"))
+	inner.AddSequence(graph.Start, "search", "read", graph.End)
+	sub, err := inner.Compile()
+	if err != nil {
+		panic(err)
+	}
+	g := graph.New[State](steps)
+	g.AddSubgraph("research", sub)
+	g.AddSequence(graph.Start, "research", graph.End)
+	run, err := g.Compile()
+	if err != nil {
+		panic(err)
+	}
+
+	events := run.Stream(context.Background(), State{}, graph.StreamSubgraphs(), graph.Events(graph.EventStep, graph.EventTaskEnd))
+	for ev, err := range events {
+		if err != nil {
+			panic(err)
+		}
+		where := "root"
+		if ev.Namespace != "" {
+			where, _, _ = strings.Cut(ev.Namespace, ":") // the node that runs the subgraph
+		}
+		if ev.Kind == graph.EventStep {
+			fmt.Println(where, "step", ev.Step, ev.State.Steps)
+		} else {
+			fmt.Println(where, "ran", ev.Node)
+		}
+	}
+	// Output:
+	// root step 0 []
+	// research step 0 []
+	// research ran research/search
+	// research step 1 [searched]
+	// research ran research/read
+	// research step 2 [searched read]
+	// root ran research
+	// root step 1 [searched read]
 }

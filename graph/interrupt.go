@@ -67,7 +67,7 @@ func Interrupt[A, P any](ctx context.Context, payload P) (A, error) {
 	if err != nil {
 		return zero, fmt.Errorf("graph.Interrupt in node %q: the payload cannot be encoded as JSON: %w", info.path, err)
 	}
-	h.raise(PendingInterrupt{ID: id, Kind: InterruptNode, Node: info.path, Task: h.task, Step: h.step, Payload: data, Time: time.Now()})
+	h.raise(PendingInterrupt{ID: id, Kind: InterruptNode, Node: info.path, Task: h.task, Step: h.step, Payload: data, Time: time.Now()}, info.hi.key)
 	info.hi.stopped = true
 	return zero, errInterruptRaised
 }
@@ -187,6 +187,7 @@ type hitl struct {
 	step     int
 	answers  []AnswerRecord
 	raised   []PendingInterrupt
+	keys     []string // per raised interrupt, the key of the task that raised it
 	rejected []*AnswerError
 }
 
@@ -201,10 +202,25 @@ func (h *hitl) answer(id string) (json.RawMessage, bool) {
 	return nil, false
 }
 
-func (h *hitl) raise(pi PendingInterrupt) {
+func (h *hitl) raise(pi PendingInterrupt, key string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.raised = append(h.raised, pi)
+	h.keys = append(h.keys, key)
+}
+
+// raisedUnder returns the interrupts raised by tasks whose key begins
+// with prefix: those of one subgraph run and the runs below it.
+func (h *hitl) raisedUnder(prefix string) []PendingInterrupt {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []PendingInterrupt
+	for i, k := range h.keys {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, h.raised[i])
+		}
+	}
+	return out
 }
 
 func (h *hitl) reject(id string, err error) {

@@ -19,15 +19,22 @@ import (
 // own newest checkpoint instead of starting over: the inner nodes that
 // finished do not run again.
 
-// nestInfo is what a checkpointed task gives the subgraph runs it starts:
-// the store, thread and run they write under, and their namespaces.
+// nestInfo is what a task gives the subgraph runs it starts: in a
+// checkpointed run, the store, thread and run they write under; their
+// namespaces; and, when the run streams its subgraphs' events
+// (StreamSubgraphs), that they pass theirs up.
 type nestInfo struct {
-	cp     Checkpointer
+	cp     Checkpointer // nil: the run does not checkpoint
 	thread string
 	runID  string
 	ns     string // the task's namespace: [parent's ns "|"] node ":" task ID
 	// durability is the parent run's mode, which its subgraphs keep.
 	durability DurabilityMode
+	// stream: the subgraph runs pass their events up (StreamSubgraphs);
+	// in is the namespace of the task's own run, which its Emits carry
+	// ("" at the top).
+	stream bool
+	in     string
 
 	mu     sync.Mutex
 	runs   int      // subgraph runs started by the task's current attempt
@@ -36,11 +43,18 @@ type nestInfo struct {
 
 // newNest is the nestInfo for task t of run r.
 func (r *run[S]) newNest(t *task[S]) *nestInfo {
-	ns := t.node.name + ":" + t.id
+	id := t.id
+	if id == "" && r.cp == nil { // a run streaming its subgraphs' events
+		id = newID()
+	}
+	ns := t.node.name + ":" + id
 	if r.ns != "" {
 		ns = r.ns + "|" + ns
 	}
 	n := &nestInfo{cp: r.cp, thread: r.thread, runID: r.runID, ns: ns, spaces: t.subgraphs}
+	if r.streamsSubgraphs() {
+		n.stream, n.in = true, r.ns
+	}
 	if r.save != nil {
 		n.durability = r.save.mode
 	}
@@ -70,12 +84,18 @@ func (n *nestInfo) namespaces() []string {
 }
 
 // start begins the run from in — or, for a subgraph in a checkpointed
-// run, enters its namespace (enter).
+// run, enters its namespace (enter). A subgraph's run that passes its
+// events up reports the state it starts from, as a stream does.
 func (r *run[S]) start(in S) error {
+	var err error
 	if !r.nested {
-		return r.begin(in)
+		err = r.begin(in)
+	} else {
+		_, err = r.enter(in)
 	}
-	_, err := r.enter(in)
+	if err == nil && r.ns != "" && r.emit != nil {
+		r.emit(Event[S]{Kind: EventStep, Step: r.step, State: r.state})
+	}
 	return err
 }
 

@@ -143,9 +143,7 @@ func (c *Compiled[S]) RunTask(ctx context.Context, in TaskInput, observe func(Ev
 		observe(Event[S]{Kind: EventTaskStart, Step: in.Step, Node: n.name, Task: in.Task.Index, Arg: arg})
 		go func() {
 			defer close(drained)
-			send := func(c custom) {
-				observe(Event[S]{Kind: EventCustom, Step: c.step, Node: c.node, Task: c.task, Value: c.value})
-			}
+			send := func(c custom) { observe(eventOf[S](c)) }
 			for {
 				select {
 				case c := <-sink:

@@ -42,6 +42,7 @@ type runSettings struct {
 	onBusy        BusyStrategy
 	durability    DurabilityMode
 	setDurability bool
+	subgraphs     bool // StreamSubgraphs
 }
 
 // PauseBefore sets the run's breakpoints before nodes, in place of the
@@ -127,6 +128,10 @@ type run[S any] struct {
 	out    chan<- custom
 	sink   chan custom // own sink, drained by this run
 	prefix string      // path prefix of this run's nodes inside a parent graph
+	// subgraphs: the events of its subgraphs' runs go up the stream
+	// (StreamSubgraphs); a subgraph's run that passes its own up has it
+	// too, and emit set to passUp.
+	subgraphs bool
 
 	emit  func(Event[S]) bool // nil when nobody streams this run
 	kinds EventKind
@@ -272,7 +277,7 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 	}
 	r := &run[S]{c: c, ctx: ctx, limit: rs.limit, conc: rs.concurrency, thread: rs.thread, kinds: rs.kinds,
 		from: rs.from, runID: rs.runID, answers: rs.answers, inputs: rs.inputs, update: rs.update, source: SourceInput, runner: rs.runner,
-		onBusy: rs.onBusy,
+		onBusy: rs.onBusy, subgraphs: rs.subgraphs,
 	}
 	r.bp = &c.bp
 	if rs.breaks {
@@ -307,15 +312,20 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 		if parent.sink != nil {
 			r.out, r.prefix = parent.sink, parent.path+"/"
 		}
-		if rs.thread == "" && parent.nest != nil {
+		if n := parent.nest; rs.thread == "" && n != nil && n.cp != nil {
 			// A subgraph of a checkpointed task: it checkpoints in its
 			// parent's thread, under its own namespace (nest.go).
 			if rs.from != "" || len(rs.answers) > 0 || rs.update != nil || rs.breaks {
 				return nil, fmt.Errorf("graph: a subgraph run inside task %q continues with its parent's thread; Ref.At, answers, WithUpdate and breakpoints are for top-level runs (give Resume the answers)", parent.path)
 			}
-			n := parent.nest
 			r.cp, r.thread, r.runID, r.ns, r.nested = n.cp, n.thread, n.runID, n.next(), true
 			rs.durability, rs.setDurability = n.durability, true
+		}
+		if n := parent.nest; rs.thread == "" && n != nil && n.stream {
+			if r.ns == "" {
+				r.ns = n.next()
+			}
+			r.subgraphs, r.emit = true, r.passUp
 		}
 		if (r.cp == nil || r.nested) && parent.hi != nil {
 			hi := parent.hi
@@ -864,6 +874,9 @@ func (r *run[S]) interrupted() error {
 	if r.cp == nil || r.nested {
 		// A subgraph run: its interrupts are recorded by the parent's task,
 		// which this error pauses.
+		if r.emit != nil && r.hitl != nil {
+			r.emit(Event[S]{Kind: EventInterrupt, Step: r.step, State: r.state, Interrupts: r.hitl.raisedUnder(r.hitlKey + "/")})
+		}
 		return &InterruptError{}
 	}
 	return r.pauseAt(intr)
@@ -907,7 +920,7 @@ func (r *run[S]) execute(ctx context.Context) error {
 			if t := &r.tasks[i]; t.runnable() {
 				r.runTask(ctx, t)
 				t.done = true
-				if !t.paused() && r.emit != nil && r.wants(EventTaskEnd) && !r.emit(Event[S]{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, Task: i, Update: t.upd, Err: t.err}) {
+				if ev, ok := r.endEvent(i); ok && !r.emit(ev) {
 					r.stop = true
 				}
 				return r.taskErr(t.err)
@@ -956,6 +969,8 @@ func (r *run[S]) parallel(ctx context.Context, pending int) error {
 			}
 			if finished != nil {
 				finished <- queued[k]
+			} else if ev, ok := r.endEvent(queued[k]); ok {
+				r.emit(ev) // a subgraph's run passing its events up: it goes on
 			}
 		}
 	}
@@ -996,7 +1011,7 @@ func (r *run[S]) parallel(ctx context.Context, pending int) error {
 // collecting so that no task is left blocked.
 func (r *run[S]) drain(finished chan int, n int, cancel context.CancelCauseFunc) {
 	deliver := func(ev Event[S]) {
-		if !r.stop && !r.emit(ev) {
+		if !r.stop && r.wants(ev.Kind) && !r.emit(ev) {
 			r.stop = true
 			cancel(context.Canceled)
 		}
@@ -1005,9 +1020,7 @@ func (r *run[S]) drain(finished chan int, n int, cancel context.CancelCauseFunc)
 		for {
 			select {
 			case c := <-r.sink:
-				if r.wants(EventCustom) {
-					deliver(Event[S]{Kind: EventCustom, Step: c.step, Node: c.node, Task: c.task, Value: c.value})
-				}
+				deliver(eventOf[S](c))
 			default:
 				return
 			}
@@ -1016,19 +1029,31 @@ func (r *run[S]) drain(finished chan int, n int, cancel context.CancelCauseFunc)
 	for n > 0 {
 		select {
 		case c := <-r.sink:
-			if r.wants(EventCustom) {
-				deliver(Event[S]{Kind: EventCustom, Step: c.step, Node: c.node, Task: c.task, Value: c.value})
-			}
+			deliver(eventOf[S](c))
 		case i := <-finished:
 			n--
 			flush() // the task's own Emits happened before it finished
-			if t := &r.tasks[i]; r.wants(EventTaskEnd) && !t.paused() && !errors.Is(t.err, context.Canceled) {
-				deliver(Event[S]{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, Task: i, Update: t.upd, Err: t.err})
+			if ev, ok := r.endEvent(i); ok {
+				deliver(ev)
 			}
 		}
 	}
 	flush()
 }
+
+// endEvent is the EventTaskEnd of task i, when the run is streamed and
+// wants it: a task paused at an interrupt or cancelled has none.
+func (r *run[S]) endEvent(i int) (Event[S], bool) {
+	t := &r.tasks[i]
+	if r.emit == nil || !r.wants(EventTaskEnd) || t.paused() || errors.Is(t.err, context.Canceled) {
+		return Event[S]{}, false
+	}
+	return Event[S]{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, Task: i, Update: t.upd, Err: t.err}, true
+}
+
+// streamsSubgraphs reports whether the events of the subgraph runs of the
+// run's tasks go up its stream.
+func (r *run[S]) streamsSubgraphs() bool { return r.subgraphs && r.out != nil }
 
 // taskErr turns a task's failure into the run's error: cancellation of the
 // run is reported as such, not as a node failure.
@@ -1090,7 +1115,7 @@ func (r *run[S]) runTask(ctx context.Context, t *task[S]) {
 		}
 		t.info.hi = &taskHITL{root: h}
 	}
-	if r.cp != nil {
+	if r.cp != nil || r.streamsSubgraphs() {
 		t.info.nest = r.newNest(t)
 	}
 	if t.info.sink != nil || t.info.hi != nil || t.info.nest != nil {

@@ -24,7 +24,8 @@ const (
 	// input merged (Stream), or the stored step's state (ResumeStream).
 	EventStep
 	// EventCustom: a node called Emit. Value is what it emitted; Node is the
-	// node, as "outer/inner" for a node of a subgraph.
+	// node, as "outer/inner" for a node of a subgraph (with StreamSubgraphs,
+	// Namespace names the subgraph's run too).
 	EventCustom
 	// EventEnd: the run finished. State is the final state.
 	EventEnd
@@ -69,6 +70,91 @@ type Event[S any] struct {
 	Cached bool
 	// Interrupts are what an EventInterrupt waits on.
 	Interrupts []PendingInterrupt
+	// Namespace is set on the events of a subgraph's run that
+	// StreamSubgraphs passes up; it is empty for the run's own events. It
+	// names the subgraph's run as LangGraph does: "node:task-id" for the
+	// task that runs it, after its parent's namespace and "|" when it is
+	// nested deeper — the Checkpoint.Namespace of a checkpointed run's
+	// subgraph, "node:task-id#k" for the k-th subgraph run of one task.
+	// Parallel tasks of one node have their own. Such an event's Step and
+	// Task are the subgraph's own; Node is the node's path, "outer/inner".
+	Namespace string
+	// Untyped carries, on an event of a subgraph whose state type is not S
+	// (AddMappedSubgraph), what State and Update carry for a subgraph over
+	// S: its state (a value of its own state type) on EventStep and
+	// EventInterrupt, its Update on EventTaskEnd. json.Marshal encodes both
+	// as State and Update encode. Nil otherwise.
+	Untyped any
+}
+
+// StreamSubgraphs passes the events of subgraph runs up to the stream of
+// the run (Stream, ResumeStream): each subgraph run — of AddSubgraph,
+// AddMappedSubgraph, or a node calling Invoke without a Thread of its
+// own — reports the state it starts from and the state after each of its
+// steps (EventStep), its tasks' starts and ends (EventTaskStart,
+// EventTaskEnd with their updates) and the interrupts it stops at
+// (EventInterrupt, before the run's own), each with its Namespace; its
+// nodes' Emit events carry the Namespace too. This is LangGraph's
+// stream(subgraphs=True). Without it a stream has only the run's own
+// events and the Emit events of its subgraphs. Events limits them too.
+func StreamSubgraphs() RunOption {
+	return runFunc(func(r *runSettings) { r.subgraphs = true })
+}
+
+// nested is an event of a subgraph's run on its way to the stream of the
+// run at the top (StreamSubgraphs), as the value of a custom, which has
+// the event's node path, step and task.
+type nested struct {
+	kind       EventKind
+	ns         string
+	arg, value any
+	data       any // the subgraph's state (EventStep, EventInterrupt) or Update (EventTaskEnd)
+	err        error
+	cached     bool
+	interrupts []PendingInterrupt
+}
+
+// passUp sends ev, an event of a subgraph's run, to the stream at the top.
+// It reports true always: the subgraph's run goes on whatever the
+// consumer does, which cancels the run at the top when it leaves.
+func (r *run[S]) passUp(ev Event[S]) bool {
+	n := &nested{kind: ev.Kind, ns: r.ns, arg: ev.Arg, value: ev.Value, err: ev.Err, cached: ev.Cached, interrupts: ev.Interrupts}
+	switch ev.Kind {
+	case EventStep, EventInterrupt:
+		n.data = ev.State
+	case EventTaskEnd:
+		n.data = ev.Update
+	}
+	node := ev.Node
+	if node != "" {
+		node = r.prefix + node
+	}
+	select {
+	case r.out <- custom{node: node, step: ev.Step, task: ev.Task, value: n}:
+	case <-r.ctx.Done():
+	}
+	return true
+}
+
+// eventOf is the stream event of c: an Emit value, or an event a subgraph
+// passed up.
+func eventOf[S any](c custom) Event[S] {
+	n, ok := c.value.(*nested)
+	if !ok {
+		return Event[S]{Kind: EventCustom, Step: c.step, Node: c.node, Task: c.task, Value: c.value}
+	}
+	ev := Event[S]{Kind: n.kind, Step: c.step, Node: c.node, Task: c.task, Namespace: n.ns, Arg: n.arg, Value: n.value,
+		Err: n.err, Cached: n.cached, Interrupts: n.interrupts}
+	switch d := n.data.(type) {
+	case nil:
+	case S:
+		ev.State = d
+	case Update[S]:
+		ev.Update = d
+	default:
+		ev.Untyped = d
+	}
+	return ev
 }
 
 // Events limits a stream to the given kinds of event (default: all).
