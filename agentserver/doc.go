@@ -70,7 +70,16 @@
 // messages-tuple (event "messages": [chunk, metadata], from the
 // MessageChunk values a node emits with graph.Emit), custom (any other
 // emitted value, and what Observe adds), tasks, checkpoints and debug; a
-// run that fails ends with error {error, message}. Events have ids; every
+// run that fails ends with error {error, message}. With stream_subgraphs
+// the events of the graph's subgraphs come too, as LangGraph's server sends
+// them: named "mode|namespace" — updates|research:<task id> with the inner
+// node's update, values|… with the subgraph's own state (of its own type
+// for a mapped subgraph), tasks|…, debug|…, messages|… (checkpoint_ns in
+// their metadata), custom|…, and updates|… with "__interrupt__" when it
+// stops at an interrupt; the namespace, "node:task-id" joined by "|" when
+// subgraphs nest, is the subgraph's checkpoint_ns (graph.StreamSubgraphs).
+// Without it a subgraph's messages and custom events come as the run's own,
+// and nothing else of it. Events have ids; every
 // run-creating response carries Content-Location (the run's path), stream
 // responses Location (where to rejoin), and quiet streams a heartbeat
 // comment every Options.Heartbeat.
@@ -120,6 +129,6 @@
 // Not served: the store (/store), crons (as LangGraph's
 // JS server), assistant creation and versions, the events stream mode
 // (LangChain's astream_events), the legacy messages stream mode (messages
-// is read as messages-tuple), and stream_subgraphs namespaces (the engine
-// does not report namespaces in its events yet).
+// is read as messages-tuple), and checkpoints events of subgraphs (the
+// checkpoints mode reports the run's own).
 package agentserver

@@ -97,7 +97,8 @@ type RunSetup[S any] struct {
 	// stream events: out.Custom a custom event (deepgraph's activity
 	// timeline), out.Message a message chunk (a model's tokens). Emitted
 	// values then reach the custom mode only through it, but MessageChunk
-	// values, which go to the messages mode as they are.
+	// values, which go to the messages mode as they are. Of a subgraph's
+	// events (stream_subgraphs) it sees the Emit values, as without it.
 	Observe func(ev graph.Event[S], out Emitter)
 	// Close, when set, is called when the run ends.
 	Close func()
@@ -302,16 +303,17 @@ type emitter struct {
 func (e emitter) Custom(v any) { e.emit(streamEvent{mode: modeCustom, data: v}) }
 
 func (e emitter) Message(node string, c MessageChunk) {
-	e.emit(streamEvent{mode: modeMessages, data: messageTuple(node, e.step, c)})
+	e.emit(streamEvent{mode: modeMessages, data: messageTuple(node, e.step, c, "")})
 }
 
-// messageTuple is a messages-tuple event's data: [chunk, metadata].
-func messageTuple(node string, step int, c MessageChunk) any {
+// messageTuple is a messages-tuple event's data: [chunk, metadata]; ns is
+// the namespace of the subgraph run whose node sent it ("" at the top).
+func messageTuple(node string, step int, c MessageChunk, ns string) any {
 	chunk := map[string]any{"type": "AIMessageChunk", "content": c.Content, "id": c.ID, "tool_call_chunks": []any{}}
 	if c.Restart {
 		chunk = map[string]any{"type": "ai", "content": "", "id": c.ID}
 	}
-	return []any{chunk, map[string]any{"langgraph_node": node, "langgraph_step": step, "tags": []string{}, "checkpoint_ns": ""}}
+	return []any{chunk, map[string]any{"langgraph_node": node, "langgraph_step": step, "tags": []string{}, "checkpoint_ns": ns}}
 }
 
 func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)) (end runEnd) {
@@ -355,6 +357,9 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 	}
 	if req.recursionLimit > 0 {
 		opts = append(opts, graph.RecursionLimit(req.recursionLimit))
+	}
+	if req.subgraphs {
+		opts = append(opts, graph.StreamSubgraphs())
 	}
 	var events func(func(graph.Event[S], error) bool)
 	// A run without input or command on a checkpoint with pending tasks —
@@ -411,37 +416,52 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 			break
 		}
 		out.step = ev.Step
+		// An event of a subgraph's run (stream_subgraphs) goes out as
+		// "mode|namespace", with the subgraph's node, state and update.
+		ns, node := ev.Namespace, ev.Node
+		if ns != "" {
+			node = node[strings.LastIndexByte(node, '/')+1:]
+		}
+		send := func(mode string, data any) { emit(streamEvent{mode: mode, ns: ns, data: data}) }
 		switch ev.Kind {
 		case graph.EventStep:
-			last = ev.State
-			emit(streamEvent{mode: modeValues, data: g.valuesJSON(ev.State)})
-			emit(streamEvent{mode: modeCheckpoints, step: ev.Step})
+			send(modeValues, g.stateJSON(ev))
+			if ns == "" {
+				last = ev.State
+				emit(streamEvent{mode: modeCheckpoints, step: ev.Step})
+			}
 		case graph.EventTaskStart:
-			emit(streamEvent{mode: modeTasks, data: taskStart{ID: taskID(ev.Step, ev.Task), Name: ev.Node, Input: argOf(ev.Arg), Triggers: []string{}}})
+			send(modeTasks, taskStart{ID: taskID(ev.Step, ev.Task), Name: node, Input: argOf(ev.Arg), Triggers: []string{}})
 		case graph.EventTaskEnd:
 			var errText *string
+			var result json.RawMessage
 			if ev.Err != nil {
 				s := ev.Err.Error()
 				errText = &s
 			} else {
-				emit(streamEvent{mode: modeUpdates, data: map[string]json.RawMessage{ev.Node: updateValues(ev.Update)}})
+				result = updateOf(ev)
+				send(modeUpdates, map[string]json.RawMessage{node: result})
 			}
-			emit(streamEvent{mode: modeTasks, data: taskEnd{ID: taskID(ev.Step, ev.Task), Name: ev.Node, Result: resultOf(ev.Update, ev.Err), Error: errText, Interrupts: []interruptOut{}}})
+			send(modeTasks, taskEnd{ID: taskID(ev.Step, ev.Task), Name: node, Result: result, Error: errText, Interrupts: []interruptOut{}})
 		case graph.EventCustom:
 			if mc, ok := ev.Value.(MessageChunk); ok {
-				out.Message(ev.Node, mc)
+				send(modeMessages, messageTuple(node, ev.Step, mc, ns))
 			} else if observe == nil {
-				out.Custom(ev.Value)
+				send(modeCustom, ev.Value)
 			}
 		case graph.EventInterrupt:
-			last = ev.State
-			end.interrupts = g.interruptsOut(ev.Interrupts)
-			emit(streamEvent{mode: modeUpdates, data: map[string]any{"__interrupt__": end.interrupts}})
-			emit(streamEvent{mode: modeValues, data: withInterrupts(g.valuesJSON(ev.State), end.interrupts)})
+			intr := g.interruptsOut(ev.Interrupts)
+			send(modeUpdates, map[string]any{"__interrupt__": intr})
+			if ns == "" {
+				last, end.interrupts = ev.State, intr
+				emit(streamEvent{mode: modeValues, data: withInterrupts(g.valuesJSON(ev.State), intr)})
+			}
 		case graph.EventEnd:
 			last = ev.State
 		}
-		if observe != nil {
+		// Observe sees a subgraph's Emit values, as without
+		// stream_subgraphs, but not its other events.
+		if observe != nil && (ns == "" || ev.Kind == graph.EventCustom) {
 			observe(ev, out)
 		}
 	}
@@ -583,9 +603,30 @@ func withInterrupts(values json.RawMessage, intr []interruptOut) json.RawMessage
 	return out
 }
 
-// updateValues is a node's update as {field: value}: a field's writes in
-// the update, the last one when it wrote it several times.
-func updateValues[S any](u graph.Update[S]) json.RawMessage {
+// stateJSON is the state an event carries: the run's, or a subgraph's.
+func (g *served[S]) stateJSON(ev graph.Event[S]) json.RawMessage {
+	if ev.Untyped == nil {
+		return g.valuesJSON(ev.State)
+	}
+	data, err := json.Marshal(ev.Untyped)
+	if err != nil {
+		data, _ = json.Marshal(map[string]string{"__error__": "the subgraph's state could not be encoded: " + err.Error()})
+	}
+	return data
+}
+
+// updateOf is the update an EventTaskEnd carries, as updateValues.
+func updateOf[S any](ev graph.Event[S]) json.RawMessage {
+	if ev.Untyped != nil {
+		return updateValues(ev.Untyped)
+	}
+	return updateValues(ev.Update)
+}
+
+// updateValues is a node's update (a graph.Update of any state type) as
+// {field: value}: a field's writes in the update, the last one when it
+// wrote it several times.
+func updateValues(u any) json.RawMessage {
 	data, err := json.Marshal(u)
 	if err != nil {
 		return json.RawMessage("{}")
@@ -605,13 +646,6 @@ func updateValues[S any](u graph.Update[S]) json.RawMessage {
 	}
 	out, _ := json.Marshal(obj)
 	return out
-}
-
-func resultOf[S any](u graph.Update[S], err error) json.RawMessage {
-	if err != nil {
-		return nil
-	}
-	return updateValues(u)
 }
 
 func argOf(arg any) json.RawMessage {

@@ -165,7 +165,7 @@ func (s *Server) newRun(r *http.Request, threadID string) (*run, error) {
 	if !ok {
 		return nil, badRequest("durability %q: use sync, async or exit", req.Durability)
 	}
-	spec := runSpec{input: req.Input, command: req.Command, checkpointID: req.CheckpointID, durability: durability,
+	spec := runSpec{input: req.Input, command: req.Command, checkpointID: req.CheckpointID, durability: durability, subgraphs: req.StreamSubgraphs,
 		config: RunConfig{Configurable: map[string]json.RawMessage{}, GraphID: asst.graphID, AssistantID: asst.id}}
 	if req.Command != nil && len(req.Command.Resume) == 0 && len(req.Command.Update) == 0 && len(req.Command.Goto) == 0 {
 		spec.command = nil
@@ -481,10 +481,10 @@ func (s *Server) record(ru *run, ev streamEvent) {
 		if _, ok := ev.data.(taskEnd); ok {
 			typ = "task_result"
 		}
-		ru.log.add(modeDebug, debugEvent{Type: typ, Step: ev.step, Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Payload: ev.data})
+		ru.log.add(ev.name(modeDebug), debugEvent{Type: typ, Step: ev.step, Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Payload: ev.data})
 	}
 	if slices.Contains(ru.modes, ev.mode) {
-		ru.log.add(ev.mode, ev.data)
+		ru.log.add(ev.name(ev.mode), ev.data)
 	}
 }
 

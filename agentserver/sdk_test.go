@@ -97,7 +97,8 @@ func (c *cutter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 // values and messages-tuple → history; an interrupt answered with
 // command.resume; regenerate from a past checkpoint), then wait, a
 // background run joined, a stream replayed, cancel, reject, a stream
-// reconnected after a dropped connection, x-api-key auth.
+// reconnected after a dropped connection, x-api-key auth, and subgraphs'
+// events as "mode|namespace" with streamSubgraphs.
 func TestLangGraphSDK(t *testing.T) {
 	node := npmtest.Node(t)
 	dir := npmtest.PackageDir(t, sdkPackage, sdkVersion)
@@ -106,6 +107,7 @@ func TestLangGraphSDK(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, srv.Serve("chat", agentserver.Compiled(chatGraph(t, cp, nil))))
 	require.NoError(t, srv.Serve("slow", agentserver.Compiled(slowGraph(t, cp))))
+	require.NoError(t, srv.Serve("nest", agentserver.Compiled(nestGraph(t, cp))))
 	var rejoined atomic.Int32
 	ts := httptest.NewServer(dropAfter(srv.Handler(), &rejoined))
 	t.Cleanup(func() {

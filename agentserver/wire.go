@@ -169,6 +169,7 @@ type runSpec struct {
 	recursionLimit  int
 	durability      graph.DurabilityMode
 	config          RunConfig
+	subgraphs       bool // stream_subgraphs
 }
 
 // durabilities are the run's durability modes by name ("": the default,
@@ -199,6 +200,16 @@ const (
 // streamEvent is one event of a run's stream before it is encoded.
 type streamEvent struct {
 	mode string
+	ns   string // a subgraph's run: its namespace, the event being "mode|ns"
 	data any
 	step int // checkpoints: the step whose checkpoint to read
+}
+
+// name is the event's SSE name: its mode, or "mode|namespace" for an
+// event of a subgraph's run.
+func (ev streamEvent) name(mode string) string {
+	if ev.ns == "" {
+		return mode
+	}
+	return mode + "|" + ev.ns
 }

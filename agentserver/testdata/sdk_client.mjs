@@ -165,4 +165,26 @@ let gone = 0;
 try { await client.threads.get(t2.thread_id); } catch (e) { gone = e.status ?? -1; }
 check(gone === 404, "a deleted thread is gone", gone);
 
+step = "runs.stream with streamSubgraphs";
+{
+  // nest: research (a subgraph over the same state: search → read), then
+  // summarise (a subgraph over a state of its own).
+  const input = { messages: [{ type: "human", content: "go" }] };
+  const t6 = await client.threads.create();
+  const nested = await collect(client.runs.stream(t6.thread_id, "nest", {
+    input, streamMode: ["values", "updates"], streamSubgraphs: true,
+  }));
+  const names = nested.map((p) => p.event);
+  const inner = nested.filter((p) => /^updates\|research:[0-9a-f-]{36}$/.test(p.event));
+  check(inner.length === 2 && inner[0].data.search?.notes?.[0] === "searched" && inner[1].data.read,
+    "the subgraph's updates come as updates|research:<task id>", names);
+  check(nested.some((p) => p.event.startsWith("values|summarise:") && p.data.text === "all read"),
+    "the other subgraph's state comes as values|summarise:<task id>", names);
+  check(nested.some((p) => p.event === "updates" && p.data.research), "the run's own updates stay updates", names);
+  check(lastValues(nested)?.summary === "all read", "the run's own values stay values", lastValues(nested));
+  const t7 = await client.threads.create();
+  const flat = await collect(client.runs.stream(t7.thread_id, "nest", { input, streamMode: ["values", "updates"] }));
+  check(flat.every((p) => !p.event.includes("|")), "without streamSubgraphs no event has a namespace", flat.map((p) => p.event));
+}
+
 console.log("OK all checks passed");
