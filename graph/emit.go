@@ -15,7 +15,7 @@ func Emit(ctx context.Context, v any) {
 	}
 	c := custom{node: info.path, step: info.step, task: info.index, value: v}
 	if n := info.nest; n != nil && n.in != "" {
-		c.value = &nested{kind: EventCustom, ns: n.in, value: v}
+		c.value = &upEvent{kind: EventCustom, ns: n.in, value: v}
 	}
 	select {
 	case info.sink <- c:

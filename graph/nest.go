@@ -93,7 +93,7 @@ func (r *run[S]) start(in S) error {
 	} else {
 		_, err = r.enter(in)
 	}
-	if err == nil && r.ns != "" && r.emit != nil {
+	if err == nil && r.up {
 		r.emit(Event[S]{Kind: EventStep, Step: r.step, State: r.state})
 	}
 	return err

@@ -128,10 +128,11 @@ type run[S any] struct {
 	out    chan<- custom
 	sink   chan custom // own sink, drained by this run
 	prefix string      // path prefix of this run's nodes inside a parent graph
-	// subgraphs: the events of its subgraphs' runs go up the stream
-	// (StreamSubgraphs); a subgraph's run that passes its own up has it
-	// too, and emit set to passUp.
-	subgraphs bool
+	// subgraphs: the events of its subgraphs' runs go up its stream
+	// (StreamSubgraphs). up: a subgraph's run that passes its events up
+	// the stream of the run at the top (emit is passUp), and so its own
+	// subgraphs' events.
+	subgraphs, up bool
 
 	emit  func(Event[S]) bool // nil when nobody streams this run
 	kinds EventKind
@@ -325,7 +326,7 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 			if r.ns == "" {
 				r.ns = n.next()
 			}
-			r.subgraphs, r.emit = true, r.passUp
+			r.up, r.emit = true, r.passUp
 		}
 		if (r.cp == nil || r.nested) && parent.hi != nil {
 			hi := parent.hi
@@ -874,7 +875,7 @@ func (r *run[S]) interrupted() error {
 	if r.cp == nil || r.nested {
 		// A subgraph run: its interrupts are recorded by the parent's task,
 		// which this error pauses.
-		if r.emit != nil && r.hitl != nil {
+		if r.up && r.hitl != nil {
 			r.emit(Event[S]{Kind: EventInterrupt, Step: r.step, State: r.state, Interrupts: r.hitl.raisedUnder(r.hitlKey + "/")})
 		}
 		return &InterruptError{}
@@ -1053,7 +1054,7 @@ func (r *run[S]) endEvent(i int) (Event[S], bool) {
 
 // streamsSubgraphs reports whether the events of the subgraph runs of the
 // run's tasks go up its stream.
-func (r *run[S]) streamsSubgraphs() bool { return r.subgraphs && r.out != nil }
+func (r *run[S]) streamsSubgraphs() bool { return (r.subgraphs || r.up) && r.out != nil }
 
 // taskErr turns a task's failure into the run's error: cancellation of the
 // run is reported as such, not as a node failure.

@@ -101,10 +101,10 @@ func StreamSubgraphs() RunOption {
 	return runFunc(func(r *runSettings) { r.subgraphs = true })
 }
 
-// nested is an event of a subgraph's run on its way to the stream of the
+// upEvent is an event of a subgraph's run on its way to the stream of the
 // run at the top (StreamSubgraphs), as the value of a custom, which has
 // the event's node path, step and task.
-type nested struct {
+type upEvent struct {
 	kind       EventKind
 	ns         string
 	arg, value any
@@ -118,7 +118,7 @@ type nested struct {
 // It reports true always: the subgraph's run goes on whatever the
 // consumer does, which cancels the run at the top when it leaves.
 func (r *run[S]) passUp(ev Event[S]) bool {
-	n := &nested{kind: ev.Kind, ns: r.ns, arg: ev.Arg, value: ev.Value, err: ev.Err, cached: ev.Cached, interrupts: ev.Interrupts}
+	n := &upEvent{kind: ev.Kind, ns: r.ns, arg: ev.Arg, value: ev.Value, err: ev.Err, cached: ev.Cached, interrupts: ev.Interrupts}
 	switch ev.Kind {
 	case EventStep, EventInterrupt:
 		n.data = ev.State
@@ -139,7 +139,7 @@ func (r *run[S]) passUp(ev Event[S]) bool {
 // eventOf is the stream event of c: an Emit value, or an event a subgraph
 // passed up.
 func eventOf[S any](c custom) Event[S] {
-	n, ok := c.value.(*nested)
+	n, ok := c.value.(*upEvent)
 	if !ok {
 		return Event[S]{Kind: EventCustom, Step: c.step, Node: c.node, Task: c.task, Value: c.value}
 	}
@@ -245,7 +245,7 @@ func (c *Compiled[S]) stream(ctx context.Context, opts []RunOption, resume bool,
 			return
 		}
 		r.sink, r.ownSink, r.prefix = make(chan custom, 64), true, ""
-		r.out = r.sink
+		r.out, r.up = r.sink, false // a graph a node streams itself streams to it
 		r.emit = func(ev Event[S]) bool { return yield(ev, nil) }
 		r.traceRun(RunInfo{Resume: resume})
 		if err := r.take(); err != nil {

@@ -307,3 +307,29 @@ func TestSubgraphStreamInterrupt(t *testing.T) {
 		assert.Empty(t, ev.Namespace)
 	}
 }
+
+// A node that streams a graph itself gets that graph's stream as it would
+// anywhere, whatever its run streams.
+func TestSubgraphStreamedByItsNode(t *testing.T) {
+	sub := newT()
+	sub.AddNode("x", logNode("x"))
+	sub.AddSequence(graph.Start, "x", graph.End)
+	subRun := compile(t, sub)
+	var seen []string
+	g := newT()
+	g.AddNode("streams", func(ctx context.Context, _ tState) (graph.Update[tState], error) {
+		for ev, err := range subRun.Stream(ctx, tState{}) {
+			if err != nil {
+				return graph.Update[tState]{}, err
+			}
+			seen = append(seen, fmt.Sprintf("%s %s %s", ev.Namespace, ev.Kind, ev.Node))
+		}
+		return graph.Writes(tLog.Add("streamed")), nil
+	})
+	g.AddSequence(graph.Start, "streams", graph.End)
+	run := compile(t, g)
+	for _, err := range run.Stream(context.Background(), tState{}, graph.StreamSubgraphs()) {
+		require.NoError(t, err)
+	}
+	assert.Equal(t, []string{" step ", " task_start x", " task_end x", " step ", " end "}, seen)
+}
