@@ -128,11 +128,6 @@ type run[S any] struct {
 	out    chan<- custom
 	sink   chan custom // own sink, drained by this run
 	prefix string      // path prefix of this run's nodes inside a parent graph
-	// subgraphs: the events of its subgraphs' runs go up its stream
-	// (StreamSubgraphs). up: a subgraph's run that passes its events up
-	// the stream of the run at the top (emit is passUp), and so its own
-	// subgraphs' events.
-	subgraphs, up bool
 
 	emit  func(Event[S]) bool // nil when nobody streams this run
 	kinds EventKind
@@ -141,6 +136,11 @@ type run[S any] struct {
 	// (a same-state subgraph starts from its parent's state).
 	raw     bool
 	ownSink bool // the run drains its own sink (it is streamed)
+	// subgraphs: the events of its subgraphs' runs go up its stream
+	// (StreamSubgraphs). up: a subgraph's run that passes its events up
+	// the stream of the run at the top (emit is passUp), and so its own
+	// subgraphs' events.
+	subgraphs, up bool
 
 	tasks, next []task[S]
 	planned     []int    // per node: the planning round that scheduled it
@@ -921,7 +921,7 @@ func (r *run[S]) execute(ctx context.Context) error {
 			if t := &r.tasks[i]; t.runnable() {
 				r.runTask(ctx, t)
 				t.done = true
-				if ev, ok := r.endEvent(i); ok && !r.emit(ev) {
+				if r.endReported(t) && !r.emit(r.endEvent(i)) {
 					r.stop = true
 				}
 				return r.taskErr(t.err)
@@ -970,8 +970,8 @@ func (r *run[S]) parallel(ctx context.Context, pending int) error {
 			}
 			if finished != nil {
 				finished <- queued[k]
-			} else if ev, ok := r.endEvent(queued[k]); ok {
-				r.emit(ev) // a subgraph's run passing its events up: it goes on
+			} else if r.endReported(t) {
+				r.emit(r.endEvent(queued[k])) // a subgraph's run passing its events up: it goes on
 			}
 		}
 	}
@@ -1034,22 +1034,25 @@ func (r *run[S]) drain(finished chan int, n int, cancel context.CancelCauseFunc)
 		case i := <-finished:
 			n--
 			flush() // the task's own Emits happened before it finished
-			if ev, ok := r.endEvent(i); ok {
-				deliver(ev)
+			if r.endReported(&r.tasks[i]) {
+				deliver(r.endEvent(i))
 			}
 		}
 	}
 	flush()
 }
 
-// endEvent is the EventTaskEnd of task i, when the run is streamed and
-// wants it: a task paused at an interrupt or cancelled has none.
-func (r *run[S]) endEvent(i int) (Event[S], bool) {
+// endReported reports whether the run's stream reports the end of task
+// t: it is streamed and wants it, and t neither paused at an interrupt
+// nor was cancelled.
+func (r *run[S]) endReported(t *task[S]) bool {
+	return r.emit != nil && r.wants(EventTaskEnd) && !t.paused() && !errors.Is(t.err, context.Canceled)
+}
+
+// endEvent is the EventTaskEnd of task i.
+func (r *run[S]) endEvent(i int) Event[S] {
 	t := &r.tasks[i]
-	if r.emit == nil || !r.wants(EventTaskEnd) || t.paused() || errors.Is(t.err, context.Canceled) {
-		return Event[S]{}, false
-	}
-	return Event[S]{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, Task: i, Update: t.upd, Err: t.err}, true
+	return Event[S]{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, Task: i, Update: t.upd, Err: t.err}
 }
 
 // streamsSubgraphs reports whether the events of the subgraph runs of the
