@@ -6,10 +6,10 @@ import "context"
 // node. It runs on the parent's state and everything its nodes write is
 // written to the parent's state, through the parent's reducers, when the
 // subgraph finishes. Nodes inside it that call Emit reach the parent's
-// stream as "name/inner" events; with StreamSubgraphs all its events do. In a checkpointed run the subgraph
-// checkpoints under a namespace of its own (see Checkpoint.Namespace), so
-// that a Resume after an interrupt inside it runs again only the inner
-// tasks that had not finished.
+// stream as "name/inner" events; with StreamSubgraphs all its events do.
+// In a checkpointed run the subgraph checkpoints under a namespace of its
+// own (see Checkpoint.Namespace), so that a Resume after an interrupt
+// inside it runs again only the inner tasks that had not finished.
 func (g *Graph[S]) AddSubgraph(name string, sub *Compiled[S], opts ...NodeOption) *Graph[S] {
 	if sub == nil {
 		g.problems = append(g.problems, errorf("subgraph %q is nil", name))
