@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -332,4 +334,44 @@ func TestSubgraphStreamedByItsNode(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Equal(t, []string{" step ", " task_start x", " task_end x", " step ", " end "}, seen)
+}
+
+// A consumer that leaves in the middle of a subgraph's events stops the
+// run: Stream returns, and no goroutine is left.
+func TestSubgraphStreamConsumerLeaves(t *testing.T) {
+	before := runtime.NumGoroutine()
+	sub := newT()
+	for _, name := range []string{"a", "b"} {
+		sub.AddNode(name, func(ctx context.Context, _ tState) (graph.Update[tState], error) {
+			for i := range 200 { // more than the stream buffers
+				graph.Emit(ctx, i)
+			}
+			return graph.Writes(tLog.Add(name)), nil
+		})
+	}
+	sub.AddEdge(graph.Start, "a")
+	sub.AddEdge(graph.Start, "b")
+	sub.AddEdge("a", graph.End)
+	sub.AddEdge("b", graph.End)
+	subRun := compile(t, sub)
+	g := newT()
+	graph.AddTask(g, "fan", func(ctx context.Context, _ int) (graph.Update[tState], error) {
+		_, err := subRun.Invoke(ctx, tState{})
+		return graph.Update[tState]{}, err
+	})
+	graph.AddFanOut(g, graph.Start, "fan", func(tState) []int { return []int{1, 2, 3} })
+	g.AddEdge("fan", graph.End)
+	run := compile(t, g)
+	for range 20 {
+		for ev := range run.Stream(context.Background(), tState{}, graph.StreamSubgraphs()) {
+			if ev.Namespace != "" && ev.Kind == graph.EventTaskStart {
+				break
+			}
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	assert.LessOrEqual(t, runtime.NumGoroutine(), before)
 }
