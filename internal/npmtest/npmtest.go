@@ -1,5 +1,6 @@
 // Package npmtest installs npm packages for tests that run third-party
-// programs, such as the MCP servers published on npm.
+// programs, such as the MCP servers published on npm, the LangGraph JS SDK
+// and React.
 //
 // Install runs the machine's npm once per package version and machine: the
 // package goes into a cache directory ($DEEPGRAPH_NPM_CACHE, else
@@ -90,7 +91,7 @@ func Node(t testing.TB) string {
 	t.Helper()
 	p, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node not found: the tests against npm MCP servers skip; install Node.js and npm to run them")
+		t.Skip("node not found: the tests that run npm packages (MCP servers, the LangGraph SDK, React) skip; install Node.js and npm to run them")
 	}
 	return p
 }
@@ -140,7 +141,7 @@ func installSet(t testing.TB, rel string, pkgs []Package) string {
 	t.Helper()
 	npm, err := exec.LookPath("npm")
 	if err != nil {
-		t.Skip("npm not found: the tests against npm MCP servers skip; install Node.js and npm to run them")
+		t.Skip("npm not found: the tests that run npm packages (MCP servers, the LangGraph SDK, React) skip; install Node.js and npm to run them")
 	}
 	Node(t)
 	root, err := cacheRoot()

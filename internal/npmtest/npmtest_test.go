@@ -197,7 +197,7 @@ func TestInstallWithoutNPM(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	t.Setenv(EnvCache, t.TempDir())
 	f, _ := run(t, func(tb testing.TB) string { return Install(tb, "pkg", "1.0.0") })
-	assert.Equal(t, "npm not found: the tests against npm MCP servers skip; install Node.js and npm to run them", f.skipped)
+	assert.Equal(t, "npm not found: the tests that run npm packages (MCP servers, the LangGraph SDK, React) skip; install Node.js and npm to run them", f.skipped)
 }
 
 func TestInstallRefusesOddNames(t *testing.T) {
