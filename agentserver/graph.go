@@ -748,6 +748,11 @@ func (g *served[S]) stateOf(thread string, s graph.Snapshot[S]) threadState {
 		if t.Done {
 			st.Result = updateValues(t.Update)
 		}
+		if n := len(t.Subgraphs); n > 0 {
+			// The task ran a subgraph: its checkpoints' namespace (the
+			// last, when it ran several).
+			st.Checkpoint = &checkpointRef{ThreadID: thread, CheckpointNS: t.Subgraphs[n-1]}
+		}
 		ts.Tasks = append(ts.Tasks, st)
 	}
 	return ts

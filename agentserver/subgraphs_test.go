@@ -104,10 +104,16 @@ func TestStreamSubgraphs(t *testing.T) {
 
 	// The namespaces are research:<task id> and summarise:<task id>, the
 	// tasks of the thread's history.
+	// Each such task names its subgraph's checkpoint namespace in its
+	// checkpoint, as LangGraph's ThreadState does.
 	var hist []struct {
 		Tasks []struct {
-			ID   string `json:"id"`
-			Name string `json:"name"`
+			ID         string `json:"id"`
+			Name       string `json:"name"`
+			Checkpoint *struct {
+				ThreadID     string `json:"thread_id"`
+				CheckpointNS string `json:"checkpoint_ns"`
+			} `json:"checkpoint"`
 		} `json:"tasks"`
 	}
 	c.json("POST", "/threads/"+tid+"/history", map[string]any{"limit": 50}, 200, &hist)
@@ -115,6 +121,11 @@ func TestStreamSubgraphs(t *testing.T) {
 	for _, s := range hist {
 		for _, task := range s.Tasks {
 			taskIDs[task.Name] = task.ID
+			if task.Name == "research" || task.Name == "summarise" {
+				require.NotNil(t, task.Checkpoint, "task %s", task.Name)
+				assert.Equal(t, task.Name+":"+task.ID, task.Checkpoint.CheckpointNS)
+				assert.Equal(t, tid, task.Checkpoint.ThreadID)
+			}
 		}
 	}
 	researchNS, summariseNS := "research:"+taskIDs["research"], "summarise:"+taskIDs["summarise"]
