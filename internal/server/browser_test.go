@@ -149,7 +149,9 @@ func TestBrowser(t *testing.T) {
 
 	// Reloaded, the page opens the thread from its URL: both turns, from
 	// the thread's runs and history, their timelines replayed from the
-	// runs' custom events; the list of past runs from threads/search.
+	// runs' custom events; the list of past runs from threads/search,
+	// without the threads of graphs the page does not show (a flow's).
+	lgCall[map[string]any](ts, "POST", "/threads", map[string]any{"metadata": map[string]string{"graph_id": "flow"}}, 200)
 	require.NoError(t, chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("question"))))
 	pollJS(t, ctx, `document.querySelectorAll('#runs > article.run').length === 2 && document.body.dataset.state === 'done' &&
 		document.querySelectorAll('#timeline > li[data-kind="answered"]').length === 1 && document.querySelectorAll('#thread-list > li').length === 1`)

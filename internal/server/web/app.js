@@ -152,6 +152,10 @@ ui.errorDismiss.addEventListener('click', () => {
 // ---------------------------------------------------------------------------
 // Server information: efforts, kinds, backends
 
+// The graphs whose threads the page shows (the server may serve others,
+// such as the planning flow, to other clients).
+const PAGE_KINDS = ['research', 'agent'];
+
 // The assistants the server serves; the research assistant's metadata
 // "deepgraph" holds the server's version and what a run may choose.
 async function loadInfo() {
@@ -166,7 +170,7 @@ async function loadInfo() {
   const research = assistants.find((a) => a.graph_id === 'research');
   const md = research?.metadata?.deepgraph;
   app.info = md && typeof md === 'object' ? { ...md } : {};
-  app.info.kinds = assistants.map((a) => str(a.graph_id)).filter((g) => g === 'research' || g === 'agent');
+  app.info.kinds = assistants.map((a) => str(a.graph_id)).filter((g) => PAGE_KINDS.includes(g));
 
   const efforts = Array.isArray(app.info.efforts) && app.info.efforts.length ? app.info.efforts : DEFAULT_EFFORTS;
   const chosen = ui.effort.dataset.touched ? ui.effort.value : str(app.info.default_effort) || 'medium';
@@ -240,8 +244,10 @@ async function loadThreads(reset = false) {
   const known = new Set([...ui.threadList.children].map((li) => li.dataset.threadId));
   for (const t of threads) {
     if (!t || typeof t !== 'object' || known.has(str(t.thread_id))) continue;
-    // Only the threads that ran (a question, a task) are past runs.
-    if (!t.metadata || typeof t.metadata !== 'object' || !t.metadata.graph_id) continue;
+    // Only the threads that ran (a question, a task) are past runs, and
+    // only those of the graphs the page shows (a flow's thread, started by
+    // another client, is not).
+    if (!t.metadata || typeof t.metadata !== 'object' || !PAGE_KINDS.includes(str(t.metadata.graph_id))) continue;
     known.add(str(t.thread_id));
     ui.threadList.append(threadItem(t));
   }
