@@ -31,39 +31,47 @@ func toolResultWith(req openaiRequest, text string) string {
 	return ""
 }
 
-// An agent killed (SIGKILL) while its bash call runs, after the command
-// appended its line: research resume does not run the command again — the
-// model is told its outcome is unknown — and the run finishes with the
-// line in the file once.
-func TestE2EAgentKilledDuringBashDoesNotRepeatIt(t *testing.T) {
-	t.Parallel()
+// appendingJob is a bash call with a side effect: it appends "the job ran"
+// to jobs.log in its workspace and, the first time (while the FIFO ready
+// is there), says so through the FIFO and waits to be killed with its run.
+// Run again, once the FIFO is gone, it would append its line and end.
+type appendingJob struct {
+	ws, ready string
+	args      string // the bash call's arguments
+}
+
+func newAppendingJob(t *testing.T) appendingJob {
+	t.Helper()
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash not found")
 	}
-	ws := t.TempDir()
-	ready := filepath.Join(ws, "ready")
-	require.NoError(t, mkfifo(ready))
-	// The command appends its line, says so through the FIFO, and waits to
-	// be killed with the agent. (Run again, once the FIFO is gone, it
-	// would append its line and end.)
+	j := appendingJob{ws: t.TempDir()}
+	j.ready = filepath.Join(j.ws, "ready")
+	require.NoError(t, mkfifo(j.ready))
 	args, err := json.Marshal(map[string]string{"command": "echo 'the job ran' >> jobs.log && if [ -p ready ]; then echo go > ready && exec sleep 60; fi"})
 	require.NoError(t, err)
-	oa := newFakeOpenAI(t, func(c oaCallCtx) oaReply {
-		if r := toolResultWith(c.req, "outcome is unknown"); r != "" {
-			return oaReply{ToolCalls: []oaCall{terminate("success", "The job was recorded (the first attempt's outcome was unknown; jobs.log shows it ran).")}}
-		}
-		if len(c.req.toolResults()) > 0 {
-			return oaReply{ToolCalls: []oaCall{terminate("failure", "unexpected: "+strings.Join(c.req.toolResults(), " | "))}}
-		}
-		return oaReply{Content: "I will record the job.", ToolCalls: []oaCall{{Name: "bash", Args: string(args)}}}
-	})
-	envv := env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL()})
-	tr := &transcript{t: t}
-	defer tr.log()
+	j.args = string(args)
+	return j
+}
 
-	p := startBin(t, envv, "agent", "--model", "openai:gpt-4.1-mini", "--allow-exec", "--workspace", ws, "Record that the job ran")
+// reply is the agent's side: the bash call, then, told its outcome is
+// unknown, a success.
+func (j appendingJob) reply(c oaCallCtx) oaReply {
+	if r := toolResultWith(c.req, "outcome is unknown"); r != "" {
+		return oaReply{ToolCalls: []oaCall{terminate("success", "The job was recorded (the first attempt's outcome was unknown; jobs.log shows it ran).")}}
+	}
+	if len(c.req.toolResults()) > 0 {
+		return oaReply{ToolCalls: []oaCall{terminate("failure", "unexpected: "+strings.Join(c.req.toolResults(), " | "))}}
+	}
+	return oaReply{Content: "I will record the job.", ToolCalls: []oaCall{{Name: "bash", Args: j.args}}}
+}
+
+// killDuring waits until p's bash call has appended its line, kills p
+// with SIGKILL, removes the FIFO and returns the killed run's id.
+func (j appendingJob) killDuring(t *testing.T, p *started, tr *transcript, what string) string {
+	t.Helper()
 	went := make(chan error, 1)
-	go func() { _, err := os.ReadFile(ready); went <- err }()
+	go func() { _, err := os.ReadFile(j.ready); went <- err }()
 	select {
 	case err := <-went:
 		require.NoError(t, err)
@@ -73,19 +81,41 @@ func TestE2EAgentKilledDuringBashDoesNotRepeatIt(t *testing.T) {
 	}
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
 	killed := p.wait(t, 30*time.Second)
-	tr.add("research agent --allow-exec … \"Record that the job ran\"   # killed with SIGKILL during its bash call", killed)
+	tr.add(what+"   # killed with SIGKILL during its bash call", killed)
 	require.Equal(t, 128+int(syscall.SIGKILL), killed.code)
-	id := runIDOf(t, killed.stderr)
-	require.NoError(t, os.Remove(ready))
+	require.NoError(t, os.Remove(j.ready))
+	return runIDOf(t, killed.stderr)
+}
+
+// ranOnce checks that the job's line is in jobs.log once.
+func (j appendingJob) ranOnce(t *testing.T) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(j.ws, "jobs.log"))
+	require.NoError(t, err)
+	assert.Equal(t, "the job ran\n", string(data), "the line is in the file once")
+}
+
+// An agent killed (SIGKILL) while its bash call runs, after the command
+// appended its line: research resume does not run the command again — the
+// model is told its outcome is unknown — and the run finishes with the
+// line in the file once.
+func TestE2EAgentKilledDuringBashDoesNotRepeatIt(t *testing.T) {
+	t.Parallel()
+	job := newAppendingJob(t)
+	oa := newFakeOpenAI(t, job.reply)
+	envv := env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL()})
+	tr := &transcript{t: t}
+	defer tr.log()
+
+	p := startBin(t, envv, "agent", "--model", "openai:gpt-4.1-mini", "--allow-exec", "--workspace", job.ws, "Record that the job ran")
+	id := job.killDuring(t, p, tr, "research agent --allow-exec … \"Record that the job ran\"")
 
 	resumed := run(t, envv, "resume", id)
 	tr.add("research resume "+id, resumed)
 	require.Equal(t, 0, resumed.code, resumed)
 	assert.Contains(t, resumed.stdout, "The job was recorded")
 	assert.Contains(t, resumed.stderr, "outcome is unknown", "the step lines say so too")
-	data, err := os.ReadFile(filepath.Join(ws, "jobs.log"))
-	require.NoError(t, err)
-	assert.Equal(t, "the job ran\n", string(data), "the line is in the file once")
+	job.ranOnce(t)
 	bashCalls := 0
 	for _, r := range oa.all() {
 		var req openaiRequest

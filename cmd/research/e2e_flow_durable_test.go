@@ -23,11 +23,7 @@ func isAgentStep(c oaCallCtx) bool {
 
 func TestE2EFlowPlanApprovalWithoutATerminal(t *testing.T) {
 	t.Parallel()
-	web, _ := newFakeWeb(t)
-	sx := newFakeSearXNG(t, web.URL)
-	ws := t.TempDir()
-	oa := newFakeOpenAI(t, flowScript(t, ws, false))
-	envv := env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL(), "SEARXNG_URL": sx.srv.URL})
+	ws, oa, envv := raftFlow(t, nil)
 	tr := &transcript{t: t}
 	defer tr.log()
 	args := []string{"flow", "--approve-plan", "--model", "openai:gpt-4.1-mini", "--allow-private-urls", "--loops", "1", "--workspace", ws,
@@ -92,22 +88,8 @@ func TestE2EFlowPlanRejectedWithResumeAnswer(t *testing.T) {
 // not made again, the second step runs, and the summary is written.
 func TestE2EFlowKilledResumes(t *testing.T) {
 	t.Parallel()
-	web, _ := newFakeWeb(t)
-	sx := newFakeSearXNG(t, web.URL)
-	ws := t.TempDir()
-	script := flowScript(t, ws, false)
 	hang := make(chan struct{}) // closed: the agent step answers again
-	oa := newFakeOpenAI(t, func(c oaCallCtx) oaReply {
-		if isAgentStep(c) {
-			select {
-			case <-hang:
-			default:
-				return oaReply{Hang: true}
-			}
-		}
-		return script(c)
-	})
-	envv := env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL(), "SEARXNG_URL": sx.srv.URL})
+	ws, oa, envv := raftFlow(t, hangingAgentSteps(hang))
 	tr := &transcript{t: t}
 	defer tr.log()
 	p := startBin(t, envv, "flow", "--model", "openai:gpt-4.1-mini", "--allow-private-urls", "--loops", "1", "--workspace", ws,
@@ -161,11 +143,7 @@ func TestE2EFlowKilledResumes(t *testing.T) {
 // the file is written once.
 func TestE2EFlowApproveToolsWithoutATerminal(t *testing.T) {
 	t.Parallel()
-	web, _ := newFakeWeb(t)
-	sx := newFakeSearXNG(t, web.URL)
-	ws := t.TempDir()
-	oa := newFakeOpenAI(t, flowScript(t, ws, false))
-	envv := env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL(), "SEARXNG_URL": sx.srv.URL})
+	ws, oa, envv := raftFlow(t, nil)
 	tr := &transcript{t: t}
 	defer tr.log()
 	res := run(t, envv, "flow", "--approve-tools", "--model", "openai:gpt-4.1-mini", "--allow-private-urls", "--loops", "1", "--workspace", ws,
@@ -198,22 +176,8 @@ func TestE2EFlowApproveToolsWithoutATerminal(t *testing.T) {
 // interrupted; research resume finishes it without the finished step.
 func TestE2EFlowInterruptedResumes(t *testing.T) {
 	t.Parallel()
-	web, _ := newFakeWeb(t)
-	sx := newFakeSearXNG(t, web.URL)
-	ws := t.TempDir()
-	script := flowScript(t, ws, false)
 	hang := make(chan struct{})
-	oa := newFakeOpenAI(t, func(c oaCallCtx) oaReply {
-		if isAgentStep(c) {
-			select {
-			case <-hang:
-			default:
-				return oaReply{Hang: true}
-			}
-		}
-		return script(c)
-	})
-	envv := env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL(), "SEARXNG_URL": sx.srv.URL})
+	ws, _, envv := raftFlow(t, hangingAgentSteps(hang))
 	p := startBin(t, envv, "flow", "--model", "openai:gpt-4.1-mini", "--allow-private-urls", "--loops", "1", "--workspace", ws,
 		"Research how Raft elects a leader and write notes to raft.md")
 	p.waitStderr(t, "Step 1 [agent] Write raft.md with the findings: in progress", 30*time.Second)

@@ -23,11 +23,7 @@ func TestE2EFlowPlanApprovalOnATerminal(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			web, _ := newFakeWeb(t)
-			sx := newFakeSearXNG(t, web.URL)
-			ws := t.TempDir()
-			oa := newFakeOpenAI(t, flowScript(t, ws, false))
-			envv := env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL(), "SEARXNG_URL": sx.srv.URL})
+			ws, oa, envv := raftFlow(t, nil)
 			args := []string{"flow", "--approve-plan", "--model", "openai:gpt-4.1-mini", "--allow-private-urls", "--loops", "1", "--workspace", ws}
 			if !store {
 				args = append(args, "--no-save")
@@ -67,11 +63,7 @@ func TestE2EFlowPlanApprovalOnATerminal(t *testing.T) {
 // runs once and the flow completes without pausing.
 func TestE2EFlowApproveToolsOnATerminal(t *testing.T) {
 	t.Parallel()
-	web, _ := newFakeWeb(t)
-	sx := newFakeSearXNG(t, web.URL)
-	ws := t.TempDir()
-	oa := newFakeOpenAI(t, flowScript(t, ws, false))
-	envv := env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL(), "SEARXNG_URL": sx.srv.URL})
+	ws, _, envv := raftFlow(t, nil)
 	master, slave := openPTY(t)
 	p := startBinIn(t, slave, envv, "flow", "--approve-tools", "--model", "openai:gpt-4.1-mini", "--allow-private-urls", "--loops", "1",
 		"--workspace", ws, "Research how Raft elects a leader and write notes to raft.md")

@@ -11,6 +11,39 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// raftFlow is what a flow run on the Raft task talks to — a web, SearXNG
+// over it, OpenAI speaking flowScript for a fresh workspace (through wrap,
+// when not nil) — and its environment.
+func raftFlow(t *testing.T, wrap func(func(oaCallCtx) oaReply) func(oaCallCtx) oaReply) (ws string, oa *fakeOpenAI, envv []string) {
+	t.Helper()
+	web, _ := newFakeWeb(t)
+	sx := newFakeSearXNG(t, web.URL)
+	ws = t.TempDir()
+	script := flowScript(t, ws, false)
+	if wrap != nil {
+		script = wrap(script)
+	}
+	oa = newFakeOpenAI(t, script)
+	return ws, oa, env(t, map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL(), "SEARXNG_URL": sx.srv.URL})
+}
+
+// hangingAgentSteps makes a script's agent steps hang until hang is
+// closed.
+func hangingAgentSteps(hang <-chan struct{}) func(func(oaCallCtx) oaReply) func(oaCallCtx) oaReply {
+	return func(script func(oaCallCtx) oaReply) func(oaCallCtx) oaReply {
+		return func(c oaCallCtx) oaReply {
+			if isAgentStep(c) {
+				select {
+				case <-hang:
+				default:
+					return oaReply{Hang: true}
+				}
+			}
+			return script(c)
+		}
+	}
+}
+
 // flowScript plays the planner, the researcher's models and the agent of a
 // flow that researches Raft, writes raft.md and summarises.
 func flowScript(t *testing.T, ws string, blocked bool) func(c oaCallCtx) oaReply {
