@@ -47,18 +47,69 @@ const graphResearch = "research"
 
 // researchAPI builds the assistants of the server's graphs.
 type researchAPI struct {
+	apiBase
+	// report builds the report of a state (its Markdown is a value).
+	report func(research.State) *research.Report
+}
+
+// apiBase is what the served graphs' APIs share.
+type apiBase struct {
 	eng         Engine
 	cp          graph.Checkpointer
 	maxQuestion int
 	redact      func(string) string
 	// metadata is the assistants' metadata: what a run may choose.
 	metadata agentserver.Metadata
-	// report builds the report of a state (its Markdown is a value).
-	report func(research.State) *research.Report
-	// records keeps the runs' spending in the run store.
+	// records keeps the runs' records and spending in the run store.
 	records *runStoreRecords
 	// tel traces and meters the runs (nil: not).
 	tel *telemetry.Telemetry
+}
+
+// setupFailed ends a run whose graph could not be set up (what) with err,
+// redacted.
+func (b apiBase) setupFailed(end runEnd, what string, err error) error {
+	err = fmt.Errorf("setting up the %s: %s", what, b.redact(err.Error()))
+	end("error", err, nil, nil, nil)
+	return err
+}
+
+// taskInput reads the input of a graph whose thread takes one task (the
+// agent, the flow): the task as the last human message, on a thread that
+// has no state yet.
+func taskInput[S any](b apiBase, shape *graph.Compiled[S], kind string, cfg agentserver.RunConfig, raw json.RawMessage) (string, error) {
+	var in struct {
+		Messages []agentserver.Message `json:"messages"`
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return "", fmt.Errorf("the input is {messages: [{type: \"human\", content: task}]}: %w", err)
+	}
+	task, err := lastHuman(in.Messages, "task", b.maxQuestion)
+	if err != nil {
+		return "", err
+	}
+	_, err = shape.State(context.Background(), graph.Thread(cfg.ThreadID))
+	switch {
+	case err == nil:
+		return "", fmt.Errorf("%s thread takes one task: create a new thread for this one", kind)
+	case !errors.Is(err, graph.ErrCheckpointNotFound):
+		return "", err
+	}
+	return task, nil
+}
+
+// serveGraph serves shape as the assistant of graphID and returns what
+// releases what its setup holds (closeShape, which may be nil), or, when
+// it cannot be served, releases it and says why.
+func serveGraph[S any](api *agentserver.Server, graphID string, shape *graph.Compiled[S], closeShape func(), opts ...agentserver.Option[S]) (func(), error) {
+	if closeShape == nil {
+		closeShape = func() {}
+	}
+	if err := api.Serve(graphID, agentserver.Compiled(shape, opts...)); err != nil {
+		closeShape()
+		return nil, err
+	}
+	return closeShape, nil
 }
 
 // customEvent is the data of a custom event: deepgraph's timeline.
@@ -243,9 +294,7 @@ func (a *researchAPI) build(ctx context.Context, cfg agentserver.RunConfig) (age
 	ctx, end := traceAPIRun(ctx, a.tel, telemetry.RunKindResearch, cfg)
 	r, err := a.eng.Research(ctx, set, a.cp)
 	if err != nil {
-		err = fmt.Errorf("setting up the run: %s", a.redact(err.Error()))
-		end("error", err, nil, nil, nil)
-		return agentserver.RunSetup[research.State]{}, err
+		return agentserver.RunSetup[research.State]{}, a.setupFailed(end, "run", err)
 	}
 	tl := &researchTimeline{start: time.Now(), models: r.Models, prices: r.Prices, progress: a.records.progress(cfg.RunID)}
 	// The searches and page reads it pays for are recorded: a run that
@@ -376,7 +425,7 @@ func answerReview(_ graph.PendingInterrupt, raw json.RawMessage) (any, error) {
 }
 
 // serveGraphs adds the server's graphs to api.
-func (a *researchAPI) serveGraphs(ctx context.Context, api *agentserver.Server) (closeAll func(), err error) {
+func (a *researchAPI) serveGraphs(ctx context.Context, api *agentserver.Server) (func(), error) {
 	set, err := a.eng.Settings(RunRequest{Kind: runstore.KindResearch})
 	if err != nil {
 		return nil, err
@@ -388,21 +437,11 @@ func (a *researchAPI) serveGraphs(ctx context.Context, api *agentserver.Server) 
 		return nil, fmt.Errorf("setting up the research graph: %s", a.redact(err.Error()))
 	}
 	a.report = shape.Researcher.ReportFrom
-	err = api.Serve(graphResearch, agentserver.Compiled(shape.Researcher.Graph(),
+	return serveGraph(api, graphResearch, shape.Researcher.Graph(), shape.Close,
 		agentserver.Description[research.State]("Deep research: search the web in rounds, reflect, and answer with checked citations"),
 		agentserver.AssistantMetadata[research.State](a.metadata),
 		agentserver.Values(a.valuesOf),
 		agentserver.Input(a.input),
 		agentserver.Interrupts[research.State](showReview, answerReview),
-		agentserver.Build(a.build)))
-	closeAll = func() {
-		if shape.Close != nil {
-			shape.Close()
-		}
-	}
-	if err != nil {
-		closeAll()
-		return nil, err
-	}
-	return closeAll, nil
+		agentserver.Build(a.build))
 }

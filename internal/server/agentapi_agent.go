@@ -59,16 +59,8 @@ func agentValuesOf(s nodes.AgentState) any {
 
 // agentAPI serves the agent.
 type agentAPI struct {
-	eng         Engine
-	cp          graph.Checkpointer
-	shape       *graph.Compiled[nodes.AgentState]
-	maxQuestion int
-	redact      func(string) string
-	metadata    agentserver.Metadata
-	// records keeps the runs' spending in the run store.
-	records *runStoreRecords
-	// tel traces and meters the runs (nil: not).
-	tel *telemetry.Telemetry
+	apiBase
+	shape *graph.Compiled[nodes.AgentState]
 }
 
 func (a *agentAPI) settings() (app.Settings, error) {
@@ -76,24 +68,8 @@ func (a *agentAPI) settings() (app.Settings, error) {
 }
 
 func (a *agentAPI) input(cfg agentserver.RunConfig, raw json.RawMessage) (nodes.AgentState, []graph.Write[nodes.AgentState], error) {
-	var in struct {
-		Messages []agentserver.Message `json:"messages"`
-	}
-	if err := json.Unmarshal(raw, &in); err != nil {
-		return nodes.AgentState{}, nil, fmt.Errorf("the input is {messages: [{type: \"human\", content: task}]}: %w", err)
-	}
-	task, err := lastHuman(in.Messages, "task", a.maxQuestion)
-	if err != nil {
-		return nodes.AgentState{}, nil, err
-	}
-	_, err = a.shape.State(context.Background(), graph.Thread(cfg.ThreadID))
-	switch {
-	case err == nil:
-		return nodes.AgentState{}, nil, errors.New("an agent thread takes one task: create a new thread for this one")
-	case !errors.Is(err, graph.ErrCheckpointNotFound):
-		return nodes.AgentState{}, nil, err
-	}
-	return nodes.AgentState{Task: task}, nil, nil
+	task, err := taskInput(a.apiBase, a.shape, "an agent", cfg, raw)
+	return nodes.AgentState{Task: task}, nil, err
 }
 
 func (a *agentAPI) build(ctx context.Context, cfg agentserver.RunConfig) (agentserver.RunSetup[nodes.AgentState], error) {
@@ -104,9 +80,7 @@ func (a *agentAPI) build(ctx context.Context, cfg agentserver.RunConfig) (agents
 	ctx, end := traceAPIRun(ctx, a.tel, telemetry.RunKindAgent, cfg)
 	ar, err := a.eng.Agent(ctx, set, a.cp)
 	if err != nil {
-		err = fmt.Errorf("setting up the agent: %s", a.redact(err.Error()))
-		end("error", err, nil, nil, nil)
-		return agentserver.RunSetup[nodes.AgentState]{}, err
+		return agentserver.RunSetup[nodes.AgentState]{}, a.setupFailed(end, "agent", err)
 	}
 	tl := &agentTimeline{start: time.Now(), meter: ar.Meter, models: map[string]string{llm.RoleAgent: ar.Model}, prices: ar.Prices,
 		progress: a.records.progress(cfg.RunID)}
@@ -314,22 +288,12 @@ func (a *agentAPI) serve(ctx context.Context, api *agentserver.Server) (func(), 
 	if err != nil {
 		return nil, fmt.Errorf("setting up the agent graph: %s", a.redact(err.Error()))
 	}
-	closeShape := func() {
-		if shape.Close != nil {
-			shape.Close()
-		}
-	}
 	a.shape = shape.Agent.Graph()
-	err = api.Serve(graphAgent, agentserver.Compiled(a.shape,
+	return serveGraph(api, graphAgent, a.shape, shape.Close,
 		agentserver.Description[nodes.AgentState]("A ReAct agent with the server's tools: one task per thread"),
 		agentserver.AssistantMetadata[nodes.AgentState](a.metadata),
 		agentserver.Values(agentValuesOf),
 		agentserver.Input(a.input),
 		agentserver.Interrupts[nodes.AgentState](showQuestion, answerQuestion),
-		agentserver.Build(a.build)))
-	if err != nil {
-		closeShape()
-		return nil, err
-	}
-	return closeShape, nil
+		agentserver.Build(a.build))
 }

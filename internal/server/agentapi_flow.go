@@ -70,14 +70,8 @@ func flowValuesOf(s nodes.FlowState) any {
 
 // flowAPI serves the planning flow.
 type flowAPI struct {
-	eng         Engine
-	cp          graph.Checkpointer
-	shape       *graph.Compiled[nodes.FlowState]
-	maxQuestion int
-	redact      func(string) string
-	metadata    agentserver.Metadata
-	records     *runStoreRecords
-	tel         *telemetry.Telemetry
+	apiBase
+	shape *graph.Compiled[nodes.FlowState]
 }
 
 // settings are a run's: review (plan approval) from its configurable, or,
@@ -117,24 +111,8 @@ func (a *flowAPI) reviewed(ctx context.Context, thread string) bool {
 }
 
 func (a *flowAPI) input(cfg agentserver.RunConfig, raw json.RawMessage) (nodes.FlowState, []graph.Write[nodes.FlowState], error) {
-	var in struct {
-		Messages []agentserver.Message `json:"messages"`
-	}
-	if err := json.Unmarshal(raw, &in); err != nil {
-		return nodes.FlowState{}, nil, fmt.Errorf("the input is {messages: [{type: \"human\", content: task}]}: %w", err)
-	}
-	task, err := lastHuman(in.Messages, "task", a.maxQuestion)
-	if err != nil {
-		return nodes.FlowState{}, nil, err
-	}
-	_, err = a.shape.State(context.Background(), graph.Thread(cfg.ThreadID))
-	switch {
-	case err == nil:
-		return nodes.FlowState{}, nil, errors.New("a flow thread takes one task: create a new thread for this one")
-	case !errors.Is(err, graph.ErrCheckpointNotFound):
-		return nodes.FlowState{}, nil, err
-	}
-	return nodes.FlowState{Task: task, Reviewed: -1}, nil, nil
+	task, err := taskInput(a.apiBase, a.shape, "a flow", cfg, raw)
+	return nodes.FlowState{Task: task, Reviewed: -1}, nil, err
 }
 
 func (a *flowAPI) build(ctx context.Context, cfg agentserver.RunConfig) (agentserver.RunSetup[nodes.FlowState], error) {
@@ -145,9 +123,7 @@ func (a *flowAPI) build(ctx context.Context, cfg agentserver.RunConfig) (agentse
 	ctx, end := traceAPIRun(ctx, a.tel, telemetry.RunKindFlow, cfg)
 	fr, err := a.eng.Flow(ctx, set, a.cp)
 	if err != nil {
-		err = fmt.Errorf("setting up the flow: %s", a.redact(err.Error()))
-		end("error", err, nil, nil, nil)
-		return agentserver.RunSetup[nodes.FlowState]{}, err
+		return agentserver.RunSetup[nodes.FlowState]{}, a.setupFailed(end, "flow", err)
 	}
 	tl := &flowTimeline{start: time.Now(), models: fr.Models, prices: fr.Prices, progress: a.records.progress(cfg.RunID)}
 	// The agent steps' tool calls with side effects are recorded before and
@@ -353,22 +329,12 @@ func (a *flowAPI) serve(ctx context.Context, api *agentserver.Server) (func(), e
 	if err != nil {
 		return nil, fmt.Errorf("setting up the flow graph: %s", a.redact(err.Error()))
 	}
-	closeShape := func() {
-		if shape.Close != nil {
-			shape.Close()
-		}
-	}
 	a.shape = shape.Flow.Graph()
-	err = api.Serve(graphFlow, agentserver.Compiled(a.shape,
+	return serveGraph(api, graphFlow, a.shape, shape.Close,
 		agentserver.Description[nodes.FlowState]("A planning flow: a plan of steps, each done by the agent, the researcher or the browser, and a cited summary; one task per thread"),
 		agentserver.AssistantMetadata[nodes.FlowState](a.metadata),
 		agentserver.Values(flowValuesOf),
 		agentserver.Input(a.input),
 		agentserver.Interrupts[nodes.FlowState](showFlowInterrupt, answerFlowInterrupt),
-		agentserver.Build(a.build)))
-	if err != nil {
-		closeShape()
-		return nil, err
-	}
-	return closeShape, nil
+		agentserver.Build(a.build))
 }

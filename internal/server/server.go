@@ -149,7 +149,8 @@ func (s *Server) serveGraphs() error {
 	// run's configurable may choose.
 	choices, _ := json.Marshal(s.choices())
 	md := agentserver.Metadata{"deepgraph": choices}
-	ra := &researchAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact, metadata: md, records: records, tel: s.opts.Telemetry}
+	base := apiBase{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact, metadata: md, records: records, tel: s.opts.Telemetry}
+	ra := &researchAPI{apiBase: base}
 	closeResearch, err := ra.serveGraphs(context.Background(), api)
 	if err != nil {
 		return fmt.Errorf("the research graph cannot be served: %s", s.opts.Redact(err.Error()))
@@ -158,14 +159,14 @@ func (s *Server) serveGraphs() error {
 	if !slices.Contains(s.eng.Choices().Kinds, runstore.KindAgent) {
 		return nil
 	}
-	aa := &agentAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact, metadata: md, records: records, tel: s.opts.Telemetry}
+	aa := &agentAPI{apiBase: base}
 	closeAgent, err := aa.serve(context.Background(), api)
 	if err != nil {
 		s.log.Warn("the agent is not served", "err", s.opts.Redact(err.Error()))
 		return nil
 	}
 	s.closeGraphs = func() { closeAgent(); closeResearch() }
-	fa := &flowAPI{eng: s.eng, cp: s.store.Checkpointer, maxQuestion: s.opts.MaxQuestion, redact: s.opts.Redact, metadata: md, records: records, tel: s.opts.Telemetry}
+	fa := &flowAPI{apiBase: base}
 	closeFlow, err := fa.serve(context.Background(), api)
 	if err != nil {
 		s.log.Warn("the planning flow is not served", "err", s.opts.Redact(err.Error()))
