@@ -9,7 +9,6 @@ import (
 	"io"
 	"io/fs"
 	"net"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,13 +126,7 @@ func TestAgentChatUI(t *testing.T) {
 	srv, err := agentserver.New(agentserver.Options{Checkpointer: cp, CORSOrigins: []string{ui}, Heartbeat: time.Second})
 	require.NoError(t, err)
 	require.NoError(t, srv.Serve("agent", agentserver.Compiled(wordsGraph(t, cp))))
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		ts.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, srv.Shutdown(ctx))
-	})
+	ts := newHTTPServer(t, srv)
 
 	start := exec.Command(node, next, "start", "-p", fmt.Sprint(uiPort), "-H", "127.0.0.1")
 	start.Dir, start.Env = app, env
@@ -168,13 +161,8 @@ func TestAgentChatUI(t *testing.T) {
 	}
 
 	shots := t.ArtifactDir()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(mustAbs(t, "testdata"), "agentchatui.mjs"))
-	cmd.Env = append(os.Environ(), "MODULES="+filepath.Join(app, "node_modules"), "CHROMIUM="+chromium, "UI="+ui,
+	runScript(t, node, "agentchatui.mjs", 5*time.Minute, "MODULES="+filepath.Join(app, "node_modules"), "CHROMIUM="+chromium, "UI="+ui,
 		"API="+ts.URL, "ASSISTANT=agent", "SHOTS="+shots)
-	out, err := cmd.CombinedOutput()
-	t.Logf("%s", out)
-	require.NoError(t, err, "the Agent Chat UI script failed")
-	require.Contains(t, string(out), "OK all checks passed")
 	t.Logf("screenshots in %s", shots)
 }
 
@@ -228,10 +216,4 @@ func freePort(t testing.TB) int {
 	require.NoError(t, err)
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-func mustAbs(t testing.TB, p string) string {
-	a, err := filepath.Abs(p)
-	require.NoError(t, err)
-	return a
 }

@@ -10,6 +10,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +52,13 @@ type gate chan struct{}
 // said: " and the text), emitting an activity; with review set, a person
 // approves the answer (an interrupt) before it ends.
 func chatGraph(t testing.TB, cp graph.Checkpointer, hold gate) *graph.Compiled[chatState] {
+	return gatedChatGraph(t, cp, hold, nil)
+}
+
+// gatedChatGraph is chatGraph whose answer, when between is set, waits
+// for it (or its context) after its first piece: a client can be seen
+// showing a partial answer while the run goes on.
+func gatedChatGraph(t testing.TB, cp graph.Checkpointer, hold, between gate) *graph.Compiled[chatState] {
 	g := graph.New[chatState](fMessages, fReview, fApproved, fDrafts)
 	g.AddNode("draft", func(ctx context.Context, s chatState) (graph.Update[chatState], error) {
 		if hold != nil {
@@ -68,6 +77,13 @@ func chatGraph(t testing.TB, cp graph.Checkpointer, hold gate) *graph.Compiled[c
 		id := fmt.Sprintf("answer-%d", len(s.Messages))
 		graph.Emit(ctx, map[string]string{"activity": "drafting"})
 		graph.Emit(ctx, agentserver.MessageChunk{ID: id, Content: "You said: "})
+		if between != nil {
+			select {
+			case <-between:
+			case <-ctx.Done():
+				return graph.Update[chatState]{}, ctx.Err()
+			}
+		}
 		graph.Emit(ctx, agentserver.MessageChunk{ID: id, Content: last})
 		return graph.Writes(fMessages.Merge([]agentserver.Message{{Type: agentserver.MessageAI, ID: id, Content: "You said: " + last}}),
 			fDrafts.Set(s.Drafts+1)), nil
@@ -104,7 +120,13 @@ func newServer(t testing.TB, opts agentserver.Options, hold gate) (*agentserver.
 
 // newHTTPServer serves srv until the test ends, then shuts it down.
 func newHTTPServer(t testing.TB, srv *agentserver.Server) *httptest.Server {
-	ts := httptest.NewServer(srv.Handler())
+	return serveHTTP(t, srv, srv.Handler())
+}
+
+// serveHTTP serves h — srv's handler, wrapped by the test — until the
+// test ends, then shuts srv down.
+func serveHTTP(t testing.TB, srv *agentserver.Server, h http.Handler) *httptest.Server {
+	ts := httptest.NewServer(h)
 	t.Cleanup(func() {
 		ts.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -112,6 +134,23 @@ func newHTTPServer(t testing.TB, srv *agentserver.Server) *httptest.Server {
 		require.NoError(t, srv.Shutdown(ctx))
 	})
 	return ts
+}
+
+// runScript runs node on the script testdata/name with env added (and
+// none of the caller's LangGraph or LangSmith keys) within limit, and
+// requires it to end with every check passed.
+func runScript(t testing.TB, node, name string, limit time.Duration, env ...string) {
+	t.Helper()
+	script, err := filepath.Abs(filepath.Join("testdata", name))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script)
+	cmd.Env = append(append(cmd.Environ(), "LANGGRAPH_API_KEY=", "LANGSMITH_API_KEY=", "LANGCHAIN_API_KEY="), env...)
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	require.NoError(t, err, "the script %s failed", name)
+	require.Contains(t, string(out), "OK all checks passed")
 }
 
 // client calls the test server.

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"net/http/httptest"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -109,23 +107,7 @@ func TestLangGraphSDK(t *testing.T) {
 	require.NoError(t, srv.Serve("slow", agentserver.Compiled(slowGraph(t, cp))))
 	require.NoError(t, srv.Serve("nest", agentserver.Compiled(nestGraph(t, cp))))
 	var rejoined atomic.Int32
-	ts := httptest.NewServer(dropAfter(srv.Handler(), &rejoined))
-	t.Cleanup(func() {
-		ts.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, srv.Shutdown(ctx))
-	})
-	script, err := filepath.Abs("testdata/sdk_client.mjs")
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script)
-	cmd.Env = append(cmd.Environ(), "SDK=file://"+filepath.Join(dir, "dist", "index.js"), "URL="+ts.URL, "TOKEN=sdk-token",
-		"LANGGRAPH_API_KEY=", "LANGSMITH_API_KEY=", "LANGCHAIN_API_KEY=")
-	out, err := cmd.CombinedOutput()
-	t.Logf("%s", out)
-	require.NoError(t, err, "the SDK script failed")
-	require.Contains(t, string(out), "OK all checks passed")
+	ts := serveHTTP(t, srv, dropAfter(srv.Handler(), &rejoined))
+	runScript(t, node, "sdk_client.mjs", 2*time.Minute, "SDK=file://"+filepath.Join(dir, "dist", "index.js"), "URL="+ts.URL, "TOKEN=sdk-token")
 	require.Positive(t, rejoined.Load(), "the dropped stream was rejoined through Location with Last-Event-ID")
 }

@@ -1,12 +1,7 @@
 package agentserver_test
 
 import (
-	"context"
-	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -25,47 +20,6 @@ var reactModules = []npmtest.Package{
 	{Name: "react", Version: "19.3.1"},
 	{Name: "react-dom", Version: "19.3.1"},
 	{Name: "jsdom", Version: "29.1.1"},
-}
-
-// steppedChatGraph is chatGraph whose answer streams its first chunk and
-// then waits for release (or its context) before the second: a client can
-// be seen showing a partial answer while the run is going.
-func steppedChatGraph(t testing.TB, cp graph.Checkpointer, release <-chan struct{}) *graph.Compiled[chatState] {
-	g := graph.New[chatState](fMessages, fReview, fApproved, fDrafts)
-	g.AddNode("draft", func(ctx context.Context, s chatState) (graph.Update[chatState], error) {
-		var last string
-		for _, m := range s.Messages {
-			if m.Type == agentserver.MessageHuman {
-				last = m.Content
-			}
-		}
-		id := fmt.Sprintf("answer-%d", len(s.Messages))
-		graph.Emit(ctx, agentserver.MessageChunk{ID: id, Content: "You said: "})
-		select {
-		case <-release:
-		case <-ctx.Done():
-			return graph.Update[chatState]{}, ctx.Err()
-		}
-		graph.Emit(ctx, agentserver.MessageChunk{ID: id, Content: last})
-		return graph.Writes(fMessages.Merge([]agentserver.Message{{Type: agentserver.MessageAI, ID: id, Content: "You said: " + last}}),
-			fDrafts.Set(s.Drafts+1)), nil
-	})
-	g.AddNode("review", func(ctx context.Context, s chatState) (graph.Update[chatState], error) {
-		if !s.Review {
-			return graph.Update[chatState]{}, nil
-		}
-		ans, err := graph.Interrupt[string](ctx, reviewRequest{Question: "approve the answer?", Draft: s.Messages[len(s.Messages)-1].Content})
-		if err != nil {
-			return graph.Update[chatState]{}, err
-		}
-		return graph.Writes(fApproved.Set(ans)), nil
-	})
-	g.AddEdge(graph.Start, "draft")
-	g.AddEdge("draft", "review")
-	g.AddEdge("review", graph.End)
-	run, err := g.Compile(graph.WithCheckpointer(cp))
-	require.NoError(t, err)
-	return run
 }
 
 // withRelease serves POST /__test/release beside the server: it lets the
@@ -97,24 +51,8 @@ func TestUseStream(t *testing.T) {
 	cp := graph.NewMemorySaver()
 	srv, err := agentserver.New(agentserver.Options{Checkpointer: cp, Token: "react-token", Heartbeat: time.Second})
 	require.NoError(t, err)
-	release := make(chan struct{})
-	require.NoError(t, srv.Serve("chat", agentserver.Compiled(steppedChatGraph(t, cp, release))))
-	ts := httptest.NewServer(withRelease(srv.Handler(), release))
-	t.Cleanup(func() {
-		ts.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, srv.Shutdown(ctx))
-	})
-	script, err := filepath.Abs("testdata/usestream.mjs")
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script)
-	cmd.Env = append(cmd.Environ(), "MODULES="+modules, "URL="+ts.URL, "TOKEN=react-token", "ASSISTANT=chat",
-		"LANGGRAPH_API_KEY=", "LANGSMITH_API_KEY=", "LANGCHAIN_API_KEY=")
-	out, err := cmd.CombinedOutput()
-	t.Logf("%s", out)
-	require.NoError(t, err, "the useStream script failed")
-	require.Contains(t, string(out), "OK all checks passed")
+	release := make(gate)
+	require.NoError(t, srv.Serve("chat", agentserver.Compiled(gatedChatGraph(t, cp, nil, release))))
+	ts := serveHTTP(t, srv, withRelease(srv.Handler(), release))
+	runScript(t, node, "usestream.mjs", 2*time.Minute, "MODULES="+modules, "URL="+ts.URL, "TOKEN=react-token", "ASSISTANT=chat")
 }
