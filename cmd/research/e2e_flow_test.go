@@ -28,7 +28,7 @@ func raftFlow(t *testing.T, wrap func(func(oaCallCtx) oaReply) func(oaCallCtx) o
 }
 
 // hangingAgentSteps makes a script's agent steps hang until hang is
-// closed.
+// closed (a nil hang: for good).
 func hangingAgentSteps(hang <-chan struct{}) func(func(oaCallCtx) oaReply) func(oaCallCtx) oaReply {
 	return func(script func(oaCallCtx) oaReply) func(oaCallCtx) oaReply {
 		return func(c oaCallCtx) oaReply {
@@ -180,18 +180,15 @@ func TestE2EFlowFailureKeepsFinishedSteps(t *testing.T) {
 	t.Parallel()
 	for _, format := range []string{"markdown", "json"} {
 		t.Run(format, func(t *testing.T) {
-			web, _ := newFakeWeb(t)
-			sx := newFakeSearXNG(t, web.URL)
-			ws := t.TempDir()
-			script := flowScript(t, ws, false)
-			oa := newFakeOpenAI(t, func(c oaCallCtx) oaReply {
-				if strings.Contains(c.req.prompt(), "You write the final answer of a planned task") {
-					return oaReply{Status: 400, ErrBody: `{"error":{"message":"Invalid request: the summary was refused","type":"invalid_request_error"}}`}
+			ws, _, envv := raftFlow(t, func(script func(oaCallCtx) oaReply) func(oaCallCtx) oaReply {
+				return func(c oaCallCtx) oaReply {
+					if strings.Contains(c.req.prompt(), "You write the final answer of a planned task") {
+						return oaReply{Status: 400, ErrBody: `{"error":{"message":"Invalid request: the summary was refused","type":"invalid_request_error"}}`}
+					}
+					return script(c)
 				}
-				return script(c)
 			})
-			vars := map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL(), "SEARXNG_URL": sx.srv.URL}
-			res := run(t, env(t, vars), "flow", "--format", format, "--model", "openai:gpt-4.1-mini", "--allow-private-urls", "--loops", "1",
+			res := run(t, envv, "flow", "--format", format, "--model", "openai:gpt-4.1-mini", "--allow-private-urls", "--loops", "1",
 				"--workspace", ws, "Research how Raft elects a leader and write notes to raft.md")
 			require.Equal(t, 1, res.code, res)
 			if format == "json" {
@@ -226,18 +223,9 @@ func TestE2EFlowTimeoutKeepsFinishedSteps(t *testing.T) {
 	t.Parallel()
 	for _, format := range []string{"markdown", "json"} {
 		t.Run(format, func(t *testing.T) {
-			web, _ := newFakeWeb(t)
-			sx := newFakeSearXNG(t, web.URL)
-			ws := t.TempDir()
-			script := flowScript(t, ws, false)
-			oa := newFakeOpenAI(t, func(c oaCallCtx) oaReply {
-				if strings.Contains(c.req.prompt(), "You are carrying out one step") {
-					return oaReply{Hang: true} // the agent's step outlives the timeout
-				}
-				return script(c)
-			})
-			vars := map[string]string{"OPENAI_API_KEY": openaiKey, "OPENAI_BASE_URL": oa.baseURL(), "SEARXNG_URL": sx.srv.URL}
-			res := run(t, env(t, vars), "flow", "--format", format, "--timeout", "4s", "--model", "openai:gpt-4.1-mini", "--allow-private-urls",
+			// The agent's step outlives the timeout (nil: it never answers).
+			ws, _, envv := raftFlow(t, hangingAgentSteps(nil))
+			res := run(t, envv, "flow", "--format", format, "--timeout", "4s", "--model", "openai:gpt-4.1-mini", "--allow-private-urls",
 				"--loops", "1", "--workspace", ws, "Research how Raft elects a leader and write notes to raft.md")
 			require.Equal(t, 1, res.code, res)
 			assert.Contains(t, res.stderr, "did not finish within the timeout of 4s", res)
