@@ -491,8 +491,15 @@ func (c *cli) resume(cmd *cobra.Command, id, answer string) error {
 			cfg.Agent.MCP = set.Agent.MCP
 		}
 		// The models and tools are set up before the run is marked as
-		// running here: a setup error (a missing key, say) leaves it as it
-		// was.
+		// running here (claim: Continue): a setup error (a missing key,
+		// say) leaves it as it was.
+		claim := func() (*app.Tracker, error) {
+			tr, err := st.Continue(ctx, run, logger)
+			if err != nil {
+				return nil, usageErr("%v", err)
+			}
+			return tr, nil
+		}
 		c.console.start("preparing")
 		if run.Kind == runstore.KindFlow {
 			ans, err := flowAnswer(ctx, st, run.Thread, answer)
@@ -504,9 +511,9 @@ func (c *cli) resume(cmd *cobra.Command, id, answer string) error {
 				return err
 			}
 			defer setup.Close()
-			tr, err := st.Continue(ctx, run, logger)
+			tr, err := claim()
 			if err != nil {
-				return usageErr("%v", err)
+				return err
 			}
 			return c.resumeFlow(ctx, cfg, setup, st, tr, ans)
 		}
@@ -516,9 +523,9 @@ func (c *cli) resume(cmd *cobra.Command, id, answer string) error {
 				return err
 			}
 			defer setup.Close()
-			tr, err := st.Continue(ctx, run, logger)
+			tr, err := claim()
 			if err != nil {
-				return usageErr("%v", err)
+				return err
 			}
 			return c.resumeAgent(ctx, cfg, setup, st, tr, answer)
 		}
@@ -527,9 +534,9 @@ func (c *cli) resume(cmd *cobra.Command, id, answer string) error {
 			return err
 		}
 		defer r.Close()
-		tr, err := st.Continue(ctx, run, logger)
+		tr, err := claim()
 		if err != nil {
-			return usageErr("%v", err)
+			return err
 		}
 		return c.driveResearch(ctx, cfg, r, st, tr, func(ctx context.Context, more ...research.RunOption) (*research.Report, error) {
 			return r.Resume(ctx, run.Thread, append(opts, more...)...)
