@@ -25,9 +25,7 @@ func TestAgentAPIFlow(t *testing.T) {
 		fake.Text("One step was done: the notes."),
 	)
 	ts := startTestServer(t, t.TempDir()+"/runs.db", eng)
-	th := lgCall[struct {
-		ThreadID string `json:"thread_id"`
-	}](ts, "POST", "/threads", map[string]any{}, 200)
+	th := ts.newThread()
 	path := "/threads/" + th.ThreadID + "/runs/stream"
 
 	evs := ts.lgStream(path, map[string]any{"assistant_id": "flow", "config": map[string]any{"configurable": map[string]any{"review": true}},
@@ -120,9 +118,7 @@ func TestAgentAPIFlowPlanRejected(t *testing.T) {
 		fake.Text("Nothing was done: the plan was rejected (too risky)."),
 	)
 	ts := startTestServer(t, t.TempDir()+"/runs.db", eng)
-	th := lgCall[struct {
-		ThreadID string `json:"thread_id"`
-	}](ts, "POST", "/threads", map[string]any{}, 200)
+	th := ts.newThread()
 	path := "/threads/" + th.ThreadID + "/runs/wait"
 	out := lgCall[map[string]json.RawMessage](ts, "POST", path, map[string]any{"assistant_id": "flow", "config": map[string]any{"configurable": map[string]any{"review": true}},
 		"input": map[string]any{"messages": []map[string]any{{"type": "human", "content": "Clean up"}}}}, 200)

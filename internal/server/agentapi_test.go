@@ -319,9 +319,7 @@ func TestAgentAPIAgentQuestion(t *testing.T) {
 func TestAgentAPIQueueBound(t *testing.T) {
 	ts := newTestServer(t, world{block: "query 1"}, queueOf(1, 0))
 	start := func(want int) (lgRun, []byte, http.Header) {
-		th := lgCall[struct {
-			ThreadID string `json:"thread_id"`
-		}](ts, "POST", "/threads", map[string]any{}, 200)
+		th := ts.newThread()
 		status, data, hdr := ts.do("POST", "/threads/"+th.ThreadID+"/runs",
 			map[string]any{"assistant_id": "research", "input": map[string]any{"messages": []map[string]string{{"type": "human", "content": "q"}}}})
 		require.Equal(t, want, status, "%s", data)
@@ -352,9 +350,7 @@ func TestAgentAPIQueueBound(t *testing.T) {
 // the request's shape, in the stream's error event for what the run reads.
 func TestAgentAPILimitsAndBadRequests(t *testing.T) {
 	ts := newTestServer(t, world{}, func(o *Options, _ *testEngine) { o.MaxQuestion = 100; o.MaxBody = 4096 })
-	th := lgCall[struct {
-		ThreadID string `json:"thread_id"`
-	}](ts, "POST", "/threads", map[string]any{}, 200)
+	th := ts.newThread()
 	path := "/threads/" + th.ThreadID + "/runs/wait"
 	ask := func(question string, configurable map[string]any) map[string]any {
 		return map[string]any{"assistant_id": "research", "config": map[string]any{"configurable": configurable},
@@ -404,9 +400,7 @@ func TestAgentAPILimitsAndBadRequests(t *testing.T) {
 // Server API (values and custom modes).
 func (ts *testServer) lgAgentRun(task string) (string, []lgEvent) {
 	ts.t.Helper()
-	th := lgCall[struct {
-		ThreadID string `json:"thread_id"`
-	}](ts, "POST", "/threads", map[string]any{}, 200)
+	th := ts.newThread()
 	return th.ThreadID, ts.lgStream("/threads/"+th.ThreadID+"/runs/stream", map[string]any{"assistant_id": "agent",
 		"input": map[string]any{"messages": []map[string]string{{"type": "human", "content": task}}}, "stream_mode": []string{"values", "custom"}})
 }
@@ -468,9 +462,7 @@ func TestAgentAPITimelineTokens(t *testing.T) {
 func TestAgentAPIReviewTakesTheCLIsAnswers(t *testing.T) {
 	eng := newEngine(world{queries: 2})
 	ts := startTestServer(t, t.TempDir()+"/runs.db", eng)
-	th := lgCall[struct {
-		ThreadID string `json:"thread_id"`
-	}](ts, "POST", "/threads", map[string]any{}, 200)
+	th := ts.newThread()
 	path := "/threads/" + th.ThreadID
 	resume := func(answer any) map[string]json.RawMessage {
 		return lgCall[map[string]json.RawMessage](ts, "POST", path+"/runs/wait", map[string]any{"assistant_id": "research", "command": map[string]any{"resume": answer}}, 200)
@@ -528,9 +520,7 @@ func TestAgentAPIToolApprovalDecisions(t *testing.T) {
 		fake.ToolCalls(fake.ToolCall("write_note", map[string]string{"text": "first"})),
 	)
 	ts := startTestServer(t, t.TempDir()+"/runs.db", eng)
-	th := lgCall[struct {
-		ThreadID string `json:"thread_id"`
-	}](ts, "POST", "/threads", map[string]any{}, 200)
+	th := ts.newThread()
 	path := "/threads/" + th.ThreadID + "/runs/wait"
 	type request struct {
 		ActionRequests []struct {

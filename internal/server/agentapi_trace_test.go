@@ -48,9 +48,7 @@ func TestAgentAPIRequestsAndRunsAreTraced(t *testing.T) {
 		callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
 		callerSpan  = "00f067aa0ba902b7"
 	)
-	th := lgCall[struct {
-		ThreadID string `json:"thread_id"`
-	}](ts, "POST", "/threads", map[string]any{}, 200)
+	th := ts.newThread()
 	status, body, _ := ts.do("POST", "/threads/"+th.ThreadID+"/runs/wait", map[string]any{"assistant_id": "research",
 		"input": map[string]any{"messages": []map[string]string{{"type": "human", "content": "How do checkpoints work?"}}}},
 		"traceparent", "00-"+callerTrace+"-"+callerSpan+"-01")
@@ -105,9 +103,7 @@ func TestAgentAPIFailedRunSpanHasErrorStatus(t *testing.T) {
 	ts, exp := tracedServer(t, func(_ *Options, e *testEngine) {
 		e.agentScript = fake.New(fake.Error(fmt.Errorf("the provider refused the key: %w", llm.ErrAuth)))
 	})
-	th := lgCall[struct {
-		ThreadID string `json:"thread_id"`
-	}](ts, "POST", "/threads", map[string]any{}, 200)
+	th := ts.newThread()
 	lgCall[json.RawMessage](ts, "POST", "/threads/"+th.ThreadID+"/runs/wait", map[string]any{"assistant_id": "agent",
 		"input": map[string]any{"messages": []map[string]string{{"type": "human", "content": "Finish"}}}}, 200)
 	root := waitSpan(t, exp, "run agent")
@@ -125,9 +121,7 @@ func TestAgentAPIRunsAreMetered(t *testing.T) {
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	tel := telemetry.New(nil, telemetry.Options{MeterProvider: mp})
 	ts := newTestServer(t, world{}, func(o *Options, _ *testEngine) { o.Telemetry = tel })
-	th := lgCall[struct {
-		ThreadID string `json:"thread_id"`
-	}](ts, "POST", "/threads", map[string]any{}, 200)
+	th := ts.newThread()
 	lgCall[json.RawMessage](ts, "POST", "/threads/"+th.ThreadID+"/runs/wait", map[string]any{"assistant_id": "research",
 		"input": map[string]any{"messages": []map[string]string{{"type": "human", "content": "How do checkpoints work?"}}}}, 200)
 

@@ -115,9 +115,7 @@ func TestAgentAPIRunsAreCosted(t *testing.T) {
 			eng.agentScript = fake.New(
 				fake.ToolCalls(fake.ToolCall("terminate", map[string]string{"status": "success", "answer": "Done."})).WithTokens(1000, 100))
 			ts := startTestServer(t, t.TempDir()+"/runs.db", eng)
-			th := lgCall[struct {
-				ThreadID string `json:"thread_id"`
-			}](ts, "POST", "/threads", map[string]any{}, 200)
+			th := ts.newThread()
 			evs := ts.lgStream("/threads/"+th.ThreadID+"/runs/stream", map[string]any{"assistant_id": c.assistant,
 				"input": map[string]any{"messages": []map[string]string{{"type": "human", "content": "How do checkpoints work?"}}}, "stream_mode": "custom"})
 			require.Empty(t, lgOf(evs, "error"), "%v", lgOf(evs, "error"))
@@ -156,9 +154,7 @@ func TestAgentAPIRunsAreCosted(t *testing.T) {
 // input null that finishes the research.
 func TestAgentAPIResumesInterruptedRuns(t *testing.T) {
 	ts := newTestServer(t, world{block: "query 1"})
-	th := lgCall[struct {
-		ThreadID string `json:"thread_id"`
-	}](ts, "POST", "/threads", map[string]any{}, 200)
+	th := ts.newThread()
 	path := "/threads/" + th.ThreadID
 	run := lgCall[lgRun](ts, "POST", path+"/runs", map[string]any{"assistant_id": "research",
 		"input": map[string]any{"messages": []map[string]string{{"type": "human", "content": "How do checkpoints work?"}}}}, 200)
@@ -186,9 +182,7 @@ func TestAgentAPIResumesInterruptedRuns(t *testing.T) {
 // "query 1" a second time.
 func TestAgentAPIContinuedRunDoesNotPayTwice(t *testing.T) {
 	ts := newTestServer(t, world{blockSummary: "query 1"})
-	th := lgCall[struct {
-		ThreadID string `json:"thread_id"`
-	}](ts, "POST", "/threads", map[string]any{}, 200)
+	th := ts.newThread()
 	path := "/threads/" + th.ThreadID
 	run := lgCall[lgRun](ts, "POST", path+"/runs", map[string]any{"assistant_id": "research",
 		"input": map[string]any{"messages": []map[string]string{{"type": "human", "content": "How do checkpoints work?"}}}}, 200)

@@ -19,6 +19,17 @@ func lgCall[T any](ts *testServer, method, path string, body any, want int) T {
 	return call[T](ts, method, path, body, want)
 }
 
+// lgThread is a thread as the API shows it: its id.
+type lgThread struct {
+	ThreadID string `json:"thread_id"`
+}
+
+// newThread creates a thread.
+func (ts *testServer) newThread() lgThread {
+	ts.t.Helper()
+	return lgCall[lgThread](ts, "POST", "/threads", map[string]any{}, 200)
+}
+
 // lgRun is a run as the API shows it.
 type lgRun struct {
 	RunID     string    `json:"run_id"`

@@ -80,9 +80,7 @@ func (ts *testServer) join(ctx context.Context, r lgRun, after int64) *http.Resp
 // a new thread (background, streaming the modes given).
 func (ts *testServer) ask(effort, question string, modes ...string) lgRun {
 	ts.t.Helper()
-	th := lgCall[struct {
-		ThreadID string `json:"thread_id"`
-	}](ts, "POST", "/threads", map[string]any{}, 200)
+	th := ts.newThread()
 	return lgCall[lgRun](ts, "POST", "/threads/"+th.ThreadID+"/runs", map[string]any{"assistant_id": "research", "stream_mode": modes,
 		"config": map[string]any{"configurable": map[string]string{"effort": effort}},
 		"input":  map[string]any{"messages": []map[string]string{{"type": "human", "content": question}}}}, 200)
@@ -219,9 +217,7 @@ func load(tb testing.TB, ts *testServer, runs int) loadResult {
 	var wg sync.WaitGroup
 	for i := range runs {
 		wg.Go(func() {
-			th := lgCall[struct {
-				ThreadID string `json:"thread_id"`
-			}](ts, "POST", "/threads", map[string]any{}, 200)
+			th := ts.newThread()
 			var run lgRun
 			for {
 				status, data, _ := ts.do("POST", "/threads/"+th.ThreadID+"/runs", map[string]any{"assistant_id": "research",
