@@ -214,9 +214,9 @@ func (p *proxy) tunnel(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
 		p.untrack(client, upstream)
+		p.wg.Add(-2)
 		return
 	}
-	p.wg.Add(2)
 	go func() {
 		defer p.wg.Done()
 		// What the client sent after the CONNECT line, then the rest.
@@ -230,8 +230,11 @@ func (p *proxy) tunnel(w http.ResponseWriter, r *http.Request) {
 	}()
 }
 
-// track registers a tunnel's connections, so that close cuts them; it
-// reports false (and closes them) when the proxy is closed already.
+// track registers a tunnel's connections, so that close cuts them, and
+// counts its two copiers in p.wg; it reports false (and closes them) when
+// the proxy is closed already. The count is taken under p.mu, before close
+// can see p.closed and wait: an Add after the client has its "200" would
+// race with close's Wait.
 func (p *proxy) track(cs ...net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -244,6 +247,7 @@ func (p *proxy) track(cs ...net.Conn) bool {
 	for _, c := range cs {
 		p.tunnels[c] = struct{}{}
 	}
+	p.wg.Add(2)
 	return true
 }
 
