@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -15,8 +16,10 @@ const DefaultLease = 15 * time.Second
 
 // WithLease sets how long a run's hold on its thread lasts unless renewed
 // (DefaultLease). A shorter lease frees the thread of a crashed run sooner,
-// and makes a stop request (BusyInterrupt) heard sooner, at the cost of a
-// renewal — one small write — every third of it.
+// and makes a stop request (BusyInterrupt) from another process heard
+// sooner, at the cost of a renewal — one small write — every third of it.
+// Within one process a stop request and a thread's release are heard at
+// once, whatever the lease.
 func WithLease(d time.Duration) Option { return func(s *settings) { s.lease = d } }
 
 // BusyStrategy is what a run does when another run holds its thread
@@ -71,6 +74,11 @@ type keeper struct {
 	stop   chan struct{}
 	done   chan struct{}
 	cancel context.CancelCauseFunc
+	// asked is closed when a run of this process asks for the thread
+	// (threadSignals); watched since before the thread was taken, so that
+	// no request is missed, and until the keeper ends.
+	asked   <-chan struct{}
+	unwatch func()
 }
 
 // take gives the run its thread before it reads or writes anything of it,
@@ -100,34 +108,47 @@ func (r *run[S]) release() {
 func takeThread(ctx context.Context, cp Checkpointer, thread, run string, ttl time.Duration, onBusy BusyStrategy) (*keeper, error) {
 	stopped := map[string]bool{}
 	wait := 10 * time.Millisecond
+	var k *keeper
 	for {
+		// Watched before trying, so that a release between the try and
+		// the wait is not missed.
+		changed, unwatch := threadSignals.watch(thread)
 		_, err := cp.TakeThread(ctx, thread, run, ttl)
 		if err == nil {
+			k = &keeper{cp: cp, thread: thread, run: run, ctx: ctx, asked: changed, unwatch: unwatch}
 			break
 		}
 		var busy *ThreadBusyError
 		if !errors.As(err, &busy) {
+			unwatch()
 			return nil, fmt.Errorf("graph: taking thread %q: %w", thread, err)
 		}
 		if onBusy == BusyReject {
+			unwatch()
 			return nil, err
 		}
 		if (onBusy == BusyInterrupt || onBusy == BusyRollback) && !stopped[busy.Run] {
 			if _, err := cp.StopThread(ctx, thread); err != nil {
+				unwatch()
 				return nil, fmt.Errorf("graph: asking run %s to leave thread %q: %w", busy.Run, thread, err)
 			}
 			stopped[busy.Run] = true
+			threadSignals.notify(thread) // a holder in this process hears it now
 		}
+		// A holder in another process is heard by polling.
 		timer := time.NewTimer(wait)
 		select {
 		case <-timer.C:
+		case <-changed:
+			timer.Stop()
 		case <-ctx.Done():
 			timer.Stop()
+			unwatch()
 			return nil, fmt.Errorf("graph: waiting for thread %q, which run %s holds (%s): %w", thread, busy.Run, onBusy, context.Cause(ctx))
 		}
+		unwatch()
 		wait = min(2*wait, time.Second)
 	}
-	k := &keeper{cp: cp, thread: thread, run: run, ctx: ctx}
 	if onBusy == BusyRollback {
 		for other := range stopped {
 			if _, err := cp.Prune(ctx, thread, Prune{Run: other}); err != nil {
@@ -147,16 +168,24 @@ func (k *keeper) hold(ctx context.Context, ttl time.Duration) context.Context {
 	k.stop, k.done = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(k.done)
+		defer func() { k.unwatch() }()
 		tick := time.NewTicker(max(ttl/3, time.Millisecond))
 		defer tick.Stop()
 		for {
+			// A stop request of this process wakes the keeper at once;
+			// one of another process is read at the next renewal.
 			select {
 			case <-k.stop:
 				return
 			case <-ctx.Done():
 				return
 			case <-tick.C:
+			case <-k.asked:
 			}
+			// Watched again before the store is read: a request made
+			// after the read wakes the next wait.
+			k.unwatch()
+			k.asked, k.unwatch = threadSignals.watch(k.thread)
 			l, err := k.cp.TakeThread(ctx, k.thread, k.run, ttl)
 			var busy *ThreadBusyError
 			switch {
@@ -178,13 +207,64 @@ func (k *keeper) hold(ctx context.Context, ttl time.Duration) context.Context {
 func (k *keeper) release() {
 	if k.stop != nil {
 		close(k.stop)
-		<-k.done
+		<-k.done // its end stopped watching
 		k.cancel(nil)
+	} else {
+		k.unwatch()
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(k.ctx), 10*time.Second)
 	defer cancel()
 	// A failure leaves the lease to expire.
 	_ = k.cp.ReleaseThread(ctx, k.thread, k.run)
+	threadSignals.notify(k.thread) // a run of this process waiting for it goes now
+}
+
+// threadSignals tells the runs of this process at once when a thread they
+// hold or wait for changes hands (a stop request, a release): the store is
+// only polled for what other processes do. A signal for a thread of
+// another checkpointer with the same id only makes a keeper or a waiter
+// look at its store early.
+var threadSignals = signals{m: map[string]*signal{}}
+
+type signals struct {
+	mu sync.Mutex
+	m  map[string]*signal
+}
+
+// signal is closed by the next notify of its thread.
+type signal struct {
+	ch       chan struct{}
+	watchers int
+}
+
+// watch returns a channel closed at the thread's next notify, and the
+// function to call when done watching it (whether it closed or not).
+func (s *signals) watch(thread string) (<-chan struct{}, func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sig := s.m[thread]
+	if sig == nil {
+		sig = &signal{ch: make(chan struct{})}
+		s.m[thread] = sig
+	}
+	sig.watchers++
+	return sig.ch, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if sig.watchers--; sig.watchers == 0 && s.m[thread] == sig {
+			delete(s.m, thread)
+		}
+	}
+}
+
+// notify wakes the thread's watchers.
+func (s *signals) notify(thread string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sig := s.m[thread]; sig != nil {
+		close(sig.ch)
+		delete(s.m, thread)
+	}
 }
 
 // DeleteThread deletes a thread from cp with its checkpoints in every

@@ -40,8 +40,16 @@ func gated(t *testing.T, saver graph.Checkpointer, gt *gate) *graph.Compiled[tSt
 	g.AddNode("slow", gt.node("slow"))
 	g.AddNode("after", logNode("after"))
 	g.AddSequence(graph.Start, "slow", "after", graph.End)
-	return compile(t, g, graph.WithCheckpointer(saver), graph.WithLease(90*time.Millisecond))
+	return compile(t, g, graph.WithCheckpointer(saver), graph.WithLease(testLease))
 }
+
+// testLease is longer than any of these tests: a lease that expires on a
+// loaded machine hands the thread to the second run when the test means
+// it to wait or to stop the first (a 90 ms lease hung CI that way). Runs
+// of one process hear a stop request or a release at once, whatever the
+// lease: with renewals every 20 minutes, a stop heard only by polling
+// would hang these tests.
+const testLease = time.Hour
 
 type result struct {
 	out tState
@@ -144,7 +152,7 @@ func TestBusyInterruptAndRollback(t *testing.T) {
 			g.AddNode("slow", gt.node("slow"))
 			g.AddNode("after", logNode("after"))
 			g.AddSequence(graph.Start, "prep", "slow", "after", graph.End)
-			c := compile(t, g, graph.WithCheckpointer(graph.NewMemorySaver()), graph.WithLease(90*time.Millisecond))
+			c := compile(t, g, graph.WithCheckpointer(graph.NewMemorySaver()), graph.WithLease(testLease))
 			ctx := context.Background()
 			first := make(chan result, 1)
 			go func() {
