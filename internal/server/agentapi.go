@@ -27,7 +27,10 @@ import (
 //   - its input is {messages: [{type: "human", content: question}]} (the last
 //     human message is the question) and, optionally, review: true; a run's
 //     config.configurable (or context) may choose effort, backend, models
-//     (role → spec) and review, among what GET /info offers;
+//     (role → spec) and review, among what GET /info offers; a run that
+//     says nothing of review gets the server's default (serve.review),
+//     so that clients sending no configuration, such as Agent Chat UI,
+//     can be served reviewed runs;
 //   - its values are the conversation as LangChain messages — the final
 //     answer is the last ai message, Markdown with its checked citations —
 //     with the turn's queries, loops, cited sources, dropped citations and
@@ -204,9 +207,10 @@ func configString(cfg agentserver.RunConfig, key string) (string, error) {
 	return s, nil
 }
 
-// runRequest is what a run's configuration asks, as the engine reads it.
-func runRequest(cfg agentserver.RunConfig) (RunRequest, error) {
-	req := RunRequest{Kind: runstore.KindResearch}
+// runRequest is what a run's configuration asks, as the engine reads it;
+// review is what a run that does not say asks (Choices.DefaultReview).
+func runRequest(cfg agentserver.RunConfig, review bool) (RunRequest, error) {
+	req := RunRequest{Kind: runstore.KindResearch, Review: review}
 	var err error
 	if req.Effort, err = configString(cfg, "effort"); err != nil {
 		return req, err
@@ -228,7 +232,7 @@ func runRequest(cfg agentserver.RunConfig) (RunRequest, error) {
 }
 
 func (a *researchAPI) settings(cfg agentserver.RunConfig) (app.Settings, error) {
-	req, err := runRequest(cfg)
+	req, err := runRequest(cfg, a.eng.Choices().DefaultReview)
 	if err != nil {
 		return app.Settings{}, err
 	}
