@@ -59,6 +59,7 @@ func TestE2EAgentChatUI(t *testing.T) {
 		{What: "and sent", Press: chat, Key: "Enter"},
 		{What: "the review is shown as the action search_queries", See: "search_queries"},
 		{What: "with its queries in an edit box", Wait: editBox},
+		{What: "the review's title at the top", Scroll: `p:text-is("search_queries")`},
 		{Shot: "research-serve-agent-chat-ui-review.png"},
 		{What: "the queries are edited", Fill: editBox, Text: edited},
 		{What: "and submitted", Click: `button:text-is("Submit")`},

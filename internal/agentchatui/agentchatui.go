@@ -231,7 +231,7 @@ func (a *App) Start(t testing.TB) string {
 }
 
 // Step is one thing Drive does in the page, in order: exactly one of Fill,
-// Press, Click, See, Wait or Shot. Selectors are Playwright's (CSS with
+// Press, Click, See, Wait, Scroll or Shot. Selectors are Playwright's (CSS with
 // :has-text, :text-is, :has; or text=, role=).
 type Step struct {
 	// What the step is for, in failure messages.
@@ -248,6 +248,9 @@ type Step struct {
 	See string `json:"see,omitempty"`
 	// Wait waits for the element it selects to be visible.
 	Wait string `json:"wait,omitempty"`
+	// Scroll scrolls the element it selects to the top of its view (for
+	// the screenshot that follows).
+	Scroll string `json:"scroll,omitempty"`
 	// Shot saves a screenshot of the page as the file Shot in
 	// Session.Shots.
 	Shot string `json:"shot,omitempty"`

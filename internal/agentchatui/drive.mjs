@@ -4,8 +4,8 @@
 // made (method, path, body) and the page's text to RESULT. Env: MODULES
 // (the app's node_modules, with playwright-core), CHROMIUM, UI (the app's
 // URL), API, ASSISTANT, SHOTS (the screenshots' directory), STEPS (JSON:
-// [{what, fill, text, press, key, click, see, wait, shot, timeout_ms}]),
-// RESULT (a file). Exits 1 at the first step that does not happen, saying
+// [{what, fill, text, press, key, click, see, wait, scroll, shot,
+// timeout_ms}]), RESULT (a file). Exits 1 at the first step that does not happen, saying
 // what the page held, which API calls it made and what the console said.
 import { createRequire } from "node:module";
 import { writeFileSync } from "node:fs";
@@ -65,10 +65,14 @@ for (const s of steps) {
       await page.getByText(s.see, { exact: false }).first().waitFor({ timeout });
     } else if (s.wait) {
       await page.locator(s.wait).first().waitFor({ timeout });
+    } else if (s.scroll) {
+      const el = page.locator(s.scroll).first();
+      await el.waitFor({ timeout });
+      await el.evaluate((e) => e.scrollIntoView({ block: "start", behavior: "instant" }));
     } else if (s.shot) {
       await page.screenshot({ path: path.join(process.env.SHOTS, s.shot), fullPage: true });
     } else {
-      await fail("the step does nothing: give one of fill, press, click, see, wait or shot");
+      await fail("the step does nothing: give one of fill, press, click, see, wait, scroll or shot");
     }
   } catch (e) {
     await fail(e.message.split("\n")[0]);
