@@ -181,6 +181,10 @@ type Serve struct {
 	Models []string
 	// AllowAgent lets clients start agent runs.
 	AllowAgent bool
+	// Review makes research runs pause for their queries to be reviewed
+	// unless a run's configuration says otherwise (config.configurable
+	// review: false).
+	Review bool
 	// MaxBrowsers bounds the browsers (one per agent run with
 	// agent.browser) running at once; more runs wait for one.
 	MaxBrowsers int

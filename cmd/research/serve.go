@@ -41,6 +41,11 @@ idle connections time out, and beyond serve.max_connections (or
 serve.max_connections_per_client from one address) idle or unfinished
 connections are closed to make room, or the new one gets 503.
 
+With --review (serve.review), research runs pause before each round of
+searches for their queries to be approved, edited or rejected, unless a
+run's config.configurable.review is false: Agent Chat UI sends no
+configuration, and shows the review and answers it.
+
 With --browser (agent.browser), agent runs get the browser tool: one
 headless Chromium per run, at most serve.max_browsers at once.
 

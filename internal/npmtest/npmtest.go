@@ -219,6 +219,16 @@ func installed(dir string, pkgs []Package) bool {
 	return true
 }
 
+// CacheDir is the cache directory ($DEEPGRAPH_NPM_CACHE, else
+// <user cache dir>/deepgraph/npm), for helpers that keep other npm-built
+// things beside the packages (an app built from its source).
+func CacheDir() (string, error) { return cacheRoot() }
+
+// Lock takes an exclusive lock on the file path (created if need be),
+// waiting for other processes to release it, as installs do; unlock
+// releases it. Where there are no file locks it does nothing.
+func Lock(path string) (unlock func(), err error) { return lockFile(path) }
+
 func cacheRoot() (string, error) {
 	if d := os.Getenv(EnvCache); d != "" {
 		return filepath.Abs(d)

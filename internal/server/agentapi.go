@@ -27,7 +27,10 @@ import (
 //   - its input is {messages: [{type: "human", content: question}]} (the last
 //     human message is the question) and, optionally, review: true; a run's
 //     config.configurable (or context) may choose effort, backend, models
-//     (role → spec) and review, among what GET /info offers;
+//     (role → spec) and review, among what GET /info offers; a run that
+//     says nothing of review gets the server's default (serve.review),
+//     so that clients sending no configuration, such as Agent Chat UI,
+//     can be served reviewed runs;
 //   - its values are the conversation as LangChain messages — the final
 //     answer is the last ai message, Markdown with its checked citations —
 //     with the turn's queries, loops, cited sources, dropped citations and
@@ -204,9 +207,10 @@ func configString(cfg agentserver.RunConfig, key string) (string, error) {
 	return s, nil
 }
 
-// runRequest is what a run's configuration asks, as the engine reads it.
-func runRequest(cfg agentserver.RunConfig) (RunRequest, error) {
-	req := RunRequest{Kind: runstore.KindResearch}
+// runRequest is what a run's configuration asks, as the engine reads it;
+// review is what a run that does not say asks (Choices.DefaultReview).
+func runRequest(cfg agentserver.RunConfig, review bool) (RunRequest, error) {
+	req := RunRequest{Kind: runstore.KindResearch, Review: review}
 	var err error
 	if req.Effort, err = configString(cfg, "effort"); err != nil {
 		return req, err
@@ -228,7 +232,7 @@ func runRequest(cfg agentserver.RunConfig) (RunRequest, error) {
 }
 
 func (a *researchAPI) settings(cfg agentserver.RunConfig) (app.Settings, error) {
-	req, err := runRequest(cfg)
+	req, err := runRequest(cfg, a.eng.Choices().DefaultReview)
 	if err != nil {
 		return app.Settings{}, err
 	}
@@ -401,7 +405,7 @@ func answerReview(_ graph.PendingInterrupt, raw json.RawMessage) (any, error) {
 			Type         string `json:"type"`
 			EditedAction *struct {
 				Args struct {
-					Queries []string `json:"queries"`
+					Queries json.RawMessage `json:"queries"`
 				} `json:"args"`
 			} `json:"edited_action"`
 		} `json:"decisions"`
@@ -414,14 +418,55 @@ func answerReview(_ graph.PendingInterrupt, raw json.RawMessage) (any, error) {
 		case "reject":
 			return research.ReviewAnswer{Stop: true}, nil
 		case "edit":
-			if d.EditedAction == nil || len(d.EditedAction.Args.Queries) == 0 {
-				return nil, errors.New("an edit decision needs edited_action.args.queries")
+			var queries []string
+			if d.EditedAction != nil {
+				var err error
+				if queries, err = editedList(d.EditedAction.Args.Queries); err != nil {
+					return nil, fmt.Errorf("edited_action.args.queries: %w", err)
+				}
 			}
-			return research.ReviewAnswer{Queries: d.EditedAction.Args.Queries}, nil
+			if len(queries) == 0 {
+				return nil, errors.New("an edit decision needs edited_action.args.queries: the queries to search")
+			}
+			return research.ReviewAnswer{Queries: queries}, nil
 		}
 		return nil, fmt.Errorf("decision %q: use approve, edit or reject", d.Type)
 	}
 	return reviewAnswer(raw)
+}
+
+// editedList reads a list an Agent Chat UI edit sends: its edit form holds
+// each argument as text, so a list it was shown as a JSON array comes back
+// as a string — the array's JSON as it was, or as the user rewrote it (a
+// JSON array, or items separated by ";" or new lines). A JSON array of
+// strings, as other clients send it, is read as it is. Empty items are
+// dropped.
+func editedList(raw json.RawMessage) ([]string, error) {
+	var items []string
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	if json.Unmarshal(raw, &items) != nil {
+		var text string
+		if err := json.Unmarshal(raw, &text); err != nil {
+			return nil, errors.New("send a list of strings, or text with one item per line or items separated by \";\"")
+		}
+		text = strings.TrimSpace(text)
+		if strings.HasPrefix(text, "[") {
+			if err := json.Unmarshal([]byte(text), &items); err != nil {
+				return nil, fmt.Errorf("the text starts like a JSON array but is not a list of strings (%v): write one item per line instead", err)
+			}
+		} else {
+			items = strings.FieldsFunc(text, func(r rune) bool { return r == ';' || r == '\n' })
+		}
+	}
+	out := items[:0]
+	for _, it := range items {
+		if it = strings.TrimSpace(it); it != "" {
+			out = append(out, it)
+		}
+	}
+	return out, nil
 }
 
 // serveGraphs adds the server's graphs to api.

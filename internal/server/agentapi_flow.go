@@ -290,8 +290,8 @@ func answerFlowInterrupt(pi graph.PendingInterrupt, raw json.RawMessage) (any, e
 			Message      string `json:"message"`
 			EditedAction *struct {
 				Args struct {
-					Title string   `json:"title"`
-					Steps []string `json:"steps"`
+					Title string          `json:"title"`
+					Steps json.RawMessage `json:"steps"`
 				} `json:"args"`
 			} `json:"edited_action"`
 		} `json:"decisions"`
@@ -304,10 +304,17 @@ func answerFlowInterrupt(pi graph.PendingInterrupt, raw json.RawMessage) (any, e
 		case "reject":
 			return nodes.PlanApproval{Reject: true, Reason: d.Message}, nil
 		case "edit":
-			if d.EditedAction == nil || len(d.EditedAction.Args.Steps) == 0 {
+			var steps []string
+			if d.EditedAction != nil {
+				var err error
+				if steps, err = editedList(d.EditedAction.Args.Steps); err != nil {
+					return nil, fmt.Errorf("edited_action.args.steps: %w", err)
+				}
+			}
+			if len(steps) == 0 {
 				return nil, errors.New("an edit decision needs edited_action.args.steps: the steps for what is not done yet")
 			}
-			return nodes.PlanApproval{Title: d.EditedAction.Args.Title, Steps: d.EditedAction.Args.Steps}, nil
+			return nodes.PlanApproval{Title: d.EditedAction.Args.Title, Steps: steps}, nil
 		}
 		return nil, fmt.Errorf("decision %q: use approve, edit or reject", d.Type)
 	}

@@ -204,6 +204,42 @@ func TestAgentAPIReviewIsHITLRequest(t *testing.T) {
 	assert.NotEmpty(t, done.Answer)
 }
 
+// With serve.review a research run that says nothing of review — as
+// Agent Chat UI's runs, which carry no configuration — pauses for its
+// queries; one whose configurable.review is false does not; the
+// assistants' metadata says which is the default.
+func TestAgentAPIDefaultReview(t *testing.T) {
+	ts := newTestServer(t, world{}, func(_ *Options, e *testEngine) { e.defaultReview = true })
+	var assistants []struct {
+		Metadata struct {
+			Deepgraph Info `json:"deepgraph"`
+		} `json:"metadata"`
+	}
+	status, data, _ := ts.do("POST", "/assistants/search", map[string]any{})
+	require.Equal(t, 200, status, "%s", data)
+	require.NoError(t, json.Unmarshal(data, &assistants))
+	require.NotEmpty(t, assistants)
+	assert.True(t, assistants[0].Metadata.Deepgraph.DefaultReview)
+
+	ask := func(body map[string]any) lgResearchValues {
+		th := ts.newThread()
+		body["assistant_id"] = "research"
+		body["input"] = map[string]any{"messages": []map[string]any{{"type": "human", "content": "Review my queries"}}}
+		values := lgOf(ts.lgStream("/threads/"+th.ThreadID+"/runs/stream", body), "values")
+		var last lgResearchValues
+		require.NoError(t, json.Unmarshal(values[len(values)-1].Data, &last))
+		return last
+	}
+	paused := ask(map[string]any{})
+	require.Len(t, paused.Interrupt, 1, "a run without configuration pauses for its queries")
+	assert.Equal(t, "search_queries", paused.Interrupt[0].Value.ActionRequests[0].Name)
+	assert.Empty(t, paused.Answer)
+
+	done := ask(map[string]any{"config": map[string]any{"configurable": map[string]any{"review": false}}})
+	assert.Empty(t, done.Interrupt, "configurable.review false wins over the server's default")
+	assert.NotEmpty(t, done.Answer)
+}
+
 func TestAgentAPICORS(t *testing.T) {
 	ts := newTestServer(t, world{}, func(o *Options, _ *testEngine) { o.CORSOrigins = []string{"http://ui.example"} })
 	req, err := http.NewRequest("OPTIONS", ts.http.URL+"/threads/x/runs/stream", nil)

@@ -101,6 +101,9 @@ type Choices struct {
 	Backends       []string
 	DefaultBackend string
 	Models         []string
+	// DefaultReview is what a research run without a review in its
+	// configuration does: pause for its queries (serve.review) or not.
+	DefaultReview bool
 }
 
 // The back ends a run may choose.
@@ -131,7 +134,8 @@ type configEngine struct {
 // the back ends configured), and share the pool's models and back ends.
 func NewEngine(cfg *config.Config, pool *app.Pool, logger *slog.Logger) Engine {
 	e := &configEngine{cfg: cfg, pool: pool, logger: logger}
-	c := Choices{Kinds: []runstore.Kind{runstore.KindResearch}, Efforts: research.Efforts(), DefaultEffort: cfg.Effort}
+	c := Choices{Kinds: []runstore.Kind{runstore.KindResearch}, Efforts: research.Efforts(), DefaultEffort: cfg.Effort,
+		DefaultReview: cfg.Serve.Review}
 	if cfg.Serve.AllowAgent {
 		c.Kinds = append(c.Kinds, runstore.KindAgent)
 	}

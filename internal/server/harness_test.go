@@ -200,11 +200,13 @@ type testEngine struct {
 	// prices are the runs' prices, as the config file's prices key gives
 	// them (fake:world has no built-in price).
 	prices llm.Prices
+	// defaultReview is Choices.DefaultReview (serve.review).
+	defaultReview bool
 }
 
 func (e *testEngine) Choices() Choices {
 	return Choices{Kinds: []runstore.Kind{runstore.KindResearch, runstore.KindAgent}, Efforts: research.Efforts(), DefaultEffort: "low",
-		Backends: []string{BackendWeb}, DefaultBackend: BackendWeb, Models: []string{"fake:world"}}
+		Backends: []string{BackendWeb}, DefaultBackend: BackendWeb, Models: []string{"fake:world"}, DefaultReview: e.defaultReview}
 }
 
 func (e *testEngine) Settings(req RunRequest) (app.Settings, error) {

@@ -22,13 +22,16 @@ type Info struct {
 	Models         []string `json:"models"`
 	// MaxQuestion is the longest question or task, in characters.
 	MaxQuestion int `json:"max_question"`
+	// DefaultReview says whether a research run pauses for its queries
+	// when its configuration does not say (serve.review).
+	DefaultReview bool `json:"default_review"`
 }
 
 // choices is the server's Info.
 func (s *Server) choices() Info {
 	c := s.eng.Choices()
 	info := Info{Version: s.opts.Version, Auth: s.opts.Token != "", Kinds: c.Kinds, Efforts: c.Efforts, DefaultEffort: c.DefaultEffort,
-		Backends: c.Backends, DefaultBackend: c.DefaultBackend, Models: c.Models, MaxQuestion: s.opts.MaxQuestion}
+		Backends: c.Backends, DefaultBackend: c.DefaultBackend, Models: c.Models, MaxQuestion: s.opts.MaxQuestion, DefaultReview: c.DefaultReview}
 	for _, l := range []*[]string{&info.Backends, &info.Models} {
 		if *l == nil {
 			*l = []string{}
