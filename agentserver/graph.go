@@ -425,10 +425,16 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 		send := func(mode string, data any) { emit(streamEvent{mode: mode, ns: ns, data: data}) }
 		switch ev.Kind {
 		case graph.EventStep:
-			send(modeValues, g.stateJSON(ev))
-			if ns == "" {
+			values := g.stateJSON(ev)
+			send(modeValues, values)
+			switch {
+			case ns == "":
 				last = ev.State
 				emit(streamEvent{mode: modeCheckpoints, step: ev.Step})
+			case ev.Checkpoint != nil:
+				// A subgraph's checkpoint, as the engine stored it: the
+				// store's newest in its namespace may be a later one by now.
+				emit(streamEvent{mode: modeCheckpoints, ns: ns, step: ev.Step, data: subgraphCheckpoint(values, ev.Checkpoint)})
 			}
 		case graph.EventTaskStart:
 			send(modeTasks, taskStart{ID: taskID(ev.Step, ev.Task), Name: node, Input: argOf(ev.Arg), Triggers: []string{}})
@@ -473,6 +479,37 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 		end.err = outcome(last)
 	}
 	return end
+}
+
+// subgraphCheckpoint is the checkpoints event of a subgraph's checkpoint,
+// as LangGraph's (map_debug_checkpoint): its config and its parent's name
+// the namespace and, in checkpoint_map, the checkpoints of the runs above
+// it, which its metadata lists as parents.
+func subgraphCheckpoint(values json.RawMessage, sc *graph.StepCheckpoint) checkpointEvent {
+	ref := sc.Ref
+	parents := make(map[string]string, len(sc.Parents))
+	for _, p := range sc.Parents {
+		parents[p.Namespace] = p.Checkpoint
+	}
+	withMap := func(id string) checkpointRef {
+		m := make(map[string]string, len(parents)+1)
+		for k, v := range parents {
+			m[k] = v
+		}
+		m[ref.Namespace] = id
+		return checkpointRef{ThreadID: ref.Thread, CheckpointNS: ref.Namespace, CheckpointID: id, CheckpointMap: m}
+	}
+	cp := checkpointEvent{Values: values, Next: []string{}, Tasks: []stateTask{}, Config: configOf(withMap(ref.Checkpoint)),
+		Metadata: checkpointMeta{Source: string(sc.Source), Step: sc.Step - 1, RunID: sc.Run, Parents: parents}}
+	if sc.Parent != "" {
+		pc := configOf(withMap(sc.Parent))
+		cp.ParentConfig = &pc
+	}
+	for _, t := range sc.Next {
+		cp.Next = append(cp.Next, t.Node)
+		cp.Tasks = append(cp.Tasks, stateTask{ID: t.ID, Name: t.Node, Interrupts: []interruptOut{}})
+	}
+	return cp
 }
 
 // isNull says whether a JSON value is absent or null.

@@ -459,21 +459,26 @@ func (s *Server) record(ru *run, ev streamEvent) {
 		if !slices.Contains(ru.modes, modeCheckpoints) && !slices.Contains(ru.modes, modeDebug) {
 			return
 		}
-		st, err := ru.asst.g.state(ru.ctx, graph.Thread(ru.thread.id))
-		if err != nil {
-			return
-		}
-		cp := checkpointEvent{Values: st.Values, Next: st.Next, Metadata: st.Metadata, Tasks: st.Tasks,
-			Config: configOf(st.Checkpoint), ParentConfig: nil}
-		if st.ParentCheckpoint != nil {
-			pc := configOf(*st.ParentCheckpoint)
-			cp.ParentConfig = &pc
+		// A subgraph's checkpoint comes described (stream_subgraphs); the
+		// run's own is read from the thread.
+		cp, ok := ev.data.(checkpointEvent)
+		if !ok {
+			st, err := ru.asst.g.state(ru.ctx, graph.Thread(ru.thread.id))
+			if err != nil {
+				return
+			}
+			cp = checkpointEvent{Values: st.Values, Next: st.Next, Metadata: st.Metadata, Tasks: st.Tasks,
+				Config: configOf(st.Checkpoint), ParentConfig: nil}
+			if st.ParentCheckpoint != nil {
+				pc := configOf(*st.ParentCheckpoint)
+				cp.ParentConfig = &pc
+			}
 		}
 		if slices.Contains(ru.modes, modeCheckpoints) {
-			ru.log.add(modeCheckpoints, cp)
+			ru.log.add(ev.name(modeCheckpoints), cp)
 		}
 		if slices.Contains(ru.modes, modeDebug) {
-			ru.log.add(modeDebug, debugEvent{Type: "checkpoint", Step: ev.step, Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Payload: cp})
+			ru.log.add(ev.name(modeDebug), debugEvent{Type: "checkpoint", Step: ev.step, Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Payload: cp})
 		}
 		return
 	case ev.mode == modeTasks && slices.Contains(ru.modes, modeDebug):
