@@ -429,12 +429,19 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 			send(modeValues, values)
 			switch {
 			case ns == "":
+				// The run's own is read from the thread (with its tasks'
+				// records); described, for when the thread's newest is not
+				// it yet (durability async or exit).
 				last = ev.State
-				emit(streamEvent{mode: modeCheckpoints, step: ev.Step})
+				ce := streamEvent{mode: modeCheckpoints, step: ev.Step}
+				if ev.Checkpoint != nil {
+					ce.data = ownCheckpoint{describeCheckpoint(values, ev.Checkpoint)}
+				}
+				emit(ce)
 			case ev.Checkpoint != nil:
 				// A subgraph's checkpoint, as the engine stored it: the
 				// store's newest in its namespace may be a later one by now.
-				emit(streamEvent{mode: modeCheckpoints, ns: ns, step: ev.Step, data: subgraphCheckpoint(values, ev.Checkpoint)})
+				emit(streamEvent{mode: modeCheckpoints, ns: ns, step: ev.Step, data: describeCheckpoint(values, ev.Checkpoint)})
 			}
 		case graph.EventTaskStart:
 			send(modeTasks, taskStart{ID: taskID(ev.Step, ev.Task), Name: node, Input: argOf(ev.Arg), Triggers: []string{}})
@@ -481,23 +488,31 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 	return end
 }
 
-// subgraphCheckpoint is the checkpoints event of a subgraph's checkpoint,
-// as LangGraph's (map_debug_checkpoint): its config and its parent's name
-// the namespace and, in checkpoint_map, the checkpoints of the runs above
-// it, which its metadata lists as parents.
-func subgraphCheckpoint(values json.RawMessage, sc *graph.StepCheckpoint) checkpointEvent {
+// ownCheckpoint is the described checkpoint of a run's own step, which
+// record reads from the thread when it is the thread's newest.
+type ownCheckpoint struct{ checkpointEvent }
+
+// describeCheckpoint is the checkpoints event of a checkpoint the engine
+// describes (graph.StepCheckpoint), as LangGraph's map_debug_checkpoint:
+// a subgraph's config and its parent's name its namespace and, in
+// checkpoint_map, the checkpoints of the runs above it, which its
+// metadata lists as parents.
+func describeCheckpoint(values json.RawMessage, sc *graph.StepCheckpoint) checkpointEvent {
 	ref := sc.Ref
 	parents := make(map[string]string, len(sc.Parents))
 	for _, p := range sc.Parents {
 		parents[p.Namespace] = p.Checkpoint
 	}
 	withMap := func(id string) checkpointRef {
-		m := make(map[string]string, len(parents)+1)
-		for k, v := range parents {
-			m[k] = v
+		c := checkpointRef{ThreadID: ref.Thread, CheckpointNS: ref.Namespace, CheckpointID: id}
+		if len(parents) > 0 {
+			c.CheckpointMap = make(map[string]string, len(parents)+1)
+			for k, v := range parents {
+				c.CheckpointMap[k] = v
+			}
+			c.CheckpointMap[ref.Namespace] = id
 		}
-		m[ref.Namespace] = id
-		return checkpointRef{ThreadID: ref.Thread, CheckpointNS: ref.Namespace, CheckpointID: id, CheckpointMap: m}
+		return c
 	}
 	cp := checkpointEvent{Values: values, Next: []string{}, Tasks: []stateTask{}, Config: configOf(withMap(ref.Checkpoint)),
 		Metadata: checkpointMeta{Source: string(sc.Source), Step: sc.Step - 1, RunID: sc.Run, Parents: parents}}

@@ -460,18 +460,23 @@ func (s *Server) record(ru *run, ev streamEvent) {
 			return
 		}
 		// A subgraph's checkpoint comes described (stream_subgraphs); the
-		// run's own is read from the thread.
+		// run's own is read from the thread when it is its newest.
 		cp, ok := ev.data.(checkpointEvent)
 		if !ok {
+			own, described := ev.data.(ownCheckpoint)
 			st, err := ru.asst.g.state(ru.ctx, graph.Thread(ru.thread.id))
-			if err != nil {
+			switch {
+			case described && (err != nil || st.Checkpoint.CheckpointID != own.Config.Configurable.CheckpointID):
+				cp = own.checkpointEvent
+			case err != nil:
 				return
-			}
-			cp = checkpointEvent{Values: st.Values, Next: st.Next, Metadata: st.Metadata, Tasks: st.Tasks,
-				Config: configOf(st.Checkpoint), ParentConfig: nil}
-			if st.ParentCheckpoint != nil {
-				pc := configOf(*st.ParentCheckpoint)
-				cp.ParentConfig = &pc
+			default:
+				cp = checkpointEvent{Values: st.Values, Next: st.Next, Metadata: st.Metadata, Tasks: st.Tasks,
+					Config: configOf(st.Checkpoint), ParentConfig: nil}
+				if st.ParentCheckpoint != nil {
+					pc := configOf(*st.ParentCheckpoint)
+					cp.ParentConfig = &pc
+				}
 			}
 		}
 		if slices.Contains(ru.modes, modeCheckpoints) {

@@ -210,3 +210,35 @@ func TestStreamSubgraphsOfAGraphANodeStreams(t *testing.T) {
 	assert.Len(t, names["checkpoints|"+ns], 2, "its input's and its step's")
 	assert.JSONEq(t, `{"agent":{"notes":["looked"]}}`, string(names["updates"][0]))
 }
+
+// With durability exit a run stores only its last checkpoint, when it
+// ends; its checkpoints stream all the same, one per step, each as the
+// engine has it (the thread's newest is not it yet), the last the one
+// stored. (Read from the thread, the first was missing, the others
+// were the wrong ones.)
+func TestStreamCheckpointsDurabilityExit(t *testing.T) {
+	cp := graph.NewMemorySaver()
+	_, _, c := serveStepsOn(t, cp, agentserver.NewMemoryStore())
+	tid := newThread(c)
+	_, evs := stream(t, c, "/threads/"+tid+"/runs/stream", map[string]any{"assistant_id": "steps",
+		"input": map[string]any{"done": []string{}}, "stream_mode": []string{"checkpoints"}, "durability": "exit"})
+	cps := ofType(evs, "checkpoints")
+	require.Len(t, cps, 4, "input, a, b and c, d: %v", evs)
+	seen := map[string]bool{}
+	var docs []checkpointDoc
+	for i, e := range cps {
+		var d checkpointDoc
+		require.NoError(t, json.Unmarshal(e.Data, &d))
+		assert.Equal(t, i-1, d.Metadata.Step)
+		assert.False(t, seen[d.Config.Configurable.CheckpointID], "a checkpoint of its own")
+		seen[d.Config.Configurable.CheckpointID] = true
+		// Each follows what the store has, as it will be stored: with
+		// exit, nothing before the run's last.
+		assert.Nil(t, d.ParentConfig)
+		docs = append(docs, d)
+	}
+	assert.Equal(t, []string{"b", "c"}, docs[1].Next)
+	stored, err := cp.Get(context.Background(), graph.Thread(tid))
+	require.NoError(t, err)
+	assert.Equal(t, stored.ID, docs[3].Config.Configurable.CheckpointID)
+}

@@ -104,10 +104,12 @@ type Event[S any] struct {
 // State(ctx, Ref) on the compiled graph that wrote it.
 type StepCheckpoint struct {
 	// Ref names the checkpoint: its thread, namespace ("" at the top,
-	// "node:task-id" for a subgraph's run) and ID.
+	// "node:task-id" for a subgraph's run) and ID. With DurabilityExit
+	// only the run's last checkpoint is ever stored.
 	Ref Ref
-	// Parent is the checkpoint it follows in its namespace; "" for the
-	// namespace's first.
+	// Parent is the checkpoint it follows in its namespace, as it is
+	// stored: "" for the namespace's first; with DurabilityExit, the
+	// checkpoint stored last before the run.
 	Parent string
 	// Step is the number of steps the run had completed (0: its input).
 	Step   int
