@@ -422,7 +422,7 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 		if ns != "" {
 			node = node[strings.LastIndexByte(node, '/')+1:]
 		}
-		send := func(mode string, data any) { emit(streamEvent{mode: mode, ns: ns, data: data}) }
+		send := func(mode string, data any) { emit(streamEvent{mode: mode, ns: ns, data: data, step: ev.Step}) }
 		switch ev.Kind {
 		case graph.EventStep:
 			values := g.stateJSON(ev)

@@ -84,9 +84,13 @@ func TestStreamSubgraphCheckpoints(t *testing.T) {
 		case "debug":
 			var d struct {
 				Type    string        `json:"type"`
+				Step    int           `json:"step"`
 				Payload checkpointDoc `json:"payload"`
 			}
 			require.NoError(t, json.Unmarshal(e.Data, &d))
+			if d.Type != "checkpoint" {
+				assert.Positive(t, d.Step, "a task's step: %s", e.Data) // was 0
+			}
 			if ns != "" && d.Type == "checkpoint" {
 				assert.Equal(t, ns, d.Payload.Config.Configurable.CheckpointNS)
 				debugNS = append(debugNS, ns)
