@@ -18,10 +18,16 @@ import (
 // namespace, its parent, its pending tasks, and the checkpoints of the
 // runs above it.
 func TestStepCheckpointOfSubgraphs(t *testing.T) {
+	for _, mode := range []graph.DurabilityMode{graph.DurabilitySync, graph.DurabilityAsync} {
+		t.Run(mode.String(), func(t *testing.T) { testStepCheckpointOfSubgraphs(t, mode) })
+	}
+}
+
+func testStepCheckpointOfSubgraphs(t *testing.T, mode graph.DurabilityMode) {
 	store := graph.NewMemorySaver()
 	run, midRun := twoLevels(t, graph.WithCheckpointer(store))
 	ctx := context.Background()
-	evs := collect(t, run.Stream(ctx, tState{}, graph.Thread("t"), graph.StreamSubgraphs()))
+	evs := collect(t, run.Stream(ctx, tState{}, graph.Thread("t"), graph.StreamSubgraphs(), graph.Durability(mode)))
 
 	byID := map[string]*graph.StepCheckpoint{}
 	nss := map[string]bool{}
