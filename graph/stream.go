@@ -346,9 +346,20 @@ func (c *Compiled[S]) stream(ctx context.Context, opts []RunOption, resume bool,
 		}
 		r.sink, r.ownSink, r.prefix = make(chan custom, 64), true, ""
 		r.out = r.sink
-		if dx != nil {
+		switch ns := r.ns; {
+		case dx != nil:
 			r.emit = dx.emit
-		} else {
+		case ns != "":
+			// A graph a node of a checkpointed run streams, in a namespace
+			// of the run's thread: its nodes' Emits name it, but are its
+			// own events.
+			r.emit = func(ev Event[S]) bool {
+				if ev.Namespace == ns {
+					ev.Namespace = ""
+				}
+				return yield(ev, nil)
+			}
+		default:
 			r.emit = func(ev Event[S]) bool { return yield(ev, nil) }
 		}
 		r.traceRun(RunInfo{Resume: resume})

@@ -231,3 +231,40 @@ func TestSubgraphStreamedByItsNodeConsumerLeaves(t *testing.T) {
 	assert.Empty(t, ran, "the graph stopped at its consumer's break")
 	assert.Equal(t, []string{"peeked"}, final.Log)
 }
+
+// A graph a node of a checkpointed run streams with StreamSubgraphs
+// checkpoints in a namespace of the run's thread; its own events (its
+// nodes' Emits among them) come to the node without a namespace all the
+// same, its subgraphs' with theirs.
+func TestSubgraphStreamedByItsNodeWithItsOwnSubgraphs(t *testing.T) {
+	store := graph.NewMemorySaver()
+	_, inner := twoLevels(t, graph.WithCheckpointer(store))
+	outer := newT()
+	outer.AddNode("m1", func(ctx context.Context, _ tState) (graph.Update[tState], error) {
+		graph.Emit(ctx, "from m1")
+		return graph.Writes(tLog.Add("m1")), nil
+	})
+	outer.AddSubgraph("inner", inner)
+	outer.AddSequence(graph.Start, "m1", "inner", graph.End)
+	midRun := compile(t, outer, graph.WithCheckpointer(store))
+	var own, nested []string
+	g := newT()
+	g.AddNode("streams", func(ctx context.Context, _ tState) (graph.Update[tState], error) {
+		for ev, err := range midRun.Stream(ctx, tState{}, graph.StreamSubgraphs(), graph.Events(graph.EventCustom, graph.EventTaskEnd)) {
+			if err != nil {
+				return graph.Update[tState]{}, err
+			}
+			if ev.Namespace == "" {
+				own = append(own, ev.Kind.String()+" "+ev.Node)
+			} else {
+				nested = append(nested, ev.Kind.String()+" "+ev.Node)
+			}
+		}
+		return graph.Update[tState]{}, nil
+	})
+	g.AddSequence(graph.Start, "streams", graph.End)
+	run := compile(t, g, graph.WithCheckpointer(store))
+	collect(t, run.Stream(context.Background(), tState{}, graph.Thread("t")))
+	assert.Equal(t, []string{"custom m1", "task_end m1", "task_end inner"}, own)
+	assert.Equal(t, []string{"task_end inner/m1", "task_end inner/inner/i1", "custom inner/inner/i2", "task_end inner/inner/i2", "task_end inner/inner"}, nested)
+}
