@@ -75,11 +75,15 @@
 // them: named "mode|namespace" — updates|research:<task id> with the inner
 // node's update, values|… with the subgraph's own state (of its own type
 // for a mapped subgraph), tasks|…, debug|…, messages|… (checkpoint_ns in
-// their metadata), custom|…, and updates|… with "__interrupt__" when it
-// stops at an interrupt; the namespace, "node:task-id" joined by "|" when
-// subgraphs nest, is the subgraph's checkpoint_ns (graph.StreamSubgraphs).
-// Without it a subgraph's messages and custom events come as the run's own,
-// and nothing else of it. Events have ids; every
+// their metadata), custom|…, checkpoints|… (each checkpoint of the
+// subgraph: its values, next, tasks, config with its checkpoint_ns and the
+// checkpoint_map of the runs above it, parent_config, metadata with
+// parents), and updates|… with "__interrupt__" when it stops at an
+// interrupt; the namespace, "node:task-id" joined by "|" when subgraphs
+// nest, is the subgraph's checkpoint_ns (graph.StreamSubgraphs). A graph a
+// node runs itself (Invoke, or Stream, inside the node) is such a
+// subgraph. Without it a subgraph's messages and custom events come as the
+// run's own, and nothing else of it. Events have ids; every
 // run-creating response carries Content-Location (the run's path), stream
 // responses Location (where to rejoin), and quiet streams a heartbeat
 // comment every Options.Heartbeat.
@@ -114,8 +118,10 @@
 // before and their runs; a run it left pending or running is interrupted,
 // and a run with input null continues it — ResumeRuns does it for all of
 // them at start, and runs anew those left pending. A run's stream is not
-// kept: a restarted server's runs stream nothing more. Threads of
-// stateless runs are not kept.
+// kept: joining the stream of a run of the server before ends at once with
+// what is left of it — metadata, the values of the run's last checkpoint
+// (with __interrupt__ when it paused) and its error when it failed — and
+// …/join answers those values. Threads of stateless runs are not kept.
 //
 // # Tracing
 //
@@ -129,6 +135,5 @@
 // Not served: the store (/store), crons (as LangGraph's
 // JS server), assistant creation and versions, the events stream mode
 // (LangChain's astream_events), the legacy messages stream mode (messages
-// is read as messages-tuple), and checkpoints events of subgraphs (the
-// checkpoints mode reports the run's own).
+// is read as messages-tuple).
 package agentserver

@@ -422,13 +422,26 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 		if ns != "" {
 			node = node[strings.LastIndexByte(node, '/')+1:]
 		}
-		send := func(mode string, data any) { emit(streamEvent{mode: mode, ns: ns, data: data}) }
+		send := func(mode string, data any) { emit(streamEvent{mode: mode, ns: ns, data: data, step: ev.Step}) }
 		switch ev.Kind {
 		case graph.EventStep:
-			send(modeValues, g.stateJSON(ev))
-			if ns == "" {
+			values := g.stateJSON(ev)
+			send(modeValues, values)
+			switch {
+			case ns == "":
+				// The run's own is read from the thread (with its tasks'
+				// records); described, for when the thread's newest is not
+				// it yet (durability async or exit).
 				last = ev.State
-				emit(streamEvent{mode: modeCheckpoints, step: ev.Step})
+				ce := streamEvent{mode: modeCheckpoints, step: ev.Step}
+				if ev.Checkpoint != nil {
+					ce.data = ownCheckpoint{describeCheckpoint(values, ev.Checkpoint)}
+				}
+				emit(ce)
+			case ev.Checkpoint != nil:
+				// A subgraph's checkpoint, as the engine stored it: the
+				// store's newest in its namespace may be a later one by now.
+				emit(streamEvent{mode: modeCheckpoints, ns: ns, step: ev.Step, data: describeCheckpoint(values, ev.Checkpoint)})
 			}
 		case graph.EventTaskStart:
 			send(modeTasks, taskStart{ID: taskID(ev.Step, ev.Task), Name: node, Input: argOf(ev.Arg), Triggers: []string{}})
@@ -473,6 +486,45 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 		end.err = outcome(last)
 	}
 	return end
+}
+
+// ownCheckpoint is the described checkpoint of a run's own step, which
+// record reads from the thread when it is the thread's newest.
+type ownCheckpoint struct{ checkpointEvent }
+
+// describeCheckpoint is the checkpoints event of a checkpoint the engine
+// describes (graph.StepCheckpoint), as LangGraph's map_debug_checkpoint:
+// a subgraph's config and its parent's name its namespace and, in
+// checkpoint_map, the checkpoints of the runs above it, which its
+// metadata lists as parents.
+func describeCheckpoint(values json.RawMessage, sc *graph.StepCheckpoint) checkpointEvent {
+	ref := sc.Ref
+	parents := make(map[string]string, len(sc.Parents))
+	for _, p := range sc.Parents {
+		parents[p.Namespace] = p.Checkpoint
+	}
+	withMap := func(id string) checkpointRef {
+		c := checkpointRef{ThreadID: ref.Thread, CheckpointNS: ref.Namespace, CheckpointID: id}
+		if len(parents) > 0 {
+			c.CheckpointMap = make(map[string]string, len(parents)+1)
+			for k, v := range parents {
+				c.CheckpointMap[k] = v
+			}
+			c.CheckpointMap[ref.Namespace] = id
+		}
+		return c
+	}
+	cp := checkpointEvent{Values: values, Next: []string{}, Tasks: []stateTask{}, Config: configOf(withMap(ref.Checkpoint)),
+		Metadata: checkpointMeta{Source: string(sc.Source), Step: sc.Step - 1, RunID: sc.Run, Parents: parents}}
+	if sc.Parent != "" {
+		pc := configOf(withMap(sc.Parent))
+		cp.ParentConfig = &pc
+	}
+	for _, t := range sc.Next {
+		cp.Next = append(cp.Next, t.Node)
+		cp.Tasks = append(cp.Tasks, stateTask{ID: t.ID, Name: t.Node, Interrupts: []interruptOut{}})
+	}
+	return cp
 }
 
 // isNull says whether a JSON value is absent or null.

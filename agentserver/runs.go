@@ -459,21 +459,31 @@ func (s *Server) record(ru *run, ev streamEvent) {
 		if !slices.Contains(ru.modes, modeCheckpoints) && !slices.Contains(ru.modes, modeDebug) {
 			return
 		}
-		st, err := ru.asst.g.state(ru.ctx, graph.Thread(ru.thread.id))
-		if err != nil {
-			return
-		}
-		cp := checkpointEvent{Values: st.Values, Next: st.Next, Metadata: st.Metadata, Tasks: st.Tasks,
-			Config: configOf(st.Checkpoint), ParentConfig: nil}
-		if st.ParentCheckpoint != nil {
-			pc := configOf(*st.ParentCheckpoint)
-			cp.ParentConfig = &pc
+		// A subgraph's checkpoint comes described (stream_subgraphs); the
+		// run's own is read from the thread when it is its newest.
+		cp, ok := ev.data.(checkpointEvent)
+		if !ok {
+			own, described := ev.data.(ownCheckpoint)
+			st, err := ru.asst.g.state(ru.ctx, graph.Thread(ru.thread.id))
+			switch {
+			case described && (err != nil || st.Checkpoint.CheckpointID != own.Config.Configurable.CheckpointID):
+				cp = own.checkpointEvent
+			case err != nil:
+				return
+			default:
+				cp = checkpointEvent{Values: st.Values, Next: st.Next, Metadata: st.Metadata, Tasks: st.Tasks,
+					Config: configOf(st.Checkpoint), ParentConfig: nil}
+				if st.ParentCheckpoint != nil {
+					pc := configOf(*st.ParentCheckpoint)
+					cp.ParentConfig = &pc
+				}
+			}
 		}
 		if slices.Contains(ru.modes, modeCheckpoints) {
-			ru.log.add(modeCheckpoints, cp)
+			ru.log.add(ev.name(modeCheckpoints), cp)
 		}
 		if slices.Contains(ru.modes, modeDebug) {
-			ru.log.add(modeDebug, debugEvent{Type: "checkpoint", Step: ev.step, Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Payload: cp})
+			ru.log.add(ev.name(modeDebug), debugEvent{Type: "checkpoint", Step: ev.step, Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Payload: cp})
 		}
 		return
 	case ev.mode == modeTasks && slices.Contains(ru.modes, modeDebug):
@@ -571,10 +581,86 @@ func (s *Server) wait(w http.ResponseWriter, r *http.Request, ru *run) {
 		return
 	}
 	values := end.values
+	if len(values) == 0 && ru.log.restored() {
+		// A run an earlier server ran: its values are in its checkpoints,
+		// as LangGraph's join answers a run whose stream is gone.
+		v, intr, err := s.outcome(r.Context(), ru)
+		if err != nil {
+			s.fail(w, fmt.Errorf("reading the outcome of run %s: %w", ru.id, err))
+			return
+		}
+		values = withInterruptsIf(v, intr)
+	}
 	if len(values) == 0 {
 		values = json.RawMessage("{}")
 	}
 	writeJSON(w, http.StatusOK, values)
+}
+
+// withInterruptsIf is values with __interrupt__ when intr has any.
+func withInterruptsIf(values json.RawMessage, intr []interruptOut) json.RawMessage {
+	if len(intr) == 0 {
+		return values
+	}
+	return withInterrupts(values, intr)
+}
+
+// outcome reads the values a run ended with, and the interrupts it
+// stopped at, from the thread's checkpoints: its last checkpoint, as
+// stored (the state of the live stream's last values event) — or, when
+// it wrote none, the thread's newest (LangGraph's join answers the
+// thread's values). A thread without a checkpoint has none (nil).
+func (s *Server) outcome(ctx context.Context, ru *run) (json.RawMessage, []interruptOut, error) {
+	a, err := s.assistantFor(ru.asst.id)
+	if err != nil {
+		return nil, nil, err
+	}
+	at := graph.Thread(ru.thread.id)
+	hist, err := a.g.history(ctx, at, 1) // the newest: most often the run's
+	if err == nil && len(hist) > 0 && hist[0].Metadata.RunID != ru.id {
+		hist, err = a.g.history(ctx, at, 0)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(hist) == 0 {
+		return nil, nil, nil
+	}
+	for _, h := range hist { // newest first
+		if h.Metadata.RunID == ru.id {
+			return h.Values, h.Interrupts, nil
+		}
+	}
+	return hist[0].Values, hist[0].Interrupts, nil
+}
+
+// restoredStream rebuilds the stream of a run an earlier server ran,
+// whose events went with that server: a client joining it gets at once
+// what is left of it — its metadata, the values it ended with (with the
+// interrupts it stopped at) and, when it failed, its error — and its end,
+// rather than an empty stream. It is built once per run.
+func (s *Server) restoredStream(ctx context.Context, ru *run) {
+	values, intr, err := s.outcome(ctx, ru)
+	evs := []eventOut{{"metadata", map[string]any{"run_id": ru.id, "thread_id": ru.thread.id, "attempt": 1}}}
+	switch {
+	case err != nil:
+		evs = append(evs, eventOut{"error", map[string]string{"error": "RunError", "message": fmt.Sprintf("the events of run %s went with the server that ran it, and its outcome cannot be read: %v", ru.id, err)}})
+	case values != nil:
+		evs = append(evs, eventOut{modeValues, withInterruptsIf(values, intr)})
+	}
+	s.mu.Lock()
+	status, end := ru.status, ru.end
+	s.mu.Unlock()
+	if err == nil && status == runError && end.err != nil {
+		evs = append(evs, eventOut{"error", map[string]string{"error": errorName(end), "message": end.err.Error()}})
+	}
+	ru.log.rebuild(evs)
+}
+
+// eventOut is an event to add to a log.
+type eventOut struct {
+	event string
+	data  any
 }
 
 // runOfPath reads the run a path names, checking its thread.
@@ -672,6 +758,12 @@ func (s *Server) joinStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if ru.log.restored() {
+		// Its events went with the server that ran it; what is left of it
+		// is sent whole (the ids a client saw were the lost stream's).
+		s.restoredStream(r.Context(), ru)
+		after = 0
+	}
 	var only []string
 	if q := r.URL.Query()["stream_mode"]; len(q) > 0 {
 		for _, m := range q {
@@ -728,6 +820,7 @@ type eventLog struct {
 	events  []sseEvent
 	changed chan struct{}
 	closed  bool
+	rebuilt bool // restored: its events rebuilt from the run's checkpoints
 }
 
 type sseEvent struct {
@@ -752,6 +845,33 @@ func (l *eventLog) add(event string, v any) {
 	l.events = append(l.events, sseEvent{id: int64(len(l.events) + 1), event: event, data: data})
 	close(l.changed)
 	l.changed = make(chan struct{})
+}
+
+// restored reports whether the log is of a run an earlier server ran,
+// read back from the store: closed without even the metadata event every
+// run's log begins with, or rebuilt since.
+func (l *eventLog) restored() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed && (len(l.events) == 0 || l.rebuilt)
+}
+
+// rebuild fills a restored log, which is closed, with evs — once: a
+// log rebuilt or never lost stays as it is.
+func (l *eventLog) rebuild(evs []eventOut) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed || len(l.events) > 0 {
+		return
+	}
+	for _, e := range evs {
+		data, err := json.Marshal(e.data)
+		if err != nil {
+			continue
+		}
+		l.events = append(l.events, sseEvent{id: int64(len(l.events) + 1), event: e.event, data: data})
+	}
+	l.rebuilt = true
 }
 
 func (l *eventLog) close() {

@@ -47,6 +47,9 @@ type checkpointRef struct {
 	ThreadID     string `json:"thread_id"`
 	CheckpointNS string `json:"checkpoint_ns"`
 	CheckpointID string `json:"checkpoint_id"`
+	// CheckpointMap names, for a subgraph's checkpoint, the checkpoint of
+	// each namespace above it and its own (LangGraph's checkpoint_map).
+	CheckpointMap map[string]string `json:"checkpoint_map,omitempty"`
 }
 
 type checkpointMeta struct {
@@ -202,7 +205,7 @@ type streamEvent struct {
 	mode string
 	ns   string // a subgraph's run: its namespace, the event being "mode|ns"
 	data any
-	step int // checkpoints: the step whose checkpoint to read
+	step int // checkpoints: the step whose checkpoint to read (data nil: the run's own) or described (data: a subgraph's)
 }
 
 // name is the event's SSE name: its mode, or "mode|namespace" for an

@@ -131,8 +131,12 @@
 // subgraphs=True) the subgraph's steps, tasks and interrupts do too, each
 // event naming the subgraph's run in its Namespace ("node:task-id", the
 // checkpoint namespace below; a subgraph over another state type sends its
-// state and updates in Event.Untyped). A task run by a TaskRunner passes
-// up only its subgraphs' Emit values.
+// state and updates in Event.Untyped). A graph a node runs itself — Invoke,
+// or Stream, whose events then go to the node and up the run's stream —
+// is such a subgraph. In a checkpointed run each EventStep names the
+// checkpoint its state is stored as (Event.Checkpoint, a StepCheckpoint), a
+// subgraph's with the checkpoints of the runs above it. A task run by a
+// TaskRunner passes up only its subgraphs' Emit values.
 //
 // # Checkpoints
 //

@@ -160,3 +160,69 @@ func ExampleStreamSubgraphs() {
 	// root ran research
 	// root step 1 [searched read]
 }
+
+// In a checkpointed run each EventStep names the checkpoint its state is
+// stored as (Event.Checkpoint) — a subgraph's too, in its namespace, with
+// the checkpoints of the runs above it: what LangGraph's "checkpoints"
+// stream says of each. A node that runs a compiled graph itself, here by
+// streaming it, has it checkpoint and stream as a subgraph when its run
+// streams its subgraphs.
+func ExampleStepCheckpoint() {
+	type State struct{ Steps []string }
+	steps := graph.Append(func(s *State) *[]string { return &s.Steps })
+	store := graph.NewMemorySaver()
+	inner := graph.New[State](steps)
+	inner.AddNode("search", func(context.Context, State) (graph.Update[State], error) {
+		return graph.Writes(steps.Add("searched")), nil
+	})
+	inner.AddSequence(graph.Start, "search", graph.End)
+	sub, err := inner.Compile(graph.WithCheckpointer(store))
+	if err != nil {
+		panic(err)
+	}
+	g := graph.New[State](steps)
+	g.AddNode("research", func(ctx context.Context, _ State) (graph.Update[State], error) {
+		var found []string
+		for ev, err := range sub.Stream(ctx, State{}, graph.Events(graph.EventEnd)) {
+			if err != nil {
+				return graph.Update[State]{}, err
+			}
+			found = ev.State.Steps
+		}
+		return graph.Writes(steps.Add(found...)), nil
+	})
+	g.AddSequence(graph.Start, "research", graph.End)
+	run, err := g.Compile(graph.WithCheckpointer(store))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	for ev, err := range run.Stream(ctx, State{}, graph.Thread("t"), graph.StreamSubgraphs(), graph.Events(graph.EventStep)) {
+		if err != nil {
+			panic(err)
+		}
+		cp := ev.Checkpoint
+		where := "root"
+		if ns := cp.Ref.Namespace; ns != "" {
+			where, _, _ = strings.Cut(ns, ":")
+		}
+		var next []string
+		for _, t := range cp.Next {
+			next = append(next, t.Node)
+		}
+		fmt.Println(where, cp.Source, "step", cp.Step, "next", next, "runs above:", len(cp.Parents))
+		// The same checkpoint, read from the store on the graph that wrote it.
+		at, err := sub.State(ctx, cp.Ref)
+		if where == "root" {
+			at, err = run.State(ctx, cp.Ref)
+		}
+		if err != nil || at.CheckpointID != cp.Ref.Checkpoint {
+			panic(fmt.Sprint("not stored: ", err))
+		}
+	}
+	// Output:
+	// root input step 0 next [research] runs above: 0
+	// research input step 0 next [search] runs above: 1
+	// research loop step 1 next [] runs above: 1
+	// root loop step 1 next [] runs above: 0
+}

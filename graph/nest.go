@@ -35,6 +35,10 @@ type nestInfo struct {
 	// ("" at the top).
 	stream bool
 	in     string
+	// at is the checkpoint of the task's run whose pending step holds the
+	// task; outer is the nestInfo its run was given (nil at the top).
+	at    Ref
+	outer *nestInfo
 
 	mu     sync.Mutex
 	runs   int      // subgraph runs started by the task's current attempt
@@ -51,7 +55,7 @@ func (r *run[S]) newNest(t *task[S]) *nestInfo {
 	if r.ns != "" {
 		ns = r.ns + "|" + ns
 	}
-	n := &nestInfo{cp: r.cp, thread: r.thread, runID: r.runID, ns: ns, spaces: t.subgraphs}
+	n := &nestInfo{cp: r.cp, thread: r.thread, runID: r.runID, ns: ns, spaces: t.subgraphs, at: r.ref(r.cpID), outer: r.within}
 	if r.streamsSubgraphs() {
 		n.stream, n.in = true, r.ns
 	}
@@ -94,7 +98,7 @@ func (r *run[S]) start(in S) error {
 		_, err = r.enter(in)
 	}
 	if err == nil && r.up {
-		r.emit(Event[S]{Kind: EventStep, Step: r.step, State: r.state})
+		r.emit(Event[S]{Kind: EventStep, Step: r.step, State: r.state, Checkpoint: r.stepCheckpoint()})
 	}
 	return err
 }

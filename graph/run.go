@@ -100,6 +100,9 @@ type run[S any] struct {
 	thread string
 	ns     string // the namespace of its checkpoints ("" but in a subgraph)
 	cpID   string
+	// lastCP is the checkpoint the run stored or loaded last (cpID's), for
+	// the Checkpoint of its EventSteps.
+	lastCP *Checkpoint
 	from   string
 	runID  string
 	source CheckpointSource // of the next checkpoint written
@@ -119,6 +122,9 @@ type run[S any] struct {
 	// nested: a subgraph's run, writing under its parent run's hold of the
 	// thread; keeper: a top-level run's hold (take, release).
 	nested bool
+	// within is what the task running a subgraph's run gave it (nil at
+	// the top): the checkpoints of the runs above it.
+	within *nestInfo
 	onBusy BusyStrategy
 	keeper *keeper
 
@@ -319,7 +325,7 @@ func (c *Compiled[S]) newRun(ctx context.Context, opts []RunOption) (*run[S], er
 			if rs.from != "" || len(rs.answers) > 0 || rs.update != nil || rs.breaks {
 				return nil, fmt.Errorf("graph: a subgraph run inside task %q continues with its parent's thread; Ref.At, answers, WithUpdate and breakpoints are for top-level runs (give Resume the answers)", parent.path)
 			}
-			r.cp, r.thread, r.runID, r.ns, r.nested = n.cp, n.thread, n.runID, n.next(), true
+			r.cp, r.thread, r.runID, r.ns, r.nested, r.within = n.cp, n.thread, n.runID, n.next(), true, n
 			rs.durability, rs.setDurability = n.durability, true
 		}
 		if n := parent.nest; rs.thread == "" && n != nil && n.stream {
@@ -573,7 +579,7 @@ func (r *run[S]) load(cp *Checkpoint) error {
 		return err
 	}
 	r.resetChannels(cp)
-	r.step, r.base, r.cpID, r.ran = cp.Step, cp.Step, cp.ID, cp.Ran
+	r.step, r.base, r.cpID, r.ran, r.lastCP = cp.Step, cp.Step, cp.ID, cp.Ran, cp
 	for _, jp := range cp.Joins {
 		for ji, j := range r.c.joins {
 			if r.c.nodes[j.to].name != jp.To {
@@ -851,7 +857,7 @@ func (r *run[S]) superstep(ctx context.Context) error {
 	if err := r.checkpoint(r.cpID); err != nil {
 		return err
 	}
-	if r.emit != nil && r.wants(EventStep) && !r.emit(Event[S]{Kind: EventStep, Step: r.step, State: r.state}) {
+	if r.emit != nil && r.wants(EventStep) && !r.emit(Event[S]{Kind: EventStep, Step: r.step, State: r.state, Checkpoint: r.stepCheckpoint()}) {
 		r.stop = true
 		return nil
 	}
@@ -1546,8 +1552,23 @@ func (r *run[S]) checkpoint(parent string) error {
 	if err := r.put(cp); err != nil {
 		return fmt.Errorf("graph: saving checkpoint of thread %q after step %d: %w", r.thread, r.step, err)
 	}
-	r.cpID, r.source, r.carry = cp.ID, SourceLoop, false
+	r.cpID, r.source, r.carry, r.lastCP = cp.ID, SourceLoop, false, cp
 	return nil
+}
+
+// stepCheckpoint describes the checkpoint the run's state is stored as
+// (Event.Checkpoint); nil when the run has no checkpointer.
+func (r *run[S]) stepCheckpoint() *StepCheckpoint {
+	cp := r.lastCP
+	if r.cp == nil || cp == nil {
+		return nil
+	}
+	sc := &StepCheckpoint{Ref: cp.Ref(), Parent: cp.Parent, Step: cp.Step, Source: cp.Source, Run: cp.Run, Next: slices.Clone(cp.Next)}
+	for n := r.within; n != nil; n = n.outer {
+		sc.Parents = append(sc.Parents, n.at)
+	}
+	slices.Reverse(sc.Parents)
+	return sc
 }
 
 // ref is the reference to checkpoint id of the run's thread and namespace.

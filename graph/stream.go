@@ -21,7 +21,9 @@ const (
 	// EventStep: a step finished and its updates are merged. State is the
 	// state after the step. Like LangGraph's "values" stream, a stream begins
 	// with an EventStep for the state the run starts from: Step 0 with the
-	// input merged (Stream), or the stored step's state (ResumeStream).
+	// input merged (Stream), or the stored step's state (ResumeStream). In a
+	// checkpointed run, Checkpoint names the checkpoint the state is stored
+	// as.
 	EventStep
 	// EventCustom: a node called Emit. Value is what it emitted; Node is the
 	// node, as "outer/inner" for a node of a subgraph (with StreamSubgraphs,
@@ -79,12 +81,48 @@ type Event[S any] struct {
 	// Parallel tasks of one node have their own. Such an event's Step and
 	// Task are the subgraph's own; Node is the node's path, "outer/inner".
 	Namespace string
+	// Checkpoint is, on an EventStep of a run with a thread — the run's
+	// own, or a subgraph's that StreamSubgraphs passes up — the checkpoint
+	// the step's state is stored as (LangGraph's "checkpoints" stream); nil
+	// without a checkpointer and on other events.
+	Checkpoint *StepCheckpoint
 	// Untyped carries, on an event of a subgraph whose state type is not S
 	// (AddMappedSubgraph), what State and Update carry for a subgraph over
 	// S: its state (a value of its own state type) on EventStep and
 	// EventInterrupt, its Update on EventTaskEnd. json.Marshal encodes both
 	// as State and Update encode. Nil otherwise.
 	Untyped any
+}
+
+// StepCheckpoint is the checkpoint a run stored for a step (the
+// Checkpoint of an EventStep): which it is, what it follows and what it
+// waits on, as the run had it in hand — a consumer need not ask the
+// store, whose newest checkpoint in the namespace may be a later one by the
+// time a subgraph's event arrives, or, with DurabilityAsync or
+// DurabilityExit, not stored yet. Its state is the event's State (or
+// Untyped, for a subgraph over another state type); read it later with
+// State(ctx, Ref) on the compiled graph that wrote it.
+type StepCheckpoint struct {
+	// Ref names the checkpoint: its thread, namespace ("" at the top,
+	// "node:task-id" for a subgraph's run) and ID. With DurabilityExit
+	// only the run's last checkpoint is ever stored.
+	Ref Ref
+	// Parent is the checkpoint it follows in its namespace, as it is
+	// stored: "" for the namespace's first; with DurabilityExit, the
+	// checkpoint stored last before the run.
+	Parent string
+	// Step is the number of steps the run had completed (0: its input).
+	Step   int
+	Source CheckpointSource
+	Run    string // the run that wrote it
+	// Next are the tasks of the step it waits on; a task's ID names the
+	// namespace of the subgraphs it runs ("node:task-id").
+	Next []PendingTask
+	// Parents are, for a subgraph's checkpoint, the checkpoints of the
+	// runs above it, outermost first: for each, the checkpoint whose
+	// pending step holds the task that ran the next run down (LangGraph's
+	// checkpoint_map and metadata.parents). Nil at the top.
+	Parents []Ref
 }
 
 // StreamSubgraphs passes the events of subgraph runs up to the stream of
@@ -94,8 +132,12 @@ type Event[S any] struct {
 // steps (EventStep), its tasks' starts and ends (EventTaskStart,
 // EventTaskEnd with their updates) and the interrupts it stops at
 // (EventInterrupt, before the run's own), each with its Namespace; its
-// nodes' Emit events carry the Namespace too. This is LangGraph's
-// stream(subgraphs=True). Without it a stream has only the run's own
+// nodes' Emit events carry the Namespace too; in a checkpointed run its
+// EventSteps carry its Checkpoint. A node that streams a compiled graph
+// itself (Stream, ResumeStream) gets that graph's events, and the run's
+// stream gets them too, as a subgraph's — LangGraph's stream of a subgraph
+// inside a node of a parent streamed with subgraphs=True. This is
+// LangGraph's stream(subgraphs=True). Without it a stream has only the run's own
 // events and the Emit events of its subgraphs. Events limits them too.
 func StreamSubgraphs() RunOption {
 	return runFunc(func(r *runSettings) { r.subgraphs = true })
@@ -112,28 +154,42 @@ type upEvent struct {
 	err        error
 	cached     bool
 	interrupts []PendingInterrupt
+	cp         *StepCheckpoint
 }
 
 // passUp sends ev, an event of a subgraph's run, to the stream at the top.
 // It reports true always: the subgraph's run goes on whatever the
 // consumer does, which cancels the run at the top when it leaves.
 func (r *run[S]) passUp(ev Event[S]) bool {
-	n := &upEvent{kind: ev.Kind, ns: r.ns, arg: ev.Arg, value: ev.Value, err: ev.Err, cached: ev.Cached, interrupts: ev.Interrupts}
-	switch ev.Kind {
-	case EventStep, EventInterrupt:
+	r.sendUp(r.out, r.prefix, ev)
+	return true
+}
+
+// sendUp sends ev to out, the sink of the run at the top, its node path
+// after prefix. ev is the run's own event, or one of its own subgraphs'
+// (which has its Namespace already).
+func (r *run[S]) sendUp(out chan<- custom, prefix string, ev Event[S]) {
+	ns := ev.Namespace
+	if ns == "" {
+		ns = r.ns
+	}
+	n := &upEvent{kind: ev.Kind, ns: ns, arg: ev.Arg, value: ev.Value, err: ev.Err, cached: ev.Cached, interrupts: ev.Interrupts, cp: ev.Checkpoint}
+	switch {
+	case ev.Untyped != nil:
+		n.data = ev.Untyped
+	case ev.Kind == EventStep, ev.Kind == EventInterrupt:
 		n.data = ev.State
-	case EventTaskEnd:
+	case ev.Kind == EventTaskEnd:
 		n.data = ev.Update
 	}
 	node := ev.Node
 	if node != "" {
-		node = r.prefix + node
+		node = prefix + node
 	}
 	select {
-	case r.out <- custom{node: node, step: ev.Step, task: ev.Task, value: n}:
+	case out <- custom{node: node, step: ev.Step, task: ev.Task, value: n}:
 	case <-r.ctx.Done():
 	}
-	return true
 }
 
 // eventOf is the stream event of c: an Emit value, or an event a subgraph
@@ -144,7 +200,7 @@ func eventOf[S any](c custom) Event[S] {
 		return Event[S]{Kind: EventCustom, Step: c.step, Node: c.node, Task: c.task, Value: c.value}
 	}
 	ev := Event[S]{Kind: n.kind, Step: c.step, Node: c.node, Task: c.task, Namespace: n.ns, Arg: n.arg, Value: n.value,
-		Err: n.err, Cached: n.cached, Interrupts: n.interrupts}
+		Err: n.err, Cached: n.cached, Interrupts: n.interrupts, Checkpoint: n.cp}
 	switch d := n.data.(type) {
 	case nil:
 	case S:
@@ -155,6 +211,42 @@ func eventOf[S any](c custom) Event[S] {
 		ev.Untyped = d
 	}
 	return ev
+}
+
+// duplex is the stream of a graph a node streams itself in a run that
+// streams its subgraphs' events: each event goes up to the run at the
+// top, as a subgraph's, and to the node's consumer as its stream.
+type duplex[S any] struct {
+	r      *run[S]
+	yield  func(Event[S], error) bool
+	up     chan<- custom // the sink of the run at the top
+	prefix string        // the node's path in it, "node/"
+	kinds  EventKind     // what the node's consumer asked for (Events)
+	left   bool          // the node's consumer broke out: yield no more
+}
+
+func (d *duplex[S]) emit(ev Event[S]) bool {
+	if d.left {
+		return false
+	}
+	r := d.r
+	r.sendUp(d.up, d.prefix, ev)
+	own := ev.Namespace == "" || ev.Namespace == r.ns
+	switch {
+	case own && ev.Kind == EventInterrupt:
+		return true // a subgraph's pause (interrupted): the node hears of it as the run's error
+	case own:
+		ev.Namespace = ""
+	case !r.subgraphs && ev.Kind != EventCustom:
+		return true // of its subgraphs' runs, the node's consumer asked only for Emits
+	case !r.subgraphs:
+		ev.Namespace = ""
+	}
+	if d.kinds != 0 && d.kinds&ev.Kind == 0 {
+		return true
+	}
+	d.left = !d.yield(ev, nil)
+	return !d.left
 }
 
 // Events limits a stream to the given kinds of event (default: all).
@@ -244,9 +336,32 @@ func (c *Compiled[S]) stream(ctx context.Context, opts []RunOption, resume bool,
 			yield(Event[S]{}, err)
 			return
 		}
+		// A graph a node streams itself streams to that node — and, when
+		// the node's run streams its subgraphs' events (newRun set up),
+		// up to it as well.
+		var dx *duplex[S]
+		if r.up {
+			dx = &duplex[S]{r: r, yield: yield, up: r.out, prefix: r.prefix, kinds: r.kinds}
+			r.kinds = 0 // the run at the top takes every kind; the node's consumer those it asked for
+		}
 		r.sink, r.ownSink, r.prefix = make(chan custom, 64), true, ""
-		r.out, r.up = r.sink, false // a graph a node streams itself streams to it
-		r.emit = func(ev Event[S]) bool { return yield(ev, nil) }
+		r.out = r.sink
+		switch ns := r.ns; {
+		case dx != nil:
+			r.emit = dx.emit
+		case ns != "":
+			// A graph a node of a checkpointed run streams, in a namespace
+			// of the run's thread: its nodes' Emits name it, but are its
+			// own events.
+			r.emit = func(ev Event[S]) bool {
+				if ev.Namespace == ns {
+					ev.Namespace = ""
+				}
+				return yield(ev, nil)
+			}
+		default:
+			r.emit = func(ev Event[S]) bool { return yield(ev, nil) }
+		}
 		r.traceRun(RunInfo{Resume: resume})
 		if err := r.take(); err != nil {
 			r.endTrace(err)
@@ -258,7 +373,7 @@ func (c *Compiled[S]) stream(ctx context.Context, opts []RunOption, resume bool,
 		// (nobody is left to hear of a failure to make them).
 		defer func() { _ = r.flush(nil) }()
 		done, err := start(r)
-		if err == nil && r.wants(EventStep) && !yield(Event[S]{Kind: EventStep, Step: r.step, State: r.state}, nil) {
+		if err == nil && r.wants(EventStep) && (resume || dx == nil) && !r.emit(Event[S]{Kind: EventStep, Step: r.step, State: r.state, Checkpoint: r.stepCheckpoint()}) {
 			r.endTrace(nil)
 			return // the state the run starts from, as LangGraph's values stream
 		}
@@ -267,8 +382,11 @@ func (c *Compiled[S]) stream(ctx context.Context, opts []RunOption, resume bool,
 		}
 		err = r.flush(err)
 		r.endTrace(err)
+		if dx != nil {
+			r.kinds = dx.kinds
+		}
 		switch {
-		case r.stop:
+		case r.stop || dx != nil && dx.left:
 		case err != nil && err == error(r.paused):
 			if r.wants(EventInterrupt) {
 				yield(Event[S]{Kind: EventInterrupt, Step: r.step + 1, State: r.state, Interrupts: r.paused.Interrupts}, nil)

@@ -172,7 +172,7 @@ step = "runs.stream with streamSubgraphs";
   const input = { messages: [{ type: "human", content: "go" }] };
   const t6 = await client.threads.create();
   const nested = await collect(client.runs.stream(t6.thread_id, "nest", {
-    input, streamMode: ["values", "updates"], streamSubgraphs: true,
+    input, streamMode: ["values", "updates", "checkpoints"], streamSubgraphs: true,
   }));
   const names = nested.map((p) => p.event);
   const inner = nested.filter((p) => /^updates\|research:[0-9a-f-]{36}$/.test(p.event));
@@ -180,6 +180,12 @@ step = "runs.stream with streamSubgraphs";
     "the subgraph's updates come as updates|research:<task id>", names);
   check(nested.some((p) => p.event.startsWith("values|summarise:") && p.data.text === "all read"),
     "the other subgraph's state comes as values|summarise:<task id>", names);
+  const cps = nested.filter((p) => p.event.startsWith("checkpoints|research:"));
+  check(cps.length === 3 && cps.every((p) => p.data.config.configurable.checkpoint_ns === p.event.slice("checkpoints|".length)
+    && p.data.metadata.parents[""] && p.data.config.configurable.checkpoint_map[""] === p.data.metadata.parents[""]),
+    "the subgraph's checkpoints come as checkpoints|research:<task id>, in its namespace, under the run's", cps.map((p) => p.data));
+  check(cps[2].data.parent_config?.configurable?.checkpoint_id === cps[1].data.config.configurable.checkpoint_id,
+    "each follows the one before", cps.map((p) => p.data));
   check(nested.some((p) => p.event === "updates" && p.data.research), "the run's own updates stay updates", names);
   check(lastValues(nested)?.summary === "all read", "the run's own values stay values", lastValues(nested));
   const t7 = await client.threads.create();
