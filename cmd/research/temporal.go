@@ -463,7 +463,7 @@ func runFailure(id string, err error) error {
 		return fmt.Errorf("run %s took longer than its timeout%s", id, strings.TrimPrefix(appErr.Message(), timeoutPrefix))
 	case errors.As(err, &appErr):
 		msg := appErr.Message()
-		if m := nodeFailure.FindStringSubmatch(msg); m != nil {
+		if m := nodeFailure().FindStringSubmatch(msg); m != nil {
 			return fmt.Errorf("run %s: %s failed: %s", id, m[1], msg[len(m[0]):])
 		}
 		return fmt.Errorf("run %s failed: %s", id, msg)
@@ -479,7 +479,9 @@ func runFailure(id string, err error) error {
 
 // nodeFailure is the graph engine's wrapping of a node's error, which
 // errorLines unwraps for a local run (graph.NodeError).
-var nodeFailure = regexp.MustCompile(`^graph: node "([^"]*)" failed in step \d+(?: after \d+ attempts)?: `)
+var nodeFailure = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^graph: node "([^"]*)" failed in step \d+(?: after \d+ attempts)?: `)
+})
 
 // runDuration is how long a run took on Temporal, from its start and close
 // times; measured when they cannot be read.
