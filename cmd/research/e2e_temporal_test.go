@@ -289,7 +289,13 @@ func TestE2ETemporalRun(t *testing.T) {
 
 func TestE2ETemporalRefusals(t *testing.T) {
 	t.Parallel()
-	// No server needed: the flags are refused before any connection.
+	// No server needed: the flags are refused before any connection, by
+	// research-temporal.
+	if os.Getenv("DEEPGRAPH_TEMPORAL_ADDRESS") == "" && os.Getenv("DEEPGRAPH_TEST_TEMPORAL_PROGRAM") == "" {
+		t.Skip("research-temporal is built (a minute's link) when DEEPGRAPH_TEMPORAL_ADDRESS names a Temporal server, " +
+			"or DEEPGRAPH_TEST_TEMPORAL_PROGRAM=1 asks for it without one")
+	}
+	buildTemporalProgram(t)
 	for _, tc := range []struct {
 		args []string
 		want string
