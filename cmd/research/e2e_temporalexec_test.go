@@ -61,6 +61,7 @@ func TestTemporalProgramHandedOver(t *testing.T) {
 		{"worker", "--temporal", "localhost:7233", "--concurrency", "4"},
 		{"--config", "c.yaml", "batch", "-", "--temporal", "localhost:7233", "--out", "r"},
 		{"--temporal", "localhost:7233", "--effort", "low"},
+		{"help", "worker"},
 	} {
 		res := runWith(t, bin, strings.NewReader("What is Raft?"), envv, "", args...)
 		assert.Equal(t, 3, res.code, "%v: %s", args, res)

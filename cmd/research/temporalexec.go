@@ -42,6 +42,16 @@ func (c *cli) handedOver(cmd *cobra.Command) *cobra.Command {
 		}
 		return err
 	}
+	// research help worker: that program's help, which has the flags.
+	cmd.SetHelpFunc(func(cmd *cobra.Command, args []string) {
+		if _, err := findProgram(programDirs(), temporalProgram); err == nil {
+			if err := c.execTemporal(); err != nil {
+				c.console.errorLine(err.Error())
+			}
+			return
+		}
+		cmd.Parent().HelpFunc()(cmd, args)
+	})
 	return cmd
 }
 
