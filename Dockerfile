@@ -22,10 +22,12 @@ COPY . .
 ARG VERSION=dev
 # CGO_ENABLED=0: a static binary (the SQLite driver is pure Go), as
 # scripts/release.sh builds them; -X main.version is what `research version`
-# prints.
+# prints. research-temporal beside it is the program research hands research
+# worker, batch and --temporal to (the build tag temporal; docs/temporal.md).
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/research ./cmd/research \
-    && /out/research version
+    && CGO_ENABLED=0 go build -trimpath -tags temporal -ldflags "-s -w -X main.version=${VERSION}" -o /out/research-temporal ./cmd/research \
+    && /out/research version && /out/research-temporal version
 # What the empty image needs: CA certificates for HTTPS, time zones, a user
 # (uid 10001) with a home it owns, and a /tmp.
 RUN mkdir -p /rootfs/etc /rootfs/tmp /rootfs/home/research \
@@ -46,7 +48,7 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --uid 10001 --user-group --create-home --home-dir /home/research --shell /usr/sbin/nologin research \
     && chmod 0700 /home/research
-COPY --from=build /out/research /usr/local/bin/research
+COPY --from=build /out/research /out/research-temporal /usr/local/bin/
 ENV DEEPGRAPH_BROWSER_CHROMIUM=/usr/bin/chromium HOME=/home/research
 USER 10001:10001
 WORKDIR /home/research
@@ -60,7 +62,7 @@ COPY --from=build /usr/share/zoneinfo /usr/share/zoneinfo
 COPY --from=build /rootfs/etc/ /etc/
 COPY --from=build /rootfs/tmp /tmp
 COPY --from=build --chown=10001:10001 /rootfs/home/research /home/research
-COPY --from=build /out/research /research
+COPY --from=build /out/research /out/research-temporal /
 ENV HOME=/home/research
 USER 10001:10001
 WORKDIR /home/research

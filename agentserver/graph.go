@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -237,8 +238,10 @@ func (g *served[S]) describe() graphInfo {
 }
 
 var (
-	mermaidNode = regexp.MustCompile(`^\s*([A-Za-z0-9_]+)(\(\[<p>(.*)</p>\]\)|\[\[(.*)\]\]|\((.*)\))(:::\w+)?$`)
-	mermaidEdge = regexp.MustCompile(`^\s*([A-Za-z0-9_]+) (-->|-\.->) ([A-Za-z0-9_]+);$`)
+	mermaidNode = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\s*([A-Za-z0-9_]+)(\(\[<p>(.*)</p>\]\)|\[\[(.*)\]\]|\((.*)\))(:::\w+)?$`)
+	})
+	mermaidEdge = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*([A-Za-z0-9_]+) (-->|-\.->) ([A-Za-z0-9_]+);$`) })
 )
 
 // edgesOf reads the nodes and edges of a graph from its Mermaid drawing,
@@ -248,14 +251,14 @@ func edgesOf(mermaid string) ([]graphNode, []graphEdge) {
 	nodes := []graphNode{}
 	edges := []graphEdge{}
 	for line := range strings.SplitSeq(mermaid, "\n") {
-		if m := mermaidNode.FindStringSubmatch(line); m != nil {
+		if m := mermaidNode().FindStringSubmatch(line); m != nil {
 			name := m[3] + m[4] + m[5]
 			name = strings.NewReplacer("<p>", "", "</p>", "", "&lt;", "<", "&gt;", ">", "&quot;", `"`, "&amp;", "&").Replace(name)
 			names[m[1]] = name
 			nodes = append(nodes, graphNode{ID: name, Name: name, Data: name})
 			continue
 		}
-		if m := mermaidEdge.FindStringSubmatch(line); m != nil {
+		if m := mermaidEdge().FindStringSubmatch(line); m != nil {
 			edges = append(edges, graphEdge{Source: names[m[1]], Target: names[m[3]], Conditional: m[2] == "-.->"})
 		}
 	}

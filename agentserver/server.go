@@ -148,11 +148,11 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-var graphIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+var graphIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`) })
 
 // Serve adds a graph under graphID: its assistant's ID is AssistantID(graphID).
 func (s *Server) Serve(graphID string, g Graph) error {
-	if !graphIDPattern.MatchString(graphID) {
+	if !graphIDPattern().MatchString(graphID) {
 		return fmt.Errorf("agentserver: graph id %q: use 1 to 64 letters, digits, '_', '.' or '-'", graphID)
 	}
 	s.mu.Lock()
@@ -305,10 +305,12 @@ func formatUUID(b [16]byte) string {
 	return string(out)
 }
 
-var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+var uuidPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+})
 
 // validUUID reports whether id is a UUID, as thread and run ids must be.
-func validUUID(id string) bool { return uuidPattern.MatchString(id) }
+func validUUID(id string) bool { return uuidPattern().MatchString(id) }
 
 // containsAll reports whether md has every key of want with an equal value.
 func containsAll(md, want Metadata) bool {

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/deepgraph/deepgraph/internal/redact"
@@ -52,12 +53,12 @@ const (
 )
 
 var (
-	mcpNameRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
-	envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	mcpNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`) })
+	envNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 	// headerNameRe is an HTTP token.
-	headerNameRe = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+	headerNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$") })
 	// refRe is a ${NAME} reference in an env value or a header.
-	refRe = regexp.MustCompile(`\$\{([^}]*)\}`)
+	refRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([^}]*)\}`) })
 )
 
 const mcpNameRule = "1 to 32 letters, digits, '_' or '-'"
@@ -112,7 +113,7 @@ func (s MCPServer) Expand(lookup func(string) (string, bool)) (MCPServer, error)
 		out := make(map[string]Secret, len(m))
 		for _, k := range secretKeys(m) {
 			v := m[k].Reveal()
-			v = refRe.ReplaceAllStringFunc(v, func(ref string) string {
+			v = refRe().ReplaceAllStringFunc(v, func(ref string) string {
 				name := ref[2 : len(ref)-1]
 				val, ok := lookup(name)
 				if !ok || val == "" {
@@ -309,7 +310,7 @@ func parseMCPItem(item string) (s MCPServer, adhoc bool, err error) {
 	if item == MCPNone {
 		return MCPServer{Name: MCPNone}, false, nil
 	}
-	if !mcpNameRe.MatchString(name) {
+	if !mcpNameRe().MatchString(name) {
 		return s, false, fmt.Errorf("MCP server names of %s (or NAME=COMMAND ARGS… / NAME=https://URL)", mcpNameRule)
 	}
 	if !ok {
@@ -460,7 +461,7 @@ func parseMCPEntry(i int, item any) (MCPServer, []*Error) {
 	}
 	s := MCPServer{Timeout: DefaultMCPTimeout}
 	label := fmt.Sprintf("mcp_servers[%d]", i+1)
-	if n, ok := m["name"].(string); ok && mcpNameRe.MatchString(strings.TrimSpace(n)) {
+	if n, ok := m["name"].(string); ok && mcpNameRe().MatchString(strings.TrimSpace(n)) {
 		s.Name = strings.TrimSpace(n)
 		label = "mcp_servers[" + s.Name + "]"
 	}
@@ -528,8 +529,8 @@ func parseMCPEntry(i int, item any) (MCPServer, []*Error) {
 			bad("dir", d, "a directory")
 		}
 	}
-	s.Env = secretMap(m, "env", func(k string) bool { return envNameRe.MatchString(k) }, "variable names (letters, digits, '_') with values", bad)
-	s.Headers = secretMap(m, "headers", func(k string) bool { return headerNameRe.MatchString(k) }, "header names with values, e.g. {Authorization: \"Bearer ${TOKEN}\"}", bad)
+	s.Env = secretMap(m, "env", func(k string) bool { return envNameRe().MatchString(k) }, "variable names (letters, digits, '_') with values", bad)
+	s.Headers = secretMap(m, "headers", func(k string) bool { return headerNameRe().MatchString(k) }, "header names with values, e.g. {Authorization: \"Bearer ${TOKEN}\"}", bad)
 	if hasURL && (len(s.Args) > 0 || len(s.Env) > 0 || s.Dir != "") {
 		bad("url", redact.URL(u), "command for args, env and dir: a url server takes headers")
 	}
@@ -573,8 +574,8 @@ func secretMap(m map[string]any, field string, validKey func(string) bool, allow
 			bad(field+"."+k, "[redacted]", "a value without line breaks")
 			continue
 		}
-		for _, ref := range refRe.FindAllStringSubmatch(val, -1) {
-			if !envNameRe.MatchString(ref[1]) {
+		for _, ref := range refRe().FindAllStringSubmatch(val, -1) {
+			if !envNameRe().MatchString(ref[1]) {
 				bad(field+"."+k, "[redacted]", "${NAME} references to environment variables with valid names")
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Question is one item of a question set.
@@ -65,7 +66,7 @@ var (
 )
 
 // sourceColumn matches FRAMES' numbered link columns.
-var sourceColumn = regexp.MustCompile(`^wikipedia_link_\d+\+?$`)
+var sourceColumn = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^wikipedia_link_\d+\+?$`) })
 
 // maxQuestionLine bounds one line of a JSONL file (DeepResearch Bench's
 // reference articles run to tens of kilobytes).
@@ -219,7 +220,7 @@ func readTable(r io.Reader, sep rune) ([]Question, error) {
 	idCol, qCol, aCol, sCol := col(idColumns), col(questionColumns), col(answerColumns), col(sourcesColumns)
 	var linkCols []int
 	for i, h := range header {
-		if sourceColumn.MatchString(strings.ToLower(strings.TrimSpace(h))) {
+		if sourceColumn().MatchString(strings.ToLower(strings.TrimSpace(h))) {
 			linkCols = append(linkCols, i)
 		}
 	}
@@ -276,9 +277,9 @@ func finish(q *Question, n int) error {
 }
 
 // sourceSplit separates the URLs of a text list, Python's included.
-var sourceSplit = regexp.MustCompile(`[\s,;\[\]'"]+`)
+var sourceSplit = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[\s,;\[\]'"]+`) })
 
-func splitSources(s string) []string { return cleanSources(sourceSplit.Split(s, -1)) }
+func splitSources(s string) []string { return cleanSources(sourceSplit().Split(s, -1)) }
 
 func cleanSources(list []string) []string {
 	var out []string

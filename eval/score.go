@@ -256,7 +256,7 @@ func (s *scoring) run(ctx context.Context) error {
 	st := Statements(rep.Answer)
 	claims := &Claims{}
 	unreadable := map[string]bool{}
-	for _, m := range citationLink.FindAllStringSubmatch(rep.Answer, -1) {
+	for _, m := range citationLink().FindAllStringSubmatch(rep.Answer, -1) {
 		s.c.Integrity.Citations++
 		if _, ok := sources[sourceKey(m[2])]; !ok && !slices.Contains(s.c.Integrity.NotGathered, m[2]) {
 			s.c.Integrity.NotGathered = append(s.c.Integrity.NotGathered, m[2])

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -18,7 +19,7 @@ type Statement struct {
 }
 
 // citationLink matches a numbered citation link [n](url).
-var citationLink = regexp.MustCompile(`\[(\d{1,4})\]\(([^()\s]+)\)`)
+var citationLink = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\[(\d{1,4})\]\(([^()\s]+)\)`) })
 
 // Statements splits an answer in Markdown into statements: each list item,
 // table row and paragraph is split into sentences, and a citation link
@@ -40,7 +41,7 @@ func Statements(answer string) []Statement {
 		}
 		t = strings.TrimLeft(t, ">")
 		t = strings.TrimSpace(t)
-		t = listMarker.ReplaceAllString(t, "")
+		t = listMarker().ReplaceAllString(t, "")
 		for _, s := range sentences(t) {
 			if st, ok := statementOf(s); ok {
 				out = append(out, st)
@@ -51,7 +52,7 @@ func Statements(answer string) []Statement {
 }
 
 // listMarker is a list item's marker: "- ", "* ", "1. ".
-var listMarker = regexp.MustCompile(`^(?:[-*+]|\d{1,3}[.)])\s+`)
+var listMarker = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:[-*+]|\d{1,3}[.)])\s+`) })
 
 // sentences splits a line at sentence ends: ., ! or ? followed by space and
 // not by a citation link, and not after a single letter or a common
@@ -74,7 +75,7 @@ func sentences(line string) []string {
 			for k < len(rs) && unicode.IsSpace(rs[k]) {
 				k++
 			}
-			loc := citationLink.FindStringIndex(string(rs[k:]))
+			loc := citationLink().FindStringIndex(string(rs[k:]))
 			if loc == nil || loc[0] != 0 {
 				break
 			}
@@ -115,7 +116,7 @@ func abbreviation(before []rune) bool {
 func statementOf(s string) (Statement, bool) {
 	var st Statement
 	seen := map[int]bool{}
-	for _, m := range citationLink.FindAllStringSubmatch(s, -1) {
+	for _, m := range citationLink().FindAllStringSubmatch(s, -1) {
 		n, _ := strconv.Atoi(m[1])
 		if seen[n] {
 			continue
@@ -125,8 +126,8 @@ func statementOf(s string) (Statement, bool) {
 		st.URLs = append(st.URLs, m[2])
 	}
 	text := s
-	for citationLink.MatchString(text) { // links nested in links
-		text = citationLink.ReplaceAllString(text, "")
+	for citationLink().MatchString(text) { // links nested in links
+		text = citationLink().ReplaceAllString(text, "")
 	}
 	text = strings.Join(strings.Fields(text), " ")
 	text = strings.ReplaceAll(text, " .", ".")

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -311,7 +312,7 @@ func findTag(s, name string, closing bool) (int, int) {
 
 // fenceRE matches a Markdown code fence and its content, up to the closing
 // fence or the end of the text (a fence the model never closed).
-var fenceRE = regexp.MustCompile("(?s)```[ \t]*([A-Za-z0-9_+.-]*)(.*?)(?:```|\\z)")
+var fenceRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("(?s)```[ \t]*([A-Za-z0-9_+.-]*)(.*?)(?:```|\\z)") })
 
 // fencedBlocks returns the contents of the code fences in s whose language is
 // empty or JSON-like, in order.
@@ -320,7 +321,7 @@ func fencedBlocks(s string) []string {
 		return nil
 	}
 	var out []string
-	for _, m := range fenceRE.FindAllStringSubmatch(s, -1) {
+	for _, m := range fenceRE().FindAllStringSubmatch(s, -1) {
 		switch strings.ToLower(m[1]) {
 		case "", "json", "jsonc", "json5", "javascript", "js", "jsonl":
 			if body := strings.TrimSpace(m[2]); body != "" {

@@ -84,7 +84,7 @@ var builtinPrices = map[string]map[string]Price{
 
 // snapshotSuffix is a dated or -latest suffix of a model name
 // (gpt-4.1-mini-2025-04-14, claude-sonnet-4-5-20250929).
-var snapshotSuffix = regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$`)
+var snapshotSuffix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$`) })
 
 // PriceFor is the built-in price of a model spec ("provider:model"): the
 // list price of a known model of Gemini, OpenAI or Anthropic (a dated
@@ -104,7 +104,7 @@ func PriceFor(spec string) (Price, bool) {
 	if p, ok := table[model]; ok {
 		return p, true
 	}
-	p, ok := table[snapshotSuffix.ReplaceAllString(model, "")]
+	p, ok := table[snapshotSuffix().ReplaceAllString(model, "")]
 	return p, ok
 }
 

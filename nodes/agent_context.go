@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/schemas"
@@ -148,9 +149,9 @@ func shrinkLastStep(msgs []schemas.Message, room int) []schemas.Message {
 
 var (
 	// sourceLine is a label line of a result's sources note.
-	sourceLine = regexp.MustCompile(`(?m)^\[S\d+\] \S+.*$`)
+	sourceLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^\[S\d+\] \S+.*$`) })
 	// fenceTag is the opening or closing tag of a fenced tool output.
-	fenceTag = regexp.MustCompile(`</?tool_output[^>]*>`)
+	fenceTag = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`</?tool_output[^>]*>`) })
 )
 
 // condense summarises msgs in at most limit characters: a line per step,
@@ -175,7 +176,7 @@ func condense(msgs []schemas.Message, limit int) string {
 			steps = append(steps, line)
 		case m.Role == schemas.Tool:
 			body := m.Content
-			for _, l := range sourceLine.FindAllString(body, -1) {
+			for _, l := range sourceLine().FindAllString(body, -1) {
 				if !seen[l] {
 					seen[l] = true
 					labels = append(labels, l)
@@ -184,7 +185,7 @@ func condense(msgs []schemas.Message, limit int) string {
 			if i := strings.Index(body, "\nSources in this result"); i >= 0 {
 				body = body[:i]
 			}
-			body = oneLine(fenceTag.ReplaceAllString(body, ""))
+			body = oneLine(fenceTag().ReplaceAllString(body, ""))
 			if m.Name == tools.PlanningName {
 				plan = body
 			}
@@ -194,7 +195,7 @@ func condense(msgs []schemas.Message, limit int) string {
 				steps = append(steps, "  (note: "+cutText(oneLine(m.Content), 200)+")")
 			} else {
 				// An earlier condensed note: keep its labels and plan.
-				for _, l := range sourceLine.FindAllString(m.Content, -1) {
+				for _, l := range sourceLine().FindAllString(m.Content, -1) {
 					if !seen[l] {
 						seen[l] = true
 						labels = append(labels, l)
@@ -236,10 +237,12 @@ func contextOverflow(err error) bool {
 	if err == nil || !errors.Is(err, llm.ErrBadRequest) {
 		return false
 	}
-	return reOverflow.MatchString(err.Error())
+	return reOverflow().MatchString(err.Error())
 }
 
-var reOverflow = regexp.MustCompile(`(?i)context[ _-]?length|context window|maximum context|too many tokens|prompt is too long|input is too long|exceeds? the (?:maximum|max)|token limit|input token count`)
+var reOverflow = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)context[ _-]?length|context window|maximum context|too many tokens|prompt is too long|input is too long|exceeds? the (?:maximum|max)|token limit|input token count`)
+})
 
 // EstimateTokens is the agent's estimate of the tokens of a prompt: its
 // messages and the tool definitions offered with them (one token per four

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/deepgraph/deepgraph/graph"
@@ -46,7 +47,9 @@ const MaxLoopPeriod = 6
 // happen, and repeating it is what a job's status calls for. Such a step
 // is recorded as new each time, so the stuck rule never counts it; the
 // step limit still bounds the wait.
-var rePending = regexp.MustCompile(`(?i)\b(pending|in[ _-]?progress|running|queued|processing|waiting|not (yet )?(ready|finished|done|complete|available))\b`)
+var rePending = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b(pending|in[ _-]?progress|running|queued|processing|waiting|not (yet )?(ready|finished|done|complete|available))\b`)
+})
 
 // maxPendingLen is the longest result read as a status for the polling
 // rule: a status is short; a page that says "running" is not one.
@@ -59,7 +62,7 @@ func polling(results []tools.Result) bool {
 	}
 	for _, r := range results {
 		c := r.Content()
-		if r.Failed() || len(c) > maxPendingLen || !rePending.MatchString(c) {
+		if r.Failed() || len(c) > maxPendingLen || !rePending().MatchString(c) {
 			return false
 		}
 	}

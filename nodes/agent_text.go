@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/schemas"
@@ -48,11 +49,11 @@ type textStep struct {
 }
 
 var (
-	reAction      = regexp.MustCompile(`(?im)^[ \t]*\**Action\**[ \t]*:[ \t]*(.*)$`)
-	reActionInput = regexp.MustCompile(`(?im)^[ \t]*\**Action[ \t]*Input\**[ \t]*:`)
-	reFinal       = regexp.MustCompile(`(?im)^[ \t]*\**Final[ \t]*Answer\**[ \t]*:`)
-	reThought     = regexp.MustCompile(`(?im)^[ \t]*\**Thought\**[ \t]*:`)
-	reObservation = regexp.MustCompile(`(?im)^[ \t]*Observation[ \t]*:`)
+	reAction      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?im)^[ \t]*\**Action\**[ \t]*:[ \t]*(.*)$`) })
+	reActionInput = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?im)^[ \t]*\**Action[ \t]*Input\**[ \t]*:`) })
+	reFinal       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?im)^[ \t]*\**Final[ \t]*Answer\**[ \t]*:`) })
+	reThought     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?im)^[ \t]*\**Thought\**[ \t]*:`) })
+	reObservation = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?im)^[ \t]*Observation[ \t]*:`) })
 )
 
 // parseTextStep reads one reply of the text protocol. A reply with neither
@@ -60,25 +61,25 @@ var (
 // an action whose input is not a JSON object is an error the model is shown.
 func parseTextStep(reply string, step int) (textStep, error) {
 	reply = llmStripThink(reply)
-	if loc := reObservation.FindStringIndex(reply); loc != nil {
+	if loc := reObservation().FindStringIndex(reply); loc != nil {
 		reply = reply[:loc[0]] // the model ran on and invented an observation
 	}
 	var st textStep
 	thoughtEnd := len(reply)
-	for _, re := range []*regexp.Regexp{reAction, reFinal} {
+	for _, re := range []*regexp.Regexp{reAction(), reFinal()} {
 		if loc := re.FindStringIndex(reply); loc != nil && loc[0] < thoughtEnd {
 			thoughtEnd = loc[0]
 		}
 	}
 	st.thought = strings.TrimSpace(reply[:thoughtEnd])
-	if loc := reThought.FindStringIndex(st.thought); loc != nil {
+	if loc := reThought().FindStringIndex(st.thought); loc != nil {
 		st.thought = strings.TrimSpace(st.thought[loc[1]:])
 	}
 
-	if m := reAction.FindStringSubmatchIndex(reply); m != nil && !strings.EqualFold(strings.TrimSpace(reply[m[2]:m[3]]), "") {
+	if m := reAction().FindStringSubmatchIndex(reply); m != nil && !strings.EqualFold(strings.TrimSpace(reply[m[2]:m[3]]), "") {
 		name := strings.Trim(strings.TrimSpace(reply[m[2]:m[3]]), "`*\"'")
 		rest := reply[m[1]:]
-		in := reActionInput.FindStringIndex(rest)
+		in := reActionInput().FindStringIndex(rest)
 		if in == nil {
 			return st, fmt.Errorf("the reply names Action %q but has no \"Action Input:\" line; give the arguments as a JSON object", name)
 		}
@@ -93,7 +94,7 @@ func parseTextStep(reply string, step int) (textStep, error) {
 		st.calls = []schemas.ToolCall{{ID: fmt.Sprintf("text_call_%d", step), Name: name, Arguments: args}}
 		return st, nil
 	}
-	if loc := reFinal.FindStringIndex(reply); loc != nil {
+	if loc := reFinal().FindStringIndex(reply); loc != nil {
 		st.final = strings.TrimSpace(reply[loc[1]:])
 		if st.final == "" {
 			return st, errors.New("the Final Answer is empty")

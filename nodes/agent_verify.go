@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/deepgraph/deepgraph/schemas"
 )
@@ -29,11 +30,19 @@ const fileExts = `md|markdown|txt|csv|tsv|json|jsonl|yaml|yml|toml|ini|xml|html|
 
 var (
 	// artefactVerb: the task asks for something to be made.
-	artefactVerb = regexp.MustCompile(`(?i)\b(write|writes|writing|create|creates|save|saves|store|produce|generate|export|output|put|draft|make|build|dump|record|append)\b`)
-	fileName     = regexp.MustCompile(`(?i)(?:^|[\s"'` + "`" + `(\[])((?:[\w.-]+/)*[\w-][\w.-]*\.(?:` + fileExts + `))\b`)
-	unnamedFile  = regexp.MustCompile(`(?i)\b(?:a|an|the|new|one)\s+(?:\w+\s+){0,3}?(?:file|document|report file|spreadsheet)\b`)
+	artefactVerb = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(write|writes|writing|create|creates|save|saves|store|produce|generate|export|output|put|draft|make|build|dump|record|append)\b`)
+	})
+	fileName = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(?:^|[\s"'` + "`" + `(\[])((?:[\w.-]+/)*[\w-][\w.-]*\.(?:` + fileExts + `))\b`)
+	})
+	unnamedFile = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(?:a|an|the|new|one)\s+(?:\w+\s+){0,3}?(?:file|document|report file|spreadsheet)\b`)
+	})
 	// promise: a reply that says it wrote a file.
-	promise = regexp.MustCompile(`(?i)\b(?:wrote|written|saved|created|stored|exported|generated|put)\b[^.\n]{0,60}?(?:^|[\s"'` + "`" + `(\[])((?:[\w.-]+/)*[\w-][\w.-]*\.(?:` + fileExts + `))\b`)
+	promise = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(?:wrote|written|saved|created|stored|exported|generated|put)\b[^.\n]{0,60}?(?:^|[\s"'` + "`" + `(\[])((?:[\w.-]+/)*[\w-][\w.-]*\.(?:` + fileExts + `))\b`)
+	})
 )
 
 // expectedFiles are the files text asks to be made: the file names it
@@ -41,11 +50,11 @@ var (
 // (["notes.md"] for "write notes.md"), or anyFile for a file it does not
 // name; none when it asks for nothing to be made. URLs are not files.
 func expectedFiles(text string) []string {
-	if !artefactVerb.MatchString(text) {
+	if !artefactVerb().MatchString(text) {
 		return nil
 	}
 	var out []string
-	for _, m := range fileName.FindAllStringSubmatchIndex(text, -1) {
+	for _, m := range fileName().FindAllStringSubmatchIndex(text, -1) {
 		name := text[m[2]:m[3]]
 		if before := text[:m[2]]; strings.HasSuffix(before, "://") || strings.HasSuffix(before, "/") || strings.Contains(name, "//") {
 			continue
@@ -54,7 +63,7 @@ func expectedFiles(text string) []string {
 			out = append(out, name)
 		}
 	}
-	if len(out) == 0 && unnamedFile.MatchString(text) {
+	if len(out) == 0 && unnamedFile().MatchString(text) {
 		out = append(out, anyFile)
 	}
 	return out
@@ -63,7 +72,7 @@ func expectedFiles(text string) []string {
 // promisedFiles are the files a reply says it wrote.
 func promisedFiles(reply string) []string {
 	var out []string
-	for _, m := range promise.FindAllStringSubmatch(reply, -1) {
+	for _, m := range promise().FindAllStringSubmatch(reply, -1) {
 		if !strings.Contains(m[0], "://") && !slices.Contains(out, m[1]) {
 			out = append(out, m[1])
 		}

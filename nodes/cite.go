@@ -113,7 +113,7 @@ var inlineLink = sync.OnceValue(func() *regexp.Regexp {
 })
 
 // citationText is link text that is itself a citation: 3, S3, ^3.
-var citationText = regexp.MustCompile(`^\s*\^?[Ss]?\d{1,4}\s*$`)
+var citationText = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\^?[Ss]?\d{1,4}\s*$`) })
 
 // proseLinks rewrites the inline links of an answer written as prose so
 // that checking its citations keeps their words: a link to a gathered page
@@ -139,7 +139,7 @@ func proseLinks(answer string, gathered []citation.Source) (string, int) {
 			continue
 		}
 		text, target := strings.TrimSpace(answer[m[2]:m[3]]), answer[m[4]:m[5]]
-		if citationText.MatchString(text) {
+		if citationText().MatchString(text) {
 			continue
 		}
 		b.WriteString(answer[last:m[0]])
@@ -192,18 +192,20 @@ var (
 	// labelGroup finds citations in the syntax the model is told to write
 	// (and citation.FromLabels converts): [S3], [S1, S3], 【S3】. "(S3)" or
 	// "S3" in prose are words.
-	labelGroup = regexp.MustCompile(`[\[【]\s*[Ss]\d{1,6}(?:\s*[,;]\s*[Ss]\d{1,6})*\s*[\]】]`)
-	labelRef   = regexp.MustCompile(`[Ss](\d{1,6})`)
+	labelGroup = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`[\[【]\s*[Ss]\d{1,6}(?:\s*[,;]\s*[Ss]\d{1,6})*\s*[\]】]`)
+	})
+	labelRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[Ss](\d{1,6})`) })
 	// codeText is inline code and fenced blocks, where nothing is a citation.
-	codeText = regexp.MustCompile("(?s)```.*?(?:```|$)|~~~.*?(?:~~~|$)|`[^`\n]*`")
+	codeText = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("(?s)```.*?(?:```|$)|~~~.*?(?:~~~|$)|`[^`\n]*`") })
 )
 
 // inventedLabels counts the cited labels that name no source (S9 when
 // there are three).
 func inventedLabels(text string, n int) int {
 	count := 0
-	for _, g := range labelGroup.FindAllString(codeText.ReplaceAllString(text, ""), -1) {
-		for _, m := range labelRef.FindAllStringSubmatch(g, -1) {
+	for _, g := range labelGroup().FindAllString(codeText().ReplaceAllString(text, ""), -1) {
+		for _, m := range labelRef().FindAllStringSubmatch(g, -1) {
 			if k, err := strconv.Atoi(m[1]); err == nil && (k < 1 || k > n) {
 				count++
 			}

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // One citation scheme. The model is told to cite [S3]; models also write
@@ -23,14 +24,20 @@ var (
 	// altCitation matches a citation group in one of the other schemes:
 	// [3], [3, 4], [^3], [source 3], [Sources 3, 4], (S3), (S3, S4), and
 	// [S3] (a label that may name nothing gathered).
-	altCitation = regexp.MustCompile(`\[\^(\d{1,4})\]|\[(?i:sources?\s*)?((?:[Ss]?\d{1,4})(?:\s*[,;]\s*[Ss]?\d{1,4})*)\]|\(((?:[Ss]\d{1,4})(?:\s*[,;]\s*[Ss]\d{1,4})*)\)`)
-	altNumber   = regexp.MustCompile(`\d{1,4}`)
+	altCitation = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\[\^(\d{1,4})\]|\[(?i:sources?\s*)?((?:[Ss]?\d{1,4})(?:\s*[,;]\s*[Ss]?\d{1,4})*)\]|\(((?:[Ss]\d{1,4})(?:\s*[,;]\s*[Ss]\d{1,4})*)\)`)
+	})
+	altNumber = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\d{1,4}`) })
 	// footnoteDef is a footnote definition line, "[^3]: …".
-	footnoteDef = regexp.MustCompile(`(?m)^[ \t]*\[\^\d{1,4}\]:.*(?:\n|$)`)
+	footnoteDef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^[ \t]*\[\^\d{1,4}\]:.*(?:\n|$)`) })
 	// sourcesHeading is the heading of a model-written list of sources.
-	sourcesHeading = regexp.MustCompile(`(?im)^[ \t]*(?:#{1,6}[ \t]*)?(?:\*\*|__)?[ \t]*(?:sources|references|bibliography|citations|works cited|quellen)[ \t]*:?[ \t]*(?:\*\*|__)?[ \t]*:?[ \t]*$`)
+	sourcesHeading = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?im)^[ \t]*(?:#{1,6}[ \t]*)?(?:\*\*|__)?[ \t]*(?:sources|references|bibliography|citations|works cited|quellen)[ \t]*:?[ \t]*(?:\*\*|__)?[ \t]*:?[ \t]*$`)
+	})
 	// listLine is a line of such a list: an item, a link, a label, or blank.
-	listLine = regexp.MustCompile(`^[ \t]*(?:$|[-*+•][ \t]|\d{1,4}[.)][ \t]|\[|https?://)`)
+	listLine = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[ \t]*(?:$|[-*+•][ \t]|\d{1,4}[.)][ \t]|\[|https?://)`)
+	})
 )
 
 // removed marks where a citation was taken out, for tidyProse.
@@ -52,7 +59,7 @@ func normalizeBody(answer string, n int) (string, int) {
 	dropped := 0
 	var b strings.Builder
 	last := 0
-	codes := codeText.FindAllStringIndex(answer, -1)
+	codes := codeText().FindAllStringIndex(answer, -1)
 	inCode := func(i int) bool {
 		for _, c := range codes {
 			if i >= c[0] && i < c[1] {
@@ -61,9 +68,9 @@ func normalizeBody(answer string, n int) (string, int) {
 		}
 		return false
 	}
-	answer = footnoteDef.ReplaceAllStringFunc(answer, func(string) string { return "" })
-	codes = codeText.FindAllStringIndex(answer, -1)
-	for _, m := range altCitation.FindAllStringSubmatchIndex(answer, -1) {
+	answer = footnoteDef().ReplaceAllStringFunc(answer, func(string) string { return "" })
+	codes = codeText().FindAllStringIndex(answer, -1)
+	for _, m := range altCitation().FindAllStringSubmatchIndex(answer, -1) {
 		start, end := m[0], m[1]
 		if inCode(start) {
 			continue
@@ -79,7 +86,7 @@ func normalizeBody(answer string, n int) (string, int) {
 		group := answer[start:end]
 		var labels []string
 		bad := 0
-		for _, num := range altNumber.FindAllString(group, -1) {
+		for _, num := range altNumber().FindAllString(group, -1) {
 			k, _ := strconv.Atoi(num)
 			if k >= 1 && k <= n {
 				labels = append(labels, "S"+strconv.Itoa(k))
@@ -115,13 +122,13 @@ func isWordByte(c byte) bool {
 // of its answer begins (a Sources, References, … heading followed only by
 // list items, links and blank lines), or len(answer).
 func sourcesListStart(answer string) int {
-	locs := sourcesHeading.FindAllStringIndex(answer, -1)
+	locs := sourcesHeading().FindAllStringIndex(answer, -1)
 	if len(locs) == 0 {
 		return len(answer)
 	}
 	start := locs[len(locs)-1][0]
 	for _, line := range strings.Split(answer[locs[len(locs)-1][1]:], "\n") {
-		if !listLine.MatchString(line) {
+		if !listLine().MatchString(line) {
 			return len(answer)
 		}
 	}
@@ -130,13 +137,15 @@ func sourcesListStart(answer string) int {
 
 var (
 	// tidy rules, applied around removed citations only.
-	reAroundRemoved = regexp.MustCompile(`[ \t]*\x00[ \t]*`)
-	reRepeatedJoin  = regexp.MustCompile(`(?i)\b(and|or)\b(?:[ \t]*,?[ \t]*\b(?:and|or)\b)+`)
-	reCommaRun      = regexp.MustCompile(`,(?:[ \t]*,)+`)
-	reDanglingJoin  = regexp.MustCompile(`(?i)(?:[ \t]*,)?[ \t]+(?:and|or)[ \t]*([.;:!?)]|$)|[ \t]*,[ \t]*([.;:!?)]|$)`)
-	reSpaceBefore   = regexp.MustCompile(`[ \t]+([.,;:!?)])`)
-	reEmptyParens   = regexp.MustCompile(`\([ \t,;]*\)|\[[ \t,;]*\]`)
-	reDoubleSpace   = regexp.MustCompile(`[ \t]{2,}`)
+	reAroundRemoved = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[ \t]*\x00[ \t]*`) })
+	reRepeatedJoin  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\b(and|or)\b(?:[ \t]*,?[ \t]*\b(?:and|or)\b)+`) })
+	reCommaRun      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`,(?:[ \t]*,)+`) })
+	reDanglingJoin  = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(?:[ \t]*,)?[ \t]+(?:and|or)[ \t]*([.;:!?)]|$)|[ \t]*,[ \t]*([.;:!?)]|$)`)
+	})
+	reSpaceBefore = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[ \t]+([.,;:!?)])`) })
+	reEmptyParens = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\([ \t,;]*\)|\[[ \t,;]*\]`) })
+	reDoubleSpace = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[ \t]{2,}`) })
 )
 
 // tidyProse mends the sentences where citations were removed (marked with
@@ -148,13 +157,13 @@ func tidyProse(s string) string {
 		if !strings.Contains(line, removed) {
 			continue
 		}
-		line = reAroundRemoved.ReplaceAllString(line, " ")
-		line = reEmptyParens.ReplaceAllString(line, "")
-		line = reCommaRun.ReplaceAllString(line, ",")
-		line = reRepeatedJoin.ReplaceAllString(line, "$1")
-		line = reDanglingJoin.ReplaceAllString(line, "$1$2")
-		line = reSpaceBefore.ReplaceAllString(line, "$1")
-		line = reDoubleSpace.ReplaceAllString(line, " ")
+		line = reAroundRemoved().ReplaceAllString(line, " ")
+		line = reEmptyParens().ReplaceAllString(line, "")
+		line = reCommaRun().ReplaceAllString(line, ",")
+		line = reRepeatedJoin().ReplaceAllString(line, "$1")
+		line = reDanglingJoin().ReplaceAllString(line, "$1$2")
+		line = reSpaceBefore().ReplaceAllString(line, "$1")
+		line = reDoubleSpace().ReplaceAllString(line, " ")
 		lines[i] = strings.TrimRight(line, " \t")
 	}
 	return strings.Join(lines, "\n")

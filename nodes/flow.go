@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/deepgraph/deepgraph/graph"
@@ -298,7 +299,7 @@ type Flow struct {
 	graph    *graph.Compiled[FlowState]
 }
 
-var executorName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
+var executorName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`) })
 
 // NewFlow checks cfg and builds the flow's graph.
 func NewFlow(cfg FlowConfig) (*Flow, error) {
@@ -320,7 +321,7 @@ func NewFlow(cfg FlowConfig) (*Flow, error) {
 	}
 	f := &Flow{cfg: cfg, def: -1}
 	for i, e := range cfg.Executors {
-		if !executorName.MatchString(e.Name) {
+		if !executorName().MatchString(e.Name) {
 			return nil, fmt.Errorf("nodes: flow: executor #%d: invalid name %q: use letters, digits, '_' or '-', starting with a letter", i, e.Name)
 		}
 		if e.Executor == nil {
@@ -657,13 +658,13 @@ func (f *Flow) askPlanner(ctx context.Context, msgs []schemas.Message) (plannerA
 	return args, meter.Snapshot(), nil
 }
 
-var listItem = regexp.MustCompile(`^\s*(?:\d{1,3}[.)]|[-*•])\s+(.+)$`)
+var listItem = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*(?:\d{1,3}[.)]|[-*•])\s+(.+)$`) })
 
 // listItems reads a plan written as text: its numbered or bulleted lines.
 func listItems(text string) []string {
 	var out []string
 	for _, line := range strings.Split(text, "\n") {
-		if m := listItem.FindStringSubmatch(line); m != nil {
+		if m := listItem().FindStringSubmatch(line); m != nil {
 			out = append(out, m[1])
 		}
 	}
@@ -781,12 +782,12 @@ func replaceRemaining(p tools.Plan, steps []string) tools.Plan {
 	return p
 }
 
-var stepTag = regexp.MustCompile(`^\s*\[([A-Za-z][A-Za-z0-9_-]{0,63})\]\s*`)
+var stepTag = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\[([A-Za-z][A-Za-z0-9_-]{0,63})\]\s*`) })
 
 // executorFor returns the executor of a step's text, the text without its
 // tag, and a note when the tag names no executor.
 func (f *Flow) executorFor(text string) (int, string, string) {
-	m := stepTag.FindStringSubmatchIndex(text)
+	m := stepTag().FindStringSubmatchIndex(text)
 	if m == nil {
 		return f.def, strings.TrimSpace(text), ""
 	}

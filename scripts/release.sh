@@ -7,8 +7,11 @@
 #   scripts/release.sh v1.2.3 /tmp/out     # into /tmp/out/
 #   RELEASE_TARGETS="linux/amd64" scripts/release.sh v1.2.3
 #
-# The files are named research_<version>_<os>_<arch>[.exe]. Check a
-# download with: sha256sum --check --ignore-missing SHA256SUMS
+# The files are named research_<version>_<os>_<arch>[.exe], and beside
+# each research-temporal_<version>_<os>_<arch>[.exe], the program research
+# hands research worker, batch and --temporal to (built with the tag
+# temporal; docs/temporal.md): install it as research-temporal next to
+# research. Check a download with: sha256sum --check --ignore-missing SHA256SUMS
 set -euo pipefail
 
 usage() {
@@ -39,7 +42,7 @@ fi
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-rm -f "$out"/research_"$version"_* "$out/SHA256SUMS"
+rm -f "$out"/research_"$version"_* "$out"/research-temporal_"$version"_* "$out/SHA256SUMS"
 
 cd "$root"
 names=()
@@ -50,12 +53,16 @@ for target in $targets; do
     echo "scripts/release.sh: target $target is not OS/ARCH, such as linux/amd64" >&2
     exit 2
   fi
-  name=research_${version}_${goos}_${goarch}
-  [ "$goos" = windows ] && name=$name.exe
-  echo "building $name"
-  CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch \
-    go build -trimpath -ldflags "-s -w -X main.version=$version" -o "$out/$name" ./cmd/research
-  names+=("$name")
+  for program in research research-temporal; do
+    name=${program}_${version}_${goos}_${goarch}
+    [ "$goos" = windows ] && name=$name.exe
+    tags=
+    [ "$program" = research-temporal ] && tags=temporal
+    echo "building $name"
+    CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch \
+      go build -trimpath -tags "$tags" -ldflags "-s -w -X main.version=$version" -o "$out/$name" ./cmd/research
+    names+=("$name")
+  done
 done
 
 (cd "$out" && sum "${names[@]}" > SHA256SUMS)

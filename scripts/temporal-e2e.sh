@@ -183,6 +183,7 @@ wait_line() {
 cd "$ROOT"
 log "building research, the fake and the checker"
 go build -o "$BIN/research" ./cmd/research
+go build -tags temporal -o "$BIN/research-temporal" ./cmd/research
 go build -o "$BIN/fakeapi" ./scripts/fakeapi
 go build -o "$BIN/check" ./scripts/temporal-e2e-check
 

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	readability "codeberg.org/readeck/go-readability"
@@ -200,7 +201,7 @@ func cutAfter(n *html.Node, budget int) bool {
 	return removed
 }
 
-var blankLines = regexp.MustCompile(`\n{3,}`)
+var blankLines = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\n{3,}`) })
 
 // toMarkdown converts a node with the CommonMark and table plugins,
 // resolving relative links against pageURL.
@@ -215,7 +216,7 @@ func toMarkdown(ctx context.Context, n *html.Node, pageURL *url.URL) (string, er
 		return "", err
 	}
 	md := strings.ReplaceAll(string(out), "\r\n", "\n")
-	md = blankLines.ReplaceAllString(md, "\n\n")
+	md = blankLines().ReplaceAllString(md, "\n\n")
 	return strings.TrimSpace(md), nil
 }
 

@@ -530,10 +530,12 @@ func (h *headTail) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-var ansiEscape = regexp.MustCompile(`\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])`)
+var ansiEscape = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[@-Z\\-_])`)
+})
 
 func cleanOutput(b []byte) string {
-	s := ansiEscape.ReplaceAllString(string(b), "")
+	s := ansiEscape().ReplaceAllString(string(b), "")
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	s = strings.ReplaceAll(s, "\r", "\n")
 	return cleanText(s)

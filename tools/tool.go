@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -110,12 +111,12 @@ func Def(t Tool) schemas.ToolDef {
 // validName is what Gemini accepts (a letter or underscore first; letters,
 // digits, '_', '.', '-'), and without the '.' what OpenAI
 // (^[a-zA-Z0-9_-]{1,64}$) and Anthropic accept.
-var validName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,63}$`)
+var validName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,63}$`) })
 
 // CheckName reports whether name is usable as a tool name with every
 // provider, and if not, says why.
 func CheckName(name string) error {
-	if !validName.MatchString(name) {
+	if !validName().MatchString(name) {
 		return fmt.Errorf("tools: invalid tool name %q: use 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or '_'", name)
 	}
 	return nil

@@ -1,3 +1,5 @@
+//go:build temporal
+
 package main
 
 import (
@@ -43,46 +45,14 @@ const defaultBatchConcurrency = 16
 
 func (c *cli) batchCmd() *cobra.Command {
 	var f batchFlags
-	cmd := &cobra.Command{
-		Use:   "batch FILE --temporal HOST:PORT --out DIR",
-		Short: "Research every question of a file on Temporal: one report per question, a summary table, resumable",
-		Long: `batch submits one research run per line of FILE to Temporal, where research
-workers (research worker) do the work, and writes each report to DIR as
-NNN-slug.md and NNN-slug.json (the document --format json prints; NNN is
-the question's place in FILE), and a summary table of every question's
-status, tokens, cost, duration and sources to DIR/summary.md and
-summary.json (the cost at the prices of this configuration, for the
-models the workers used).
-
-FILE has one question per line ("-" reads standard input); empty lines
-and lines starting with # are skipped, and a question asked twice runs
-once. --concurrency bounds the runs in flight; the workers' own
---concurrency bounds their tasks. --queries, --loops and --effort apply to
-every run, and --timeout bounds each run (a run past it stops with its
-incomplete report, status timed_out); the workers' configuration decides
-the rest.
-
-Stopping and starting again is safe. Each question's run has a workflow
-ID derived from the question (and --queries/--loops, not --timeout), so the same command
-picks up where it stopped: a question whose report is in DIR is skipped,
-a run still going on Temporal is followed again, one that finished
-meanwhile has its report fetched, and one that failed, was cancelled or
-terminated or timed out runs again. Ctrl-C detaches: the runs in flight go
-on on Temporal.
-
-Exit status: 0 every question done, 1 some failed (their incomplete
-reports are written; run the command again to retry them), 2 usage error,
-130 interrupted.`,
-		Example: `  research batch questions.txt --temporal localhost:7233 --out reports/
-  research batch questions.txt --temporal temporal.internal:7233 --namespace research --blob-dir /mnt/shared/blobs --out reports/ --concurrency 64 --effort low`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErr("research batch takes one FILE of questions, one per line (\"-\" for standard input); got %d arguments", len(args))
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error { return c.runBatch(cmd, args[0], f) },
+	cmd := batchCommand()
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return usageErr("research batch takes one FILE of questions, one per line (\"-\" for standard input); got %d arguments", len(args))
+		}
+		return nil
 	}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error { return c.runBatch(cmd, args[0], f) }
 	addTemporalFlags(cmd.Flags(), &f.temporal, "the Temporal server's frontend address, HOST:PORT (required)", false)
 	cmd.Flags().StringVarP(&f.out, "out", "o", "", "directory of the reports and the summary (required; created if missing)")
 	cmd.Flags().IntVar(&f.concurrency, "concurrency", defaultBatchConcurrency, "most runs in flight at once")
@@ -320,93 +290,6 @@ func slug(q string) string {
 		return "question"
 	}
 	return string(s)
-}
-
-// Statuses of a batch question.
-const (
-	batchDone       = "done"
-	batchFailed     = "failed"
-	batchCancelled  = "cancelled"
-	batchTerminated = "terminated"
-	batchTimedOut   = "timed_out"
-	batchRunning    = "running" // still running on Temporal when the batch stopped
-	batchPending    = "pending" // not submitted when the batch stopped
-)
-
-// How a batch question's result was had.
-const (
-	howKept     = "kept"     // its report was already in the directory
-	howStarted  = "started"  // its run was started
-	howAttached = "attached" // its run was running, and was followed again
-	howFetched  = "fetched"  // its run had finished, and its report was fetched
-)
-
-// batchRow is a question's line of the summary.
-type batchRow struct {
-	N          int    `json:"n"`
-	Line       int    `json:"line"`
-	Question   string `json:"question"`
-	WorkflowID string `json:"workflow_id"`
-	RunID      string `json:"run_id,omitempty"`
-	Status     string `json:"status"`
-	How        string `json:"how,omitempty"`
-	Error      string `json:"error,omitempty"`
-	Tokens     int    `json:"tokens"`
-	// CostUSD is what the run's model calls cost at this configuration's
-	// prices, for the models the workers used; null when a price is
-	// unknown, or there is no report.
-	CostUSD *float64 `json:"cost_usd"`
-	// DurationMS is how long the run took on Temporal (its start to its
-	// close), or as measured here.
-	DurationMS      float64 `json:"duration_ms"`
-	SourcesCited    int     `json:"sources_cited"`
-	SourcesGathered int     `json:"sources_gathered"`
-	// Report and Document are the file names of the Markdown report and
-	// its JSON document in the directory, when written.
-	Report   string `json:"report,omitempty"`
-	Document string `json:"document,omitempty"`
-}
-
-// failed reports whether the row counts as a failure.
-func (r batchRow) failed() bool {
-	switch r.Status {
-	case batchFailed, batchCancelled, batchTerminated, batchTimedOut:
-		return true
-	}
-	return false
-}
-
-// batchCounts count the questions by outcome.
-type batchCounts struct {
-	Total   int `json:"total"`
-	Done    int `json:"done"`
-	Failed  int `json:"failed"` // failed, cancelled, terminated, timed out
-	Running int `json:"running"`
-	Pending int `json:"pending"`
-}
-
-// batchSummarySchema names summary.json's layout.
-const batchSummarySchema = "deepgraph.research.batch/v1"
-
-// Summary file names.
-const (
-	batchSummaryMD   = "summary.md"
-	batchSummaryJSON = "summary.json"
-)
-
-// batchSummary is summary.json.
-type batchSummary struct {
-	Schema    string      `json:"schema"`
-	File      string      `json:"file"`
-	Address   string      `json:"temporal"`
-	Namespace string      `json:"namespace"`
-	TaskQueue string      `json:"task_queue"`
-	Updated   time.Time   `json:"updated"`
-	Counts    batchCounts `json:"counts"`
-	// CostUSD is the cost of every report written (the rows' cost_usd);
-	// null when one of them is unknown.
-	CostUSD   *float64   `json:"cost_usd"`
-	Questions []batchRow `json:"questions"`
 }
 
 // batch is one invocation of research batch.

@@ -67,12 +67,13 @@ type cli struct {
 	out        string
 	quiet      bool
 	verbose    bool
-	noSave     bool   // keep no run (store: off)
-	noInput    bool   // never ask on the terminal: a paused run stops as needs-input
-	review     bool   // research: pause for a review of the queries
-	thread     string // research: ask a follow-up on this run's thread
-	traceFile  string // --trace: the run's spans as OTLP/JSON
-	runID      string // the stored run being driven, once there is one
+	noSave     bool     // keep no run (store: off)
+	noInput    bool     // never ask on the terminal: a paused run stops as needs-input
+	review     bool     // research: pause for a review of the queries
+	thread     string   // research: ask a follow-up on this run's thread
+	traceFile  string   // --trace: the run's spans as OTLP/JSON
+	runID      string   // the stored run being driven, once there is one
+	args       []string // the command line, as given (research-temporal gets it as it is)
 
 	temporal app.Temporal // --temporal and its settings: the run goes to Temporal
 
@@ -194,6 +195,7 @@ func (c *cli) execute(ctx context.Context, args []string) (code int) {
 			code = exitFailed
 		}
 	}()
+	c.args = args
 	root := c.root()
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

@@ -391,7 +391,7 @@ type fakeOpenAI struct {
 	script func(c oaCallCtx) oaReply
 }
 
-func newFakeOpenAI(t *testing.T, script func(c oaCallCtx) oaReply) *fakeOpenAI {
+func newFakeOpenAI(t testing.TB, script func(c oaCallCtx) oaReply) *fakeOpenAI {
 	t.Helper()
 	f := &fakeOpenAI{key: openaiKey, script: script}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
@@ -483,7 +483,7 @@ type fakeSearXNG struct {
 	web     string
 }
 
-func newFakeSearXNG(t *testing.T, webURL string) *fakeSearXNG {
+func newFakeSearXNG(t testing.TB, webURL string) *fakeSearXNG {
 	t.Helper()
 	f := &fakeSearXNG{urls: map[string]bool{}, web: webURL}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
@@ -543,7 +543,7 @@ func (f *fakeSearXNG) returned() map[string]bool {
 }
 
 // newFakeWeb serves HTML pages whose text carries PAGE-CONTENT markers.
-func newFakeWeb(t *testing.T) (*httptest.Server, *recorder) {
+func newFakeWeb(t testing.TB) (*httptest.Server, *recorder) {
 	t.Helper()
 	rec := &recorder{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

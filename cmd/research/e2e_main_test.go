@@ -83,7 +83,7 @@ func (r result) String() string {
 // env is a scrubbed environment: PATH, and HOME, TMPDIR and the XDG
 // directories inside a fresh temporary directory, so no real configuration
 // or cache is read; plus vars, and the test-speed settings (fast retries).
-func env(t *testing.T, vars map[string]string) []string {
+func env(t testing.TB, vars map[string]string) []string {
 	t.Helper()
 	home := t.TempDir()
 	base := map[string]string{

@@ -8,8 +8,11 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,7 +48,27 @@ func temporalAddress(t *testing.T) string {
 		t.Skip("DEEPGRAPH_TEMPORAL_ADDRESS is not set: this test needs a Temporal server " +
 			"(cd scripts/temporal-dev && go run . --port 7233; then DEEPGRAPH_TEMPORAL_ADDRESS=127.0.0.1:7233)")
 	}
+	buildTemporalProgram(t)
 	return addr
+}
+
+// temporalBuilt is the build of research-temporal next to binary: research
+// hands research worker, batch and --temporal to it.
+var temporalBuilt = sync.OnceValues(func() ([]byte, error) {
+	args := []string{"build", "-tags", "temporal", "-ldflags", "-X main.version=" + testVersion,
+		"-o", filepath.Join(filepath.Dir(binary), temporalProgram)}
+	if bi, ok := debug.ReadBuildInfo(); ok && slices.Contains(bi.Settings, debug.BuildSetting{Key: "-race", Value: "true"}) {
+		args = append(args, "-race")
+	}
+	return exec.Command("go", append(args, ".")...).CombinedOutput()
+})
+
+// buildTemporalProgram builds research-temporal (once for every test; the
+// link takes a minute) with the race detector when the tests have it.
+func buildTemporalProgram(t *testing.T) {
+	t.Helper()
+	out, err := temporalBuilt()
+	require.NoError(t, err, "go build -tags temporal ./cmd/research: %s", out)
 }
 
 // mark is a random word that makes a test's questions and queue its own.
@@ -266,7 +289,13 @@ func TestE2ETemporalRun(t *testing.T) {
 
 func TestE2ETemporalRefusals(t *testing.T) {
 	t.Parallel()
-	// No server needed: the flags are refused before any connection.
+	// No server needed: the flags are refused before any connection, by
+	// research-temporal.
+	if os.Getenv("DEEPGRAPH_TEMPORAL_ADDRESS") == "" && os.Getenv("DEEPGRAPH_TEST_TEMPORAL_PROGRAM") == "" {
+		t.Skip("research-temporal is built (a minute's link) when DEEPGRAPH_TEMPORAL_ADDRESS names a Temporal server, " +
+			"or DEEPGRAPH_TEST_TEMPORAL_PROGRAM=1 asks for it without one")
+	}
+	buildTemporalProgram(t)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -369,7 +398,7 @@ func TestE2ETemporalBatch(t *testing.T) {
 		assert.FileExists(t, filepath.Join(out, names[i]+".json"))
 		assert.Positive(t, r.Tokens)
 		assert.Positive(t, r.DurationMS)
-		assert.Equal(t, batchID(temporalresearch.Request{Question: r.Question, MaxLoops: 1}), r.WorkflowID)
+		assert.Regexp(t, `^research-batch-[0-9a-f]{16}$`, r.WorkflowID, "derived from the question and --loops (TestBatchID)")
 	}
 	assert.Equal(t, batchFailed, s.Questions[2].Status)
 	assert.Positive(t, s.Questions[0].SourcesCited)

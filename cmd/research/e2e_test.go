@@ -156,7 +156,7 @@ func TestE2EGeminiGrounding(t *testing.T) {
 	assert.NotContains(t, res.all(), geminiKey)
 }
 
-func searchSetup(t *testing.T) (*fakeOpenAI, *fakeSearXNG, *recorder, map[string]string) {
+func searchSetup(t testing.TB) (*fakeOpenAI, *fakeSearXNG, *recorder, map[string]string) {
 	t.Helper()
 	web, webRec := newFakeWeb(t)
 	sx := newFakeSearXNG(t, web.URL)

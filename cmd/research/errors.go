@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/llm"
@@ -41,12 +42,14 @@ func errorLines(err error, verbose bool) []string {
 // person reading the message, which says what went wrong without them.
 // Names of providers and of what failed (gemini:, searxng:, search:,
 // mcp:) stay.
-var internalPrefix = regexp.MustCompile(`(^|: |\(|; )(?:runstore|graph|temporalgraph|temporalresearch|nodes|netguard|mcpserver|httpx|telemetry|sqlite|postgres|checkpoint|llm|tools|local|app|config|research): `)
+var internalPrefix = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(^|: |\(|; )(?:runstore|graph|temporalgraph|temporalresearch|nodes|netguard|mcpserver|httpx|telemetry|sqlite|postgres|checkpoint|llm|tools|local|app|config|research): `)
+})
 
 // userText drops internal package prefixes from an error message.
 func userText(msg string) string {
 	for {
-		out := internalPrefix.ReplaceAllString(msg, "$1")
+		out := internalPrefix().ReplaceAllString(msg, "$1")
 		if out == msg {
 			return out
 		}

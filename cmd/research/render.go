@@ -3,6 +3,7 @@ package main
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Terminal styles (SGR).
@@ -17,12 +18,14 @@ const (
 )
 
 var (
-	headingRe = regexp.MustCompile(`^(#{1,6})\s+(.*?)\s*#*\s*$`)
-	bulletRe  = regexp.MustCompile(`^(\s*)[-*+]\s+(.*)$`)
-	orderedRe = regexp.MustCompile(`^(\s*)(\d{1,9})[.)]\s+(.*)$`)
-	ruleRe    = regexp.MustCompile(`^\s{0,3}([-*_])(\s*[-*_]){2,}\s*$`)
+	headingRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(#{1,6})\s+(.*?)\s*#*\s*$`) })
+	bulletRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)[-*+]\s+(.*)$`) })
+	orderedRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)(\d{1,9})[.)]\s+(.*)$`) })
+	ruleRe    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s{0,3}([-*_])(\s*[-*_]){2,}\s*$`) })
 	// sourceRe is an entry of the Sources list: "3. [Title](url)".
-	sourceRe = regexp.MustCompile(`^(\d{1,9})\.\s+\[(.*)\]\((?:<([^<>\n]+)>|([^\s<>]+))\)\s*$`)
+	sourceRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(\d{1,9})\.\s+\[(.*)\]\((?:<([^<>\n]+)>|([^\s<>]+))\)\s*$`)
+	})
 )
 
 // renderMarkdown renders a report for a terminal: headings and emphasis in
@@ -47,7 +50,7 @@ func renderMarkdown(md string) string {
 			inCode, fence = true, f
 			continue
 		}
-		switch m := headingRe.FindStringSubmatch(line); {
+		switch m := headingRe().FindStringSubmatch(line); {
 		case m != nil:
 			style := sgrBold
 			if len(m[1]) == 1 {
@@ -55,18 +58,18 @@ func renderMarkdown(md string) string {
 			}
 			inSources = len(m[1]) == 2 && m[2] == "Sources"
 			b.WriteString(style + inlineStyled(m[2], style) + sgrReset + "\n")
-		case inSources && sourceRe.MatchString(line):
-			s := sourceRe.FindStringSubmatch(line)
+		case inSources && sourceRe().MatchString(line):
+			s := sourceRe().FindStringSubmatch(line)
 			b.WriteString(s[1] + ". " + inline(s[2]) + "\n")
 			b.WriteString(strings.Repeat(" ", len(s[1])+2) + sgrDim + s[3] + s[4] + sgrReset + "\n")
-		case ruleRe.MatchString(line):
+		case ruleRe().MatchString(line):
 			b.WriteString(sgrDim + strings.Repeat("─", 40) + sgrReset + "\n")
 		case strings.HasPrefix(trimmed, ">"):
 			b.WriteString(sgrDim + "│ " + sgrReset + inline(strings.TrimSpace(strings.TrimPrefix(trimmed, ">"))) + "\n")
 		default:
-			if m := bulletRe.FindStringSubmatch(line); m != nil {
+			if m := bulletRe().FindStringSubmatch(line); m != nil {
 				b.WriteString(m[1] + "• " + inline(m[2]) + "\n")
-			} else if m := orderedRe.FindStringSubmatch(line); m != nil {
+			} else if m := orderedRe().FindStringSubmatch(line); m != nil {
 				b.WriteString(m[1] + m[2] + ". " + inline(m[3]) + "\n")
 			} else {
 				b.WriteString(inline(line) + "\n")

@@ -24,23 +24,33 @@ var errRunTimeout = errors.New("run timeout")
 
 func howToConfigure() string { return providers.HowToConfigure() }
 
+// prepareResearch is what a research run needs before it starts, locally or
+// on Temporal: the configuration, the question, and a writable --out.
+func (c *cli) prepareResearch(cmd *cobra.Command, args []string) (*config.Config, string, error) {
+	cfg, err := c.loadConfig(cmd)
+	if err != nil {
+		return nil, "", err
+	}
+	question, err := c.question(args, "no question: run research \"your question\" (or pipe it in); research --help lists the options")
+	if err != nil {
+		return nil, "", err
+	}
+	if err := checkOut(c.out); err != nil {
+		return nil, "", err
+	}
+	return cfg, question, nil
+}
+
 func (c *cli) runResearch(cmd *cobra.Command, args []string) error {
 	if err := mistypedCommand(cmd, args); err != nil {
 		return err
 	}
-	cfg, err := c.loadConfig(cmd)
-	if err != nil {
-		return err
-	}
-	question, err := c.question(args, "no question: run research \"your question\" (or pipe it in); research --help lists the options")
-	if err != nil {
-		return err
-	}
-	if err := checkOut(c.out); err != nil {
-		return err
-	}
 	if c.temporal.Address != "" {
-		return c.runTemporal(cmd, cfg, question)
+		return c.onTemporal(cmd, args)
+	}
+	cfg, question, err := c.prepareResearch(cmd, args)
+	if err != nil {
+		return err
 	}
 	if err := refuseWithout(cmd); err != nil {
 		return err

@@ -1,3 +1,5 @@
+//go:build temporal
+
 package main
 
 import (
@@ -21,6 +23,7 @@ import (
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/graph/temporalgraph"
 	"github.com/deepgraph/deepgraph/internal/app"
+	"github.com/deepgraph/deepgraph/internal/app/temporalapp"
 	"github.com/deepgraph/deepgraph/internal/runstore"
 	"github.com/deepgraph/deepgraph/research"
 	"github.com/deepgraph/deepgraph/research/temporalresearch"
@@ -29,42 +32,6 @@ import (
 // Research on Temporal from the command line: research --temporal submits
 // one run and follows it (this file), research worker runs the workers
 // (worker.go), research batch submits a file of questions (batch.go).
-
-// addTemporalFlags adds --temporal, --namespace, --task-queue and
-// --blob-dir to fs, into t; what is --temporal's help. optional says
-// --temporal may be left out (the other flags then say they need it).
-func addTemporalFlags(fs *pflag.FlagSet, t *app.Temporal, what string, optional bool) {
-	with := ""
-	if optional {
-		with = " (with --temporal)"
-	}
-	fs.StringVar(&t.Address, "temporal", "", what)
-	fs.StringVar(&t.Namespace, "namespace", app.DefaultTemporalNamespace, "Temporal namespace of the runs"+with)
-	fs.StringVar(&t.TaskQueue, "task-queue", app.DefaultTemporalTaskQueue, "task queue the research workers poll"+with)
-	fs.StringVar(&t.BlobDir, "blob-dir", "", "directory for payloads too large for Temporal's history, shared by every worker and client"+with+
-		"; without it large payloads are only compressed")
-}
-
-// checkTemporal checks the Temporal settings (usage errors).
-func checkTemporal(t app.Temporal) error {
-	if err := t.Check(); err != nil {
-		return &exitError{code: exitUsage, err: err}
-	}
-	return nil
-}
-
-// temporalOnly are the flags that only mean something with --temporal.
-var temporalOnly = []string{"namespace", "task-queue", "blob-dir"}
-
-// refuseWithout refuses the Temporal flags given without --temporal.
-func refuseWithout(cmd *cobra.Command) error {
-	for _, name := range temporalOnly {
-		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
-			return usageErr("--%s is a setting of runs on Temporal: add --temporal HOST:PORT, or drop --%s", name, name)
-		}
-	}
-	return nil
-}
 
 // perRunFlags are the flags of the configuration keys a client sends with
 // each run on Temporal (temporalresearch.Request); the workers'
@@ -155,7 +122,7 @@ func newRunID() string { return "research-" + runstore.NewID() }
 // dialTemporal connects to Temporal with the SDK logging through the
 // program's logger.
 func (c *cli) dialTemporal(ctx context.Context, t app.Temporal) (client.Client, error) {
-	tc, err := app.DialTemporal(ctx, t, c.logger())
+	tc, err := temporalapp.Dial(ctx, t, c.logger())
 	if err != nil && ctx.Err() != nil {
 		return nil, &exitError{code: exitInterrupted, err: errInterrupted}
 	}
@@ -178,6 +145,16 @@ func workersPolling(ctx context.Context, tc client.Client, queue string) int {
 func noWorkerHint(t app.Temporal) string {
 	return fmt.Sprintf("No worker polls task queue %s yet: the run waits until one does (research worker --temporal %s --namespace %s --task-queue %s)",
 		t.TaskQueue, t.Address, t.Namespace, t.TaskQueue)
+}
+
+// onTemporal runs research "…" --temporal HOST:PORT: the configuration and
+// the question as a local run has them, then the run on Temporal.
+func (c *cli) onTemporal(cmd *cobra.Command, args []string) error {
+	cfg, question, err := c.prepareResearch(cmd, args)
+	if err != nil {
+		return err
+	}
+	return c.runTemporal(cmd, cfg, question)
 }
 
 // runTemporal submits a research run to Temporal and follows it like a
@@ -486,7 +463,7 @@ func runFailure(id string, err error) error {
 		return fmt.Errorf("run %s took longer than its timeout%s", id, strings.TrimPrefix(appErr.Message(), timeoutPrefix))
 	case errors.As(err, &appErr):
 		msg := appErr.Message()
-		if m := nodeFailure.FindStringSubmatch(msg); m != nil {
+		if m := nodeFailure().FindStringSubmatch(msg); m != nil {
 			return fmt.Errorf("run %s: %s failed: %s", id, m[1], msg[len(m[0]):])
 		}
 		return fmt.Errorf("run %s failed: %s", id, msg)
@@ -502,7 +479,9 @@ func runFailure(id string, err error) error {
 
 // nodeFailure is the graph engine's wrapping of a node's error, which
 // errorLines unwraps for a local run (graph.NodeError).
-var nodeFailure = regexp.MustCompile(`^graph: node "([^"]*)" failed in step \d+(?: after \d+ attempts)?: `)
+var nodeFailure = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^graph: node "([^"]*)" failed in step \d+(?: after \d+ attempts)?: `)
+})
 
 // runDuration is how long a run took on Temporal, from its start and close
 // times; measured when they cannot be read.

@@ -1,3 +1,5 @@
+//go:build temporal
+
 package main
 
 import (
@@ -34,35 +36,9 @@ const (
 
 func (c *cli) workerCmd() *cobra.Command {
 	var f workerFlags
-	cmd := &cobra.Command{
-		Use:   "worker --temporal HOST:PORT",
-		Short: "Run a research worker for Temporal: it runs the research of runs submitted with --temporal or research batch",
-		Long: `worker connects to a Temporal server and does the work of the research runs
-submitted there (research --temporal, research batch): it runs the research
-workflow and its tasks — query writing, each web search, reflection, the
-answer — with the models and search back end of its own configuration,
-built exactly as a local run builds them (flags, DEEPGRAPH_* and the
-providers' variables, the config file). Clients need no model keys.
-
-Start as many workers as you like, on as many machines, with the same
---namespace and --task-queue (and, if given, the same --blob-dir, a
-directory every worker and client mounts). A worker that dies loses
-nothing finished: its running tasks run again on another worker, and runs
-go on. A running task heartbeats every --heartbeat (default 2s); Temporal
-gives up on a worker that missed three beats, so a lost worker's tasks
-move to another after 3×--heartbeat (6s by default). --concurrency bounds
-the tasks it runs at once; the model and
-search limits (max_concurrency, search_concurrency, page_concurrency)
-bound its requests to each provider.
-
-SIGINT or SIGTERM stops it gracefully: it takes no new task and lets the
-running ones finish for up to --stop-timeout (a second Ctrl-C quits at
-once); tasks it did not finish run again elsewhere.`,
-		Example: `  OPENAI_API_KEY=… SEARXNG_URL=http://localhost:8888 research worker --temporal localhost:7233
-  research worker --temporal temporal.internal:7233 --namespace research --blob-dir /mnt/shared/deepgraph-blobs --concurrency 128`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return c.runWorker(cmd, f) },
-	}
+	cmd := workerCommand()
+	cmd.Args = cobra.NoArgs
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return c.runWorker(cmd, f) }
 	addTemporalFlags(cmd.Flags(), &f.temporal, "the Temporal server's frontend address, HOST:PORT (required)", false)
 	cmd.Flags().IntVar(&f.concurrency, "concurrency", defaultWorkerConcurrency, "most tasks (model calls, searches) this worker runs at once")
 	cmd.Flags().DurationVar(&f.stopTimeout, "stop-timeout", defaultWorkerStop, "on SIGINT or SIGTERM, how long running tasks may take to finish before they are cancelled (and run again elsewhere)")

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/deepgraph/deepgraph/nodes"
 	"github.com/deepgraph/deepgraph/research"
@@ -46,7 +47,7 @@ func ActivityLine(a research.Activity) string {
 		}
 		return fmt.Sprintf("Answer: %s, %s dropped", cited, Plural(a.Dropped, "citation", "citations"))
 	case research.ActivityFailed:
-		return fmt.Sprintf("%s failed: %s", a.Node, OneLine(nodeErrPrefix.ReplaceAllString(a.Error, ""), 200))
+		return fmt.Sprintf("%s failed: %s", a.Node, OneLine(nodeErrPrefix().ReplaceAllString(a.Error, ""), 200))
 	case research.ActivityWarning:
 		if a.Warning != nil {
 			msg := "Warning: " + OneLine(a.Warning.Message, 300)
@@ -63,7 +64,9 @@ func ActivityLine(a research.Activity) string {
 
 // nodeErrPrefix is the graph engine's wrapping of a node's error, which the
 // timeline line already says.
-var nodeErrPrefix = regexp.MustCompile(`^graph: node "[^"]*" failed in step \d+( after \d+ attempts)?: `)
+var nodeErrPrefix = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^graph: node "[^"]*" failed in step \d+( after \d+ attempts)?: `)
+})
 
 func reflectionLine(a research.Activity) string {
 	msg := fmt.Sprintf("Reflection %d: ", a.Loop)

@@ -1,23 +1,18 @@
 package app
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	"strconv"
 	"strings"
-	"time"
-
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
-	tlog "go.temporal.io/sdk/log"
-
-	"github.com/deepgraph/deepgraph/graph/temporalgraph"
 )
+
+// The settings of research on Temporal live here, without the Temporal
+// SDK: programs that import app but never run on Temporal (research
+// itself, the server) link none of the SDK, gRPC or their init. Dialing
+// and the payload codec are in package temporalapp.
 
 // Defaults of the Temporal settings (research worker, research --temporal,
 // research batch).
@@ -62,68 +57,4 @@ func (t Temporal) Check() error {
 		}
 	}
 	return nil
-}
-
-// Codec is the payload codec of the settings: compression, and the blob
-// directory when there is one. Workers and clients must agree on it.
-func (t Temporal) Codec() *temporalgraph.Codec {
-	c := &temporalgraph.Codec{}
-	if t.BlobDir != "" {
-		c.Store = temporalgraph.DirStore(t.BlobDir)
-	}
-	return c
-}
-
-// dialTimeout bounds connecting to the server and checking the namespace.
-const dialTimeout = 10 * time.Second
-
-// DialTemporal connects to the Temporal server with the settings' codec
-// and namespace, and checks that the namespace exists. The SDK logs
-// through logger (nil: nowhere). The errors name the address and what to
-// do.
-func DialTemporal(ctx context.Context, t Temporal, logger *slog.Logger) (client.Client, error) {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
-	defer cancel()
-	c, err := client.DialContext(dctx, client.Options{
-		HostPort:      t.Address,
-		Namespace:     t.Namespace,
-		DataConverter: temporalgraph.DataConverter(t.Codec()),
-		Logger:        tlog.NewStructuredLogger(logger),
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		return nil, fmt.Errorf("cannot reach Temporal at %s: %s: is a Temporal server running there? Start one (temporal server start-dev) or pass its frontend address with --temporal HOST:PORT",
-			t.Address, temporalCause(err))
-	}
-	_, err = c.WorkflowService().DescribeNamespace(dctx, &workflowservice.DescribeNamespaceRequest{Namespace: t.Namespace})
-	if err != nil {
-		c.Close()
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		var nf *serviceerror.NamespaceNotFound
-		if errors.As(err, &nf) {
-			return nil, fmt.Errorf("Temporal at %s has no namespace %q: create it (temporal operator namespace create %s) or name another with --namespace",
-				t.Address, t.Namespace, t.Namespace)
-		}
-		return nil, fmt.Errorf("Temporal at %s: checking namespace %q: %s", t.Address, t.Namespace, temporalCause(err))
-	}
-	return c, nil
-}
-
-// temporalCause shortens a gRPC error for a message: its status message,
-// not the "rpc error: code = … desc = …" wrapping.
-func temporalCause(err error) string {
-	msg := err.Error()
-	if i := strings.LastIndex(msg, "desc = "); i >= 0 {
-		msg = msg[i+len("desc = "):]
-	}
-	msg = strings.Trim(msg, `"`)
-	msg = strings.TrimPrefix(msg, "transport: Error while dialing: ")
-	return OneLine(msg, 300)
 }

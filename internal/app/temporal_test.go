@@ -1,17 +1,12 @@
 package app
 
 import (
-	"context"
-	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/deepgraph/deepgraph/graph/temporalgraph"
 )
 
 func TestTemporalCheck(t *testing.T) {
@@ -42,29 +37,4 @@ func TestTemporalCheck(t *testing.T) {
 		require.Error(t, err, "%+v", bad)
 		assert.Contains(t, err.Error(), tc.want)
 	}
-}
-
-func TestTemporalCodec(t *testing.T) {
-	assert.Equal(t, &temporalgraph.Codec{}, Temporal{}.Codec(), "compression only")
-	assert.Equal(t, &temporalgraph.Codec{Store: temporalgraph.DirStore("/shared/blobs")}, Temporal{BlobDir: "/shared/blobs"}.Codec())
-}
-
-func TestDialTemporalNoServer(t *testing.T) {
-	// A port nothing listens on.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	_, err = DialTemporal(context.Background(), Temporal{Address: addr, Namespace: "default", TaskQueue: "q"}, nil)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "cannot reach Temporal at "+addr+": ")
-	assert.Contains(t, err.Error(), "connection refused")
-	assert.Contains(t, err.Error(), "is a Temporal server running there?")
-	assert.NotContains(t, err.Error(), "rpc error")
-
-	ctx, cancel := context.WithCancelCause(context.Background())
-	stop := errors.New("stop")
-	cancel(stop)
-	_, err = DialTemporal(ctx, Temporal{Address: addr, Namespace: "default", TaskQueue: "q"}, nil)
-	assert.ErrorIs(t, err, stop, "a cancelled dial says why")
 }

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // A document is a parsed corpus file: a title and a sequence of blocks
@@ -158,12 +159,14 @@ func parsePlain(text, name string) document {
 }
 
 var (
-	atxHeading  = regexp.MustCompile(`^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$`)
-	fenceOpen   = regexp.MustCompile("^ {0,3}(`{3,}|~{3,})")
-	setextH1    = regexp.MustCompile(`^ {0,3}=+[ \t]*$`)
-	setextH2    = regexp.MustCompile(`^ {0,3}-+[ \t]*$`)
-	mdLink      = regexp.MustCompile(`!?\[([^\]]*)\]\([^)]*\)`)
-	frontTitle  = regexp.MustCompile(`^title:[ \t]*(.+?)[ \t]*$`)
+	atxHeading = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$`)
+	})
+	fenceOpen   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("^ {0,3}(`{3,}|~{3,})") })
+	setextH1    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^ {0,3}=+[ \t]*$`) })
+	setextH2    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^ {0,3}-+[ \t]*$`) })
+	mdLink      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`!?\[([^\]]*)\]\([^)]*\)`) })
+	frontTitle  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^title:[ \t]*(.+?)[ \t]*$`) })
 	maxFrontRow = 200
 )
 
@@ -183,7 +186,7 @@ func parseMarkdown(text, name string) document {
 			if l := strings.TrimRight(lines[j], " \t"); l == "---" || l == "..." {
 				var b block
 				for k := 0; k <= j; k++ {
-					if m := frontTitle.FindStringSubmatch(lines[k]); m != nil && frontMatterTitle == "" {
+					if m := frontTitle().FindStringSubmatch(lines[k]); m != nil && frontMatterTitle == "" {
 						frontMatterTitle = cleanHeading(strings.Trim(m[1], `"'`))
 					}
 					t := lines[k]
@@ -202,7 +205,7 @@ func parseMarkdown(text, name string) document {
 	for ; i < len(lines); i++ {
 		line := lines[i]
 		n := i + 1
-		if m := fenceOpen.FindStringSubmatch(line); m != nil {
+		if m := fenceOpen().FindStringSubmatch(line); m != nil {
 			para.flush(&doc)
 			marker := m[1]
 			var b block
@@ -222,7 +225,7 @@ func parseMarkdown(text, name string) document {
 			para.flush(&doc)
 			continue
 		}
-		if m := atxHeading.FindStringSubmatch(line); m != nil {
+		if m := atxHeading().FindStringSubmatch(line); m != nil {
 			para.flush(&doc)
 			h := cleanHeading(m[2])
 			level := len(m[1])
@@ -236,9 +239,9 @@ func parseMarkdown(text, name string) document {
 			})
 			continue
 		}
-		if len(para.segs) > 0 && (setextH1.MatchString(line) || setextH2.MatchString(line)) {
+		if len(para.segs) > 0 && (setextH1().MatchString(line) || setextH2().MatchString(line)) {
 			level := 2
-			if setextH1.MatchString(line) {
+			if setextH1().MatchString(line) {
 				level = 1
 			}
 			var parts []string
@@ -292,7 +295,7 @@ func closesFence(line, marker string) bool {
 // titles read as text: links become their text, code spans, emphasis
 // markers and surplus whitespace go.
 func cleanHeading(h string) string {
-	h = mdLink.ReplaceAllString(h, "$1")
+	h = mdLink().ReplaceAllString(h, "$1")
 	h = strings.NewReplacer("`", "", "**", "", "__", "").Replace(h)
 	return collapseSpace(h)
 }

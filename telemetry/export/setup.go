@@ -1,8 +1,9 @@
 // Package export sets deepgraph's tracing and metrics up the OpenTelemetry
 // way: from the standard OTEL_* variables (OTLP over HTTP) and an optional
 // OTLP/JSON trace file. It is apart from package telemetry because the OTLP exporter
-// brings gRPC's and protobuf's packages along; programs that bring their own
-// TracerProvider need only telemetry.
+// brings the SDK's and protobuf's packages along; programs that bring their own
+// TracerProvider need only telemetry. The OTLP/HTTP client is this package's
+// own (otlphttp.go says why: OpenTelemetry's imports gRPC).
 package export
 
 import (
@@ -13,8 +14,6 @@ import (
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -36,8 +35,11 @@ const DefaultServiceName = "deepgraph"
 //   - OTEL_EXPORTER_OTLP_PROTOCOL / OTEL_EXPORTER_OTLP_TRACES_PROTOCOL:
 //     http/protobuf (the default) is built in; grpc and http/json are not
 //     and are refused with an error saying so;
-//   - OTEL_EXPORTER_OTLP_HEADERS, …_TIMEOUT, …_COMPRESSION, …_CERTIFICATE
-//     as the OTLP/HTTP exporter reads them;
+//   - OTEL_EXPORTER_OTLP_HEADERS, …_TIMEOUT, …_COMPRESSION, …_CERTIFICATE,
+//     …_CLIENT_CERTIFICATE and …_CLIENT_KEY, each also per signal
+//     (OTEL_EXPORTER_OTLP_TRACES_HEADERS, …), as the specification says;
+//     OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE (cumulative,
+//     delta, lowmemory);
 //   - OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES name the service;
 //   - OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG choose the sampler
 //     (default parentbased_always_on);
@@ -53,9 +55,9 @@ type Config struct {
 	TraceFile string
 	// Options say what spans carry.
 	Options telemetry.Options
-	// Getenv reads the environment; nil is os.Getenv. The SDK and the
-	// OTLP exporter read the variables they handle from the process
-	// environment themselves.
+	// Getenv reads the environment; nil is os.Getenv. The SDK reads the
+	// variables it handles (the sampler, the resource, the metric
+	// interval) from the process environment itself.
 	Getenv func(string) string
 	// ServiceVersion is service.version, when known.
 	ServiceVersion string
@@ -164,9 +166,9 @@ func Start(ctx context.Context, cfg Config) (*Provider, error) {
 		if err := checkProtocol(getenv, "TRACES"); err != nil {
 			return nil, err
 		}
-		exp, err := otlptracehttp.New(ctx)
+		exp, err := newTraceExporter(ctx, getenv)
 		if err != nil {
-			return nil, configErr("OTLP/HTTP trace exporter: %v", err)
+			return nil, err
 		}
 		opts = append(opts, sdktrace.WithBatcher(exp))
 	}
@@ -186,9 +188,9 @@ func Start(ctx context.Context, cfg Config) (*Provider, error) {
 		if err := checkProtocol(getenv, "METRICS"); err != nil {
 			return nil, err
 		}
-		exp, err := otlpmetrichttp.New(ctx)
+		exp, err := newMetricExporter(getenv)
 		if err != nil {
-			return nil, configErr("OTLP/HTTP metric exporter: %v", err)
+			return nil, err
 		}
 		// The periodic reader reads OTEL_METRIC_EXPORT_INTERVAL and
 		// OTEL_METRIC_EXPORT_TIMEOUT itself (default 60s and 30s).

@@ -113,7 +113,7 @@ func (s *session) ended() bool {
 // returned Client must be closed.
 func Connect(ctx context.Context, srv Server, opts Options) (*Client, error) {
 	if opts.Transport != nil {
-		if !validServerName.MatchString(srv.Name) {
+		if !validServerName().MatchString(srv.Name) {
 			return nil, fmt.Errorf("%w %s: name: use 1 to %d letters, digits, '_' or '-'", ErrInvalidServer, quoteName(srv.Name), MaxNameLen)
 		}
 	} else if err := srv.Validate(); err != nil {

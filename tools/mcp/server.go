@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/deepgraph/deepgraph/internal/redact"
@@ -51,7 +52,7 @@ type Server struct {
 	Timeout time.Duration
 }
 
-var validServerName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+var validServerName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`) })
 
 // ErrInvalidServer matches the errors of Validate.
 var ErrInvalidServer = errors.New("mcp: invalid server")
@@ -63,7 +64,7 @@ func (s Server) Validate() error {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w %s: %s", ErrInvalidServer, quoteName(s.Name), fmt.Sprintf(format, args...)))
 	}
-	if !validServerName.MatchString(s.Name) {
+	if !validServerName().MatchString(s.Name) {
 		bad("name: use 1 to %d letters, digits, '_' or '-' (the name prefixes its tools' names)", MaxNameLen)
 	}
 	switch {

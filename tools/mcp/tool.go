@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -56,7 +57,7 @@ func RemoteName(t tools.Tool) (string, bool) {
 // Tool names must match ^[A-Za-z_][A-Za-z0-9_.-]{0,63}$ (tools.CheckName).
 const maxToolName = 64
 
-var invalidNameChar = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
+var invalidNameChar = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_.-]`) })
 
 // toolName is the tools.Tool name of the MCP tool remote of server:
 // "server.remote", with characters outside [A-Za-z0-9_.-] replaced by '_',
@@ -65,7 +66,7 @@ var invalidNameChar = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
 // different long names stay different.
 func toolName(server, remote string) string {
 	full := server + "." + remote
-	name := invalidNameChar.ReplaceAllString(full, "_")
+	name := invalidNameChar().ReplaceAllString(full, "_")
 	if c := name[0]; !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z') {
 		name = "_" + name
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/deepgraph/deepgraph/internal/httpx"
@@ -137,7 +138,7 @@ func ErrorMessage(body []byte, decode DecodeError) string {
 
 // keyPattern matches OpenAI- and Anthropic-style keys (sk-…, sk-proj-…,
 // sk-ant-…, also when partly starred out), keeping the prefix.
-var keyPattern = regexp.MustCompile(`(sk-(?:proj-|ant-)?)[A-Za-z0-9_\-*]{6,}`)
+var keyPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(sk-(?:proj-|ant-)?)[A-Za-z0-9_\-*]{6,}`) })
 
 // maxClean bounds a cleaned text, in bytes before the ellipsis.
 const maxClean = 800
@@ -150,7 +151,7 @@ func Clean(s, key string) string {
 	if len(key) >= 6 {
 		s = strings.ReplaceAll(s, key, "[redacted]")
 	}
-	s = keyPattern.ReplaceAllString(s, "$1[redacted]")
+	s = keyPattern().ReplaceAllString(s, "$1[redacted]")
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) {
 			return ' '
