@@ -354,6 +354,12 @@ func (s *Server) execute(ru *run) {
 		case <-ru.ctx.Done():
 		}
 	}
+	if s.ctx.Err() != nil {
+		// The server's end reaches the run's context in a goroutine of
+		// its own (AfterFunc): a run the shutdown found waiting must not
+		// start in between — it stays pending for the next server.
+		ru.cancel(context.Cause(s.ctx))
+	}
 	started := ru.ctx.Err() == nil
 	if started {
 		s.setStatus(ru, runRunning)
