@@ -35,7 +35,7 @@ import (
 	"github.com/deepgraph/deepgraph/research/temporalresearch"
 )
 
-func TestParseQuestions(t *testing.T) {
+func TestTemporalParseQuestions(t *testing.T) {
 	in := "\ufeff# a comment\n\nWho won the Euro 2024?\r\n   \n  What is Raft?  \n#  another\nWho  won the   Euro 2024?\nWhat is Raft?\nWie funktioniert Raft?\n"
 	qs, dups, err := parseQuestions(strings.NewReader(in), temporalresearch.Request{MaxLoops: 2})
 	require.NoError(t, err)
@@ -80,7 +80,7 @@ func TestParseQuestions(t *testing.T) {
 	})
 }
 
-func TestBatchID(t *testing.T) {
+func TestTemporalBatchID(t *testing.T) {
 	q := temporalresearch.Request{Question: "What is Raft?"}
 	id := batchID(q)
 	assert.Regexp(t, `^research-batch-[0-9a-f]{16}$`, id)
@@ -94,7 +94,7 @@ func TestBatchID(t *testing.T) {
 	assert.NotEqual(t, batchID(temporalresearch.Request{Question: "a", MaxLoops: 1}), batchID(temporalresearch.Request{Question: "a", InitialQueries: 1}))
 }
 
-func TestSlug(t *testing.T) {
+func TestTemporalSlug(t *testing.T) {
 	for in, want := range map[string]string{
 		"Who won the Euro 2024?":      "who-won-the-euro-2024",
 		"  --What's   up?!  ":         "what-s-up",
@@ -135,7 +135,7 @@ func question(t *testing.T, n int, text string) batchQuestion {
 	return batchQuestion{N: n, Line: n, Request: req, ID: batchID(req), Name: "00" + itoa(n) + "-" + slug(text)}
 }
 
-func TestBatchDecide(t *testing.T) {
+func TestTemporalBatchDecide(t *testing.T) {
 	t0 := time.Now()
 	for _, tc := range []struct {
 		name   string
@@ -196,7 +196,7 @@ func writeKept(t *testing.T, b *batch, q batchQuestion, rep *research.Report, ru
 	require.NoError(t, b.write(q, &temporalresearch.Outcome{Report: rep, Models: workerModels}, runErr))
 }
 
-func TestBatchKept(t *testing.T) {
+func TestTemporalBatchKept(t *testing.T) {
 	b := testBatch(t, nil)
 	q := question(t, 1, "What is Raft?")
 	_, ok := b.kept(q)
@@ -241,7 +241,7 @@ func workflowRun(t *testing.T, id, runID string, rep *research.Report, err error
 	return r
 }
 
-func TestBatchRun(t *testing.T) {
+func TestTemporalBatchRun(t *testing.T) {
 	c := mocks.NewClient(t)
 	b := testBatch(t, c)
 	t0 := time.Date(2025, 6, 1, 11, 0, 0, 0, time.UTC)
@@ -361,7 +361,7 @@ func TestBatchRun(t *testing.T) {
 	assert.Equal(t, batchCounts{Total: 8, Done: 5, Failed: 3}, countRows(rows))
 }
 
-func TestBatchInterrupted(t *testing.T) {
+func TestTemporalBatchInterrupted(t *testing.T) {
 	c := mocks.NewClient(t)
 	b := testBatch(t, c)
 	b.concurrency = 1
@@ -393,7 +393,7 @@ func TestBatchInterrupted(t *testing.T) {
 	c.AssertNotCalled(t, "CancelWorkflow", mock.Anything, mock.Anything, mock.Anything)
 }
 
-func TestBatchSummary(t *testing.T) {
+func TestTemporalBatchSummary(t *testing.T) {
 	b := testBatch(t, nil)
 	usd := func(v float64) *float64 { return &v }
 	rows := []batchRow{
@@ -447,7 +447,7 @@ func TestBatchSummary(t *testing.T) {
 	}
 }
 
-func TestRunFailure(t *testing.T) {
+func TestTemporalRunFailure(t *testing.T) {
 	for _, tc := range []struct {
 		err    error
 		msg    string
@@ -488,7 +488,7 @@ func TestTemporalRequest(t *testing.T) {
 		"a batch's timeout does not change its runs: a question answered within any timeout is not run again")
 }
 
-func TestModelList(t *testing.T) {
+func TestTemporalModelList(t *testing.T) {
 	assert.Equal(t, "openai:gpt-4.1-mini", modelList(map[string]string{"query": "openai:gpt-4.1-mini", "research": "openai:gpt-4.1-mini",
 		"reflection": "openai:gpt-4.1-mini", "answer": "openai:gpt-4.1-mini"}), "one model for every role, named once")
 	assert.Equal(t, "openai:gpt-4.1-mini, openai:gpt-4.1, anthropic:claude-haiku-4-5", modelList(map[string]string{

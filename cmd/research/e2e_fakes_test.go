@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -556,4 +557,16 @@ func newFakeWeb(t testing.TB) (*httptest.Server, *recorder) {
 	}))
 	t.Cleanup(srv.Close)
 	return srv, rec
+}
+
+// searchesFor counts the searches of query the fake SearXNG received (their
+// first pages).
+func searchesFor(sx *fakeSearXNG, query string) int {
+	n := 0
+	for _, r := range sx.all() {
+		if v, err := url.ParseQuery(r.RawQuery); err == nil && v.Get("q") == query && (v.Get("pageno") == "" || v.Get("pageno") == "1") {
+			n++
+		}
+	}
+	return n
 }

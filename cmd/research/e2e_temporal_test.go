@@ -1,3 +1,5 @@
+//go:build temporal
+
 package main
 
 import (
@@ -6,13 +8,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime/debug"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,27 +46,7 @@ func temporalAddress(t *testing.T) string {
 		t.Skip("DEEPGRAPH_TEMPORAL_ADDRESS is not set: this test needs a Temporal server " +
 			"(cd scripts/temporal-dev && go run . --port 7233; then DEEPGRAPH_TEMPORAL_ADDRESS=127.0.0.1:7233)")
 	}
-	buildTemporalProgram(t)
 	return addr
-}
-
-// temporalBuilt is the build of research-temporal next to binary: research
-// hands research worker, batch and --temporal to it.
-var temporalBuilt = sync.OnceValues(func() ([]byte, error) {
-	args := []string{"build", "-tags", "temporal", "-ldflags", "-X main.version=" + testVersion,
-		"-o", filepath.Join(filepath.Dir(binary), temporalProgram)}
-	if bi, ok := debug.ReadBuildInfo(); ok && slices.Contains(bi.Settings, debug.BuildSetting{Key: "-race", Value: "true"}) {
-		args = append(args, "-race")
-	}
-	return exec.Command("go", append(args, ".")...).CombinedOutput()
-})
-
-// buildTemporalProgram builds research-temporal (once for every test; the
-// link takes a minute) with the race detector when the tests have it.
-func buildTemporalProgram(t *testing.T) {
-	t.Helper()
-	out, err := temporalBuilt()
-	require.NoError(t, err, "go build -tags temporal ./cmd/research: %s", out)
 }
 
 // mark is a random word that makes a test's questions and queue its own.
@@ -289,13 +267,7 @@ func TestE2ETemporalRun(t *testing.T) {
 
 func TestE2ETemporalRefusals(t *testing.T) {
 	t.Parallel()
-	// No server needed: the flags are refused before any connection, by
-	// research-temporal.
-	if os.Getenv("DEEPGRAPH_TEMPORAL_ADDRESS") == "" && os.Getenv("DEEPGRAPH_TEST_TEMPORAL_PROGRAM") == "" {
-		t.Skip("research-temporal is built (a minute's link) when DEEPGRAPH_TEMPORAL_ADDRESS names a Temporal server, " +
-			"or DEEPGRAPH_TEST_TEMPORAL_PROGRAM=1 asks for it without one")
-	}
-	buildTemporalProgram(t)
+	// No server needed: the flags are refused before any connection.
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -398,7 +370,7 @@ func TestE2ETemporalBatch(t *testing.T) {
 		assert.FileExists(t, filepath.Join(out, names[i]+".json"))
 		assert.Positive(t, r.Tokens)
 		assert.Positive(t, r.DurationMS)
-		assert.Regexp(t, `^research-batch-[0-9a-f]{16}$`, r.WorkflowID, "derived from the question and --loops (TestBatchID)")
+		assert.Equal(t, batchID(temporalresearch.Request{Question: r.Question, MaxLoops: 1}), r.WorkflowID)
 	}
 	assert.Equal(t, batchFailed, s.Questions[2].Status)
 	assert.Positive(t, s.Questions[0].SourcesCited)
@@ -470,18 +442,6 @@ func TestE2ETemporalBatchDetachAndAttach(t *testing.T) {
 	s = readSummary(t, out)
 	assert.Equal(t, []string{howKept, howAttached}, hows(s))
 	assert.Equal(t, batchCounts{Total: 2, Done: 2}, s.Counts)
-}
-
-// searchesFor counts the searches of query the fake SearXNG received (their
-// first pages).
-func searchesFor(sx *fakeSearXNG, query string) int {
-	n := 0
-	for _, r := range sx.all() {
-		if v, err := url.ParseQuery(r.RawQuery); err == nil && v.Get("q") == query && (v.Get("pageno") == "" || v.Get("pageno") == "1") {
-			n++
-		}
-	}
-	return n
 }
 
 // TestE2ETemporalReview answers a run's reviews on a terminal, as a person
