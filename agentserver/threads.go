@@ -215,7 +215,7 @@ func (s *Server) removeThread(ctx context.Context, t *thread) error {
 		delete(s.runs, r.id)
 	}
 	s.mu.Unlock()
-	if err := s.unstore(ctx, s.store.DeleteThread, t.id); err != nil {
+	if err := s.unstore(ctx, t.id, s.store.DeleteThread, t.id); err != nil {
 		return fmt.Errorf("deleting thread %s's record: %w", t.id, err)
 	}
 	return nil
