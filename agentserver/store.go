@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -245,12 +246,15 @@ func (s *Server) putThread(t *thread) {
 	rec := ThreadRecord{ID: t.id, CreatedAt: t.created, UpdatedAt: t.updated, StateUpdatedAt: t.stateUpdated,
 		Metadata: cloneMetadata(t.metadata), GraphID: t.graphID, Status: t.status}
 	s.mu.Unlock()
-	if !kept {
-		return
+	if !kept || (t.saved != nil && reflect.DeepEqual(*t.saved, rec)) {
+		return // a run's start changes its record, not its thread's
 	}
 	if err := s.store.PutThread(context.Background(), rec); err != nil {
+		t.saved = nil
 		s.log.Warn("could not keep a thread's record", "thread", t.id, "err", err)
+		return
 	}
+	t.saved = &rec
 }
 
 // saveRun writes a run's record and its thread's (none for a stateless
