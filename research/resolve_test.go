@@ -51,9 +51,11 @@ type redirectWorld struct {
 	gate chan struct{}
 	// beforeAnswer, when set, runs before resolvingGemini writes an answer.
 	beforeAnswer func()
+	// delay is how long each redirect and each page takes to answer.
+	delay time.Duration
 }
 
-func newRedirectWorld(t *testing.T) *redirectWorld {
+func newRedirectWorld(t testing.TB) *redirectWorld {
 	w := &redirectWorld{release: make(chan struct{}), gate: make(chan struct{})}
 	pages := http.NewServeMux()
 	pages.HandleFunc("/article", func(rw http.ResponseWriter, r *http.Request) {
@@ -63,6 +65,7 @@ func newRedirectWorld(t *testing.T) *redirectWorld {
 	})
 	pages.HandleFunc("/other/", func(rw http.ResponseWriter, r *http.Request) {
 		w.pages.Add(1)
+		time.Sleep(w.delay)
 		rw.Header().Set("Content-Type", "text/html")
 		fmt.Fprintf(rw, "<html><head><title>Other page %s</title></head></html>", strings.TrimPrefix(r.URL.Path, "/other/"))
 	})
@@ -96,7 +99,12 @@ func newRedirectWorld(t *testing.T) *redirectWorld {
 	}
 	w.redirectSrv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		w.redirects.Add(1)
+		time.Sleep(w.delay)
 		tok := strings.TrimPrefix(r.URL.Path, "/grounding-api-redirect/")
+		if n, ok := strings.CutPrefix(tok, "uniq-"); ok { // a page of its own
+			http.Redirect(rw, r, at("pages.test", "/other/"+n), http.StatusFound)
+			return
+		}
 		if rest, ok := strings.CutPrefix(tok, "gated-"); ok {
 			// The redirect's head goes at once, its body when the gate
 			// opens: no header timeout cuts the wait short.
@@ -142,7 +150,7 @@ func (w *redirectWorld) page(path string) string {
 	return fmt.Sprintf("http://pages.test:%d%s", w.pageSrv.Listener.Addr().(*net.TCPAddr).Port, path)
 }
 
-func (w *redirectWorld) resolver(t *testing.T, cfg research.ResolverConfig) *research.SourceResolver {
+func (w *redirectWorld) resolver(t testing.TB, cfg research.ResolverConfig) *research.SourceResolver {
 	t.Helper()
 	cfg.Guard, cfg.Prefixes = w.guard, []string{w.prefix}
 	r, err := research.NewSourceResolver(cfg)
