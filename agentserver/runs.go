@@ -401,7 +401,7 @@ func (s *Server) execute(ru *run) {
 	deleteThread := t.stateless && ru.completed == "delete"
 	s.mu.Unlock()
 	if rolledBack {
-		if err := s.unstore(context.Background(), s.store.DeleteRun, ru.id); err != nil {
+		if err := s.unstore(context.Background(), t.id, s.store.DeleteRun, ru.id); err != nil {
 			s.log.Warn("could not delete a rolled back run's record", "run", ru.id, "err", err)
 		}
 		s.saveThread(t)
@@ -735,7 +735,7 @@ func (s *Server) deleteRun(w http.ResponseWriter, r *http.Request) {
 	delete(s.runs, ru.id)
 	ru.thread.runs = slices.DeleteFunc(ru.thread.runs, func(o *run) bool { return o == ru })
 	s.mu.Unlock()
-	if err := s.unstore(r.Context(), s.store.DeleteRun, ru.id); err != nil {
+	if err := s.unstore(r.Context(), ru.thread.id, s.store.DeleteRun, ru.id); err != nil {
 		s.fail(w, fmt.Errorf("deleting run %s's record: %w", ru.id, err))
 		return
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/internal/drain"
+	"github.com/deepgraph/deepgraph/internal/keymu"
 )
 
 // Options configure a Server.
@@ -78,9 +79,10 @@ type Server struct {
 	opts  Options
 	cp    graph.Checkpointer
 	store Store
-	// storeMu orders the writes to the store: the last one written is
-	// the newest.
-	storeMu sync.Mutex
+	// records orders the writes of each thread's records (its own and
+	// its runs'): the last one written is the newest. One thread's writes
+	// never wait for another's.
+	records keymu.Map
 	log     *slog.Logger
 	mux     *http.ServeMux
 

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -181,5 +184,110 @@ func TestResumeRuns(t *testing.T) {
 			}
 			assert.Contains(t, values.Done, "second", "the waiting run's input ran")
 		})
+	}
+}
+
+// gateStore is a MemoryStore whose writes of one thread's records, once
+// the gate is armed, wait until it is opened: a store whose I/O is slow.
+type gateStore struct {
+	*agentserver.MemoryStore
+	thread  atomic.Value  // the thread whose writes wait (string)
+	entered chan struct{} // closed when a gated write has begun
+	open    chan struct{} // closed to let the gated writes through
+	once    atomic.Bool
+}
+
+func (g *gateStore) wait(threadID string) {
+	if g.thread.Load() != threadID {
+		return
+	}
+	if g.once.CompareAndSwap(false, true) {
+		close(g.entered)
+	}
+	<-g.open
+}
+
+func (g *gateStore) PutThread(ctx context.Context, t agentserver.ThreadRecord) error {
+	g.wait(t.ID)
+	return g.MemoryStore.PutThread(ctx, t)
+}
+
+func (g *gateStore) PutRun(ctx context.Context, r agentserver.RunRecord) error {
+	g.wait(r.ThreadID)
+	return g.MemoryStore.PutRun(ctx, r)
+}
+
+// TestSubmitDoesNotWaitForOtherThreadsWrites: while a thread's record is
+// being written (its store write blocked), a run submitted on another
+// thread is taken, runs and ends — the server holds no lock of all its
+// records across a store's I/O. Once the blocked write goes through, the
+// first thread's run runs too, and the store keeps each record's last
+// state.
+func TestSubmitDoesNotWaitForOtherThreadsWrites(t *testing.T) {
+	cp := graph.NewMemorySaver()
+	store := &gateStore{MemoryStore: agentserver.NewMemoryStore(), entered: make(chan struct{}), open: make(chan struct{})}
+	store.thread.Store("")
+	_, _, c := serveStepsOn(t, cp, store)
+	slow, fast := newThread(c), newThread(c)
+
+	store.thread.Store(slow)
+	release := sync.OnceFunc(func() { close(store.open) })
+	defer release() // a failing test lets the blocked write go, to end
+	slowDone := make(chan runDoc, 1)
+	go func() {
+		defer close(slowDone)
+		resp, err := http.Post(c.base+"/threads/"+slow+"/runs", "application/json",
+			strings.NewReader(`{"assistant_id": "steps", "input": {"done": []}}`))
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		var r runDoc
+		if resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(&r) == nil {
+			slowDone <- r
+		}
+	}()
+	<-store.entered // the slow thread's submission is writing its records
+
+	fastDone := make(chan stepsState, 1)
+	go func() {
+		defer close(fastDone)
+		resp, err := http.Post(c.base+"/threads/"+fast+"/runs/wait", "application/json",
+			strings.NewReader(`{"assistant_id": "steps", "input": {"done": []}}`))
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		var st stepsState
+		if resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(&st) == nil {
+			fastDone <- st
+		}
+	}()
+	select {
+	case st, ok := <-fastDone:
+		require.True(t, ok, "the other thread's run failed")
+		assert.NotEmpty(t, st.Done, "the other thread's run ran to its end")
+	case <-slowDone:
+		t.Fatal("the slow thread's submission returned while its write was blocked")
+	case <-time.After(time.Minute): // a deadlock guard, not a measure
+		t.Fatal("a run on another thread waited for a blocked write of the first thread's records: a lock of every record held across the store's I/O")
+	}
+	var runs []runDoc
+	c.json("GET", "/threads/"+fast+"/runs", nil, 200, &runs)
+	require.Len(t, runs, 1)
+	assert.Equal(t, "success", storedStatus(t, store, fast, runs[0].RunID), "its record's last state is kept")
+
+	release()
+	r, ok := <-slowDone
+	require.True(t, ok, "the slow thread's submission failed")
+	var final runDoc
+	c.json("GET", "/threads/"+slow+"/runs/"+r.RunID+"/join", nil, 200, nil)
+	c.json("GET", "/threads/"+slow+"/runs/"+r.RunID, nil, 200, &final)
+	assert.Equal(t, "success", final.Status)
+	assert.Equal(t, "success", storedStatus(t, store, slow, r.RunID), "the last of its blocked and later writes is kept")
+	threads, err := store.Threads(t.Context())
+	require.NoError(t, err)
+	for _, th := range threads {
+		assert.Equal(t, "idle", th.Status, "thread %s", th.ID)
 	}
 }

@@ -25,6 +25,9 @@ type thread struct {
 	runs             []*run // oldest first
 	status           string // after its last run ended
 	stateless        bool   // made for a /runs run: deleted after it
+	// saved is the record last written to the store, under its records'
+	// lock (Server.records): a write of the same record is skipped.
+	saved *ThreadRecord
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -215,7 +218,7 @@ func (s *Server) removeThread(ctx context.Context, t *thread) error {
 		delete(s.runs, r.id)
 	}
 	s.mu.Unlock()
-	if err := s.unstore(ctx, s.store.DeleteThread, t.id); err != nil {
+	if err := s.unstore(ctx, t.id, s.store.DeleteThread, t.id); err != nil {
 		return fmt.Errorf("deleting thread %s's record: %w", t.id, err)
 	}
 	return nil

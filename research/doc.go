@@ -24,9 +24,14 @@
 // real pages' URLs and titles, by default: SourceResolver reads each
 // redirect's Location without following it and the start of the page for
 // its <title>, behind the SSRF guard (search/netguard), in parallel, within
-// a deadline, remembering what it resolved for the Researcher's life. The
+// a deadline, remembering what it resolved for the Researcher's life. In
+// a run this is off the critical path: a research task starts resolving
+// its redirects in the background and goes on at once; the answer's
+// citations show the pages resolved by the time it is written
+// (SourceFinisher), and the next tasks and runs find them remembered. The
 // same page reached through several redirects is one source; a redirect
-// that cannot be resolved — a refused or slow target — stays as it is.
+// that cannot be resolved in time — a refused, failing or slow target —
+// stays as it is, and never delays the answer.
 // GeminiBackend.KeepRedirects turns this off.
 //
 // In both, every source gets a stable per-run token, and the final answer

@@ -50,7 +50,7 @@ type Report struct {
 // before its answer.
 func (r *Researcher) newReport(question string, s State, failed bool) *Report {
 	rep := &Report{
-		Question: question, Answer: s.Answer, Sources: s.Cited, Gathered: countURLs(s.Gathered()),
+		Question: question, Answer: s.Answer, Sources: s.Cited, Gathered: countURLs(finishSources(r.cfg.Backend, s.Gathered())),
 		Dropped: s.Dropped, Queries: s.Queries, Loops: s.Loops, Backend: r.cfg.Backend.Name(), Usage: s.Usage,
 		Warnings: runWarnings(r.cfg.Backend, s.Findings),
 	}
@@ -64,7 +64,7 @@ func (r *Researcher) newReport(question string, s State, failed bool) *Report {
 		// Build what we can from the findings: their summaries, with their
 		// citations resolved like a final answer's.
 		rep.Incomplete = true
-		res := citation.Finalize(summaries(s.Findings, "\n\n"), s.Gathered())
+		res := citation.Finalize(summaries(s.Findings, "\n\n"), finishSources(r.cfg.Backend, s.Gathered()))
 		rep.Answer, rep.Sources, rep.Dropped = res.Text, res.Sources, res.Dropped
 		if rep.Sources == nil {
 			rep.Sources = []citation.Source{}

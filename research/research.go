@@ -178,7 +178,7 @@ func (r *Researcher) build() (*graph.Compiled[State], error) {
 		Model:   r.cfg.AnswerModel,
 		Role:    llm.RoleAnswer,
 		Prompt:  r.answerPrompt,
-		Write:   finalize,
+		Write:   r.finalize,
 		Options: []llm.Option{llm.Temperature(0)},
 		Usage:   fUsage,
 	}.Node(), answerBudget), retry)
@@ -267,6 +267,9 @@ func (r *Researcher) research(s State, queries []string) graph.Route {
 func (r *Researcher) webResearch(ctx context.Context, t Task) (graph.Update[State], error) {
 	meter := new(llm.Meter)
 	model := llm.Metered(r.cfg.ResearchModel, meter, llm.RoleResearch)
+	if _, ok := r.cfg.Backend.(SourceFinisher); ok {
+		ctx = withDeferredSources(ctx) // finalize finishes the sources
+	}
 	f, err := r.cfg.Backend.Research(ctx, model, Query{Text: t.Query, ID: t.ID, Topic: t.Topic, Date: r.today(), Budget: t.Budget})
 	if err != nil {
 		err = fmt.Errorf("researching %q with %s: %w", t.Query, r.cfg.Backend.Name(), err)
@@ -369,9 +372,10 @@ func (r *Researcher) answerPrompt(s State) []schemas.Message {
 }
 
 // finalize keeps only the citations that point to sources gathered in this
-// turn and numbers them.
-func finalize(s State, resp *llm.Response) graph.Update[State] {
-	res := citation.Finalize(resp.Content, s.Gathered())
+// turn and numbers them; the back end finishes the sources first (Gemini's
+// redirects resolved meanwhile show the real pages).
+func (r *Researcher) finalize(s State, resp *llm.Response) graph.Update[State] {
+	res := citation.Finalize(resp.Content, finishSources(r.cfg.Backend, s.Gathered()))
 	return graph.Writes(fAnswer.Set(res.Text), fCited.Set(res.Sources), fDropped.Set(res.Dropped),
 		fMessages.Add(schemas.AssistantMessage(res.Text)))
 }

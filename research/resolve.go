@@ -113,6 +113,12 @@ type SourceResolver struct {
 	mu      sync.Mutex
 	active  int                    // Resolve calls in flight
 	reading map[string]*pageFlight // target → the read in progress
+	// prefetching are the redirects Prefetch is resolving; bgCtx ends
+	// at Close, which waits for bg.
+	prefetching map[string]chan struct{} // closed when resolved
+	bgCtx       context.Context
+	bgCancel    context.CancelFunc
+	bg          sync.WaitGroup
 }
 
 // pageFlight is a page read that concurrent Resolve calls share.
@@ -150,7 +156,10 @@ func NewSourceResolver(cfg ResolverConfig) (*SourceResolver, error) {
 		userAgent:  cfg.UserAgent,
 		logger:     cfg.Logger,
 		reading:    map[string]*pageFlight{},
+
+		prefetching: map[string]chan struct{}{},
 	}
+	r.bgCtx, r.bgCancel = context.WithCancel(context.Background())
 	if cfg.TitleBytes < 0 {
 		r.titleBytes = 0
 	}
@@ -177,8 +186,16 @@ func positive[T int | int64 | time.Duration](v, def T) T {
 	return def
 }
 
-// Close releases idle connections.
-func (r *SourceResolver) Close() { r.page.CloseIdleConnections() }
+// Close stops the resolutions Prefetch started, waits for them to end, and
+// releases idle connections. Resolve still works after it; Prefetch does
+// nothing.
+func (r *SourceResolver) Close() {
+	r.mu.Lock() // Prefetch adds to bg under it, if bgCtx has not ended
+	r.bgCancel()
+	r.mu.Unlock()
+	r.bg.Wait()
+	r.page.CloseIdleConnections()
+}
 
 // IsRedirect reports whether raw is a URL the resolver resolves: it starts
 // with one of the configured prefixes.
@@ -524,7 +541,9 @@ func (c *lru[K, V]) add(k K, v V) {
 // several redirects is one source under one short URL, and each source
 // lists the redirects it came from (citation.Source.Redirects), which
 // count as gathered. Unresolved chunks keep their redirect URL. With
-// KeepRedirects or no Resolver it is citation.Ground.
+// KeepRedirects or no Resolver it is citation.Ground. Under a Researcher's
+// run (deferredSources) it does not wait: it uses what the resolver knows
+// now and resolves the rest in the background, for FinishSources.
 func (b GeminiBackend) ground(ctx context.Context, resp *llm.Response, queryID int) (string, []citation.Source) {
 	opts := citation.Options{ReferenceLabels: b.ReferenceLabels}
 	if b.KeepRedirects || b.Resolver == nil || resp == nil || resp.Grounding == nil || len(resp.Grounding.Chunks) == 0 {
@@ -535,7 +554,15 @@ func (b GeminiBackend) ground(ctx context.Context, resp *llm.Response, queryID i
 	for i, c := range g.Chunks {
 		uris[i] = c.URI
 	}
-	resolved := b.Resolver.Resolve(ctx, uris)
+	var resolved map[string]Resolved
+	if deferredSources(ctx) {
+		// The run finishes its sources when it answers (FinishSources):
+		// what is not known now is resolved meanwhile.
+		b.Resolver.Prefetch(uris)
+		resolved = b.Resolver.known(uris)
+	} else {
+		resolved = b.Resolver.Resolve(ctx, uris)
+	}
 	if len(resolved) == 0 {
 		return citation.Ground(resp, queryID, opts)
 	}

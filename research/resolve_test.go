@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,10 +45,18 @@ type redirectWorld struct {
 	guard                      netguard.Config
 	prefix                     string
 	release                    chan struct{} // closed at cleanup: slow handlers return
+	// gate holds the answers to "gated-" tokens (gated-tok-a1 is tok-a1)
+	// until it is closed, or the request ends: their heads come at once,
+	// their bodies end when it closes.
+	gate chan struct{}
+	// beforeAnswer, when set, runs before resolvingGemini writes an answer.
+	beforeAnswer func()
+	// delay is how long each redirect and each page takes to answer.
+	delay time.Duration
 }
 
-func newRedirectWorld(t *testing.T) *redirectWorld {
-	w := &redirectWorld{release: make(chan struct{})}
+func newRedirectWorld(t testing.TB) *redirectWorld {
+	w := &redirectWorld{release: make(chan struct{}), gate: make(chan struct{})}
 	pages := http.NewServeMux()
 	pages.HandleFunc("/article", func(rw http.ResponseWriter, r *http.Request) {
 		w.pages.Add(1)
@@ -56,6 +65,7 @@ func newRedirectWorld(t *testing.T) *redirectWorld {
 	})
 	pages.HandleFunc("/other/", func(rw http.ResponseWriter, r *http.Request) {
 		w.pages.Add(1)
+		time.Sleep(w.delay)
 		rw.Header().Set("Content-Type", "text/html")
 		fmt.Fprintf(rw, "<html><head><title>Other page %s</title></head></html>", strings.TrimPrefix(r.URL.Path, "/other/"))
 	})
@@ -89,7 +99,24 @@ func newRedirectWorld(t *testing.T) *redirectWorld {
 	}
 	w.redirectSrv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		w.redirects.Add(1)
+		time.Sleep(w.delay)
 		tok := strings.TrimPrefix(r.URL.Path, "/grounding-api-redirect/")
+		if n, ok := strings.CutPrefix(tok, "uniq-"); ok { // a page of its own
+			http.Redirect(rw, r, at("pages.test", "/other/"+n), http.StatusFound)
+			return
+		}
+		if rest, ok := strings.CutPrefix(tok, "gated-"); ok {
+			// The redirect's head goes at once, its body when the gate
+			// opens: no header timeout cuts the wait short.
+			rw.Header().Set("Location", targets[rest])
+			rw.WriteHeader(http.StatusFound)
+			rw.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+			case <-w.gate:
+			}
+			return
+		}
 		if strings.HasPrefix(tok, "slow") {
 			select {
 			case <-r.Context().Done():
@@ -123,7 +150,7 @@ func (w *redirectWorld) page(path string) string {
 	return fmt.Sprintf("http://pages.test:%d%s", w.pageSrv.Listener.Addr().(*net.TCPAddr).Port, path)
 }
 
-func (w *redirectWorld) resolver(t *testing.T, cfg research.ResolverConfig) *research.SourceResolver {
+func (w *redirectWorld) resolver(t testing.TB, cfg research.ResolverConfig) *research.SourceResolver {
 	t.Helper()
 	cfg.Guard, cfg.Prefixes = w.guard, []string{w.prefix}
 	r, err := research.NewSourceResolver(cfg)
@@ -300,6 +327,9 @@ func resolvingGemini(w *redirectWorld) http.HandlerFunc {
 		}
 	}
 	answer := func(prompt string) string {
+		if w.beforeAnswer != nil {
+			w.beforeAnswer()
+		}
 		return "Antwort " + strings.Join(markerRe.FindAllString(prompt, -1), " ") + " [direct](" + w.redirect("tok-a1") + ")"
 	}
 	return func(rw http.ResponseWriter, r *http.Request) { serveGeminiWire(rw, r, search, answer) }
@@ -316,6 +346,11 @@ func TestGeminiRunShowsResolvedSources(t *testing.T) {
 	require.NoError(t, err)
 	res := w.resolver(t, research.ResolverConfig{})
 	r := newResearcher(t, model, research.GeminiBackend{Resolver: res}, research.Config{})
+	// The redirects are resolved while the run goes on; here the answer
+	// waits for them, as a real one, seconds long, outlasts them.
+	w.beforeAnswer = func() {
+		<-res.Prefetch([]string{w.redirect("tok-a1"), w.redirect("tok-a2"), w.redirect("tok-o1"), w.redirect("tok-o2")})
+	}
 
 	rep, err := r.Run(context.Background(), "Wer gewann?")
 	require.NoError(t, err)
@@ -336,4 +371,111 @@ func TestGeminiRunShowsResolvedSources(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, redirects, w.redirects.Load())
 	assert.Equal(t, pages, w.pages.Load())
+}
+
+// gatedGemini is resolvingGemini with every redirect token gated.
+func gatedGemini(w *redirectWorld) http.HandlerFunc {
+	search := func(prompt string) (string, map[string]any) {
+		text := "Spain won the final."
+		return text, map[string]any{
+			"groundingChunks": []any{
+				map[string]any{"web": map[string]any{"uri": w.redirect("gated-tok-a1"), "title": "uefa.com"}},
+			},
+			"groundingSupports": []any{
+				map[string]any{"segment": map[string]any{"endIndex": len(text)}, "groundingChunkIndices": []int{0}},
+			},
+		}
+	}
+	answer := func(prompt string) string {
+		return "Antwort " + strings.Join(markerRe.FindAllString(prompt, -1), " ")
+	}
+	return func(rw http.ResponseWriter, r *http.Request) { serveGeminiWire(rw, r, search, answer) }
+}
+
+// TestGeminiRunDoesNotWaitForRedirects: a redirect service that does not
+// answer does not hold a run up — the run answers while every redirect
+// request waits, citing the redirect URLs (valid links, the page they lead
+// to). Once the service answers, the resolutions started in the background
+// complete, and the next run on the Researcher shows the real pages from
+// the resolver's memory without asking the service again.
+func TestGeminiRunDoesNotWaitForRedirects(t *testing.T) {
+	w := newRedirectWorld(t)
+	opened := sync.OnceFunc(func() { close(w.gate) })
+	defer opened() // a failing test lets the gated requests go, to end
+	srv := httptest.NewServer(gatedGemini(w))
+	defer srv.Close()
+	model, err := gemini.New(context.Background(), gemini.Config{APIKey: "test-key", BaseURL: srv.URL + "/", Client: llm.ClientConfig{HTTPClient: srv.Client(), MaxRetries: -1}})
+	require.NoError(t, err)
+	// Bounds far beyond the test's: a run that waited for the redirects
+	// would not end before the gate opens.
+	res := w.resolver(t, research.ResolverConfig{Timeout: time.Hour, Deadline: time.Hour})
+	r := newResearcher(t, model, research.GeminiBackend{Resolver: res}, research.Config{})
+
+	type result struct {
+		rep *research.Report
+		err error
+	}
+	ran := make(chan result, 1)
+	go func() {
+		rep, err := r.Run(context.Background(), "Wer gewann?")
+		ran <- result{rep, err}
+	}()
+	var first result
+	select {
+	case first = <-ran:
+	case <-time.After(time.Minute): // a deadlock guard, not a measure
+		t.Fatal("the run waited for the redirect service, which answers only when the gate opens")
+	}
+	require.NoError(t, first.err)
+	redirect := w.redirect("gated-tok-a1")
+	assert.Equal(t, "Antwort [1]("+redirect+")", first.rep.Answer, "the answer cites the redirect it could not resolve yet")
+	require.Len(t, first.rep.Sources, 1)
+	assert.Equal(t, redirect, first.rep.Sources[0].URL)
+	assert.Zero(t, w.pages.Load(), "no page was read: the redirect has not answered")
+
+	opened()
+	<-res.Prefetch([]string{redirect}) // the run's background resolution ends
+	got, ok := res.Lookup(redirect)
+	require.True(t, ok, "the redirect is resolved and remembered")
+	assert.Equal(t, w.page("/article"), got.URL)
+
+	redirects := w.redirects.Load()
+	rep, err := r.Run(context.Background(), "Wer gewann wirklich?")
+	require.NoError(t, err)
+	assert.Equal(t, "Antwort [1]("+w.page("/article")+")", rep.Answer, "the next run shows the real page")
+	require.Len(t, rep.Sources, 1)
+	assert.Equal(t, "Euro 2024 – Spain wins", rep.Sources[0].Title)
+	assert.Equal(t, redirects, w.redirects.Load(), "from the resolver's memory")
+}
+
+// TestSourceResolverPrefetch: Prefetch returns at once and resolves in the
+// background; a second Prefetch of a redirect being resolved starts
+// nothing and waits for the first; Lookup never waits; Close stops what is
+// still running.
+func TestSourceResolverPrefetch(t *testing.T) {
+	w := newRedirectWorld(t)
+	res := w.resolver(t, research.ResolverConfig{Timeout: time.Hour, Deadline: time.Hour})
+	gated := w.redirect("gated-tok-o1")
+	first := res.Prefetch([]string{gated, "https://example.com/not-a-redirect"})
+	second := res.Prefetch([]string{gated})
+	_, ok := res.Lookup(gated)
+	assert.False(t, ok, "not resolved yet, and Lookup does not wait")
+	close(w.gate)
+	<-first
+	<-second
+	got, ok := res.Lookup(gated)
+	require.True(t, ok)
+	assert.Equal(t, research.Resolved{URL: w.page("/other/1"), Title: "Other page 1"}, got)
+	assert.Equal(t, int32(1), w.redirects.Load(), "resolved once")
+	<-res.Prefetch([]string{gated}) // remembered: nothing to do
+
+	// Close ends a resolution in progress.
+	stuck := w.resolver(t, research.ResolverConfig{Timeout: time.Hour, Deadline: time.Hour})
+	done := stuck.Prefetch([]string{w.redirect("slow-1")})
+	stuck.Close()
+	<-done
+	_, ok = stuck.Lookup(w.redirect("slow-1"))
+	assert.False(t, ok)
+	<-stuck.Prefetch([]string{w.redirect("tok-a1")}) // after Close: nothing starts
+	assert.Zero(t, w.pages.Load()-1, "only other/1 was read")
 }

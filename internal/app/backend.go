@@ -12,6 +12,7 @@ import (
 	"github.com/deepgraph/deepgraph/config"
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/research"
+	"github.com/deepgraph/deepgraph/research/citation"
 	"github.com/deepgraph/deepgraph/search"
 	"github.com/deepgraph/deepgraph/search/local"
 	"github.com/deepgraph/deepgraph/search/netguard"
@@ -243,6 +244,15 @@ type Backend struct {
 	// for tools that search too.
 	Searcher search.Searcher
 	closers  []func()
+}
+
+// FinishSources implements research.SourceFinisher for the back end it
+// holds (Gemini's: its grounding redirects resolved in the background).
+func (b *Backend) FinishSources(gathered []citation.Source) []citation.Source {
+	if f, ok := b.Backend.(research.SourceFinisher); ok {
+		return f.FinishSources(gathered)
+	}
+	return gathered
 }
 
 // Close releases what the back end holds (the corpus index, idle

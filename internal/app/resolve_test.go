@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deepgraph/deepgraph/research"
+	"github.com/deepgraph/deepgraph/research/citation"
 )
 
 // TestOpenBackendGeminiResolvesSources: the Gemini back end resolves its
@@ -24,6 +25,11 @@ func TestOpenBackendGeminiResolvesSources(t *testing.T) {
 	assert.False(t, gb.KeepRedirects)
 	require.NotNil(t, gb.Resolver)
 	assert.True(t, gb.Resolver.IsRedirect(research.GroundingRedirectPrefix+"AbC"))
+	// The Researcher finishes its sources through the back end: the
+	// redirects resolved in the background (none yet here) show the pages.
+	var finisher research.SourceFinisher = b
+	src := []citation.Source{{URL: research.GroundingRedirectPrefix + "AbC", Title: "site.example"}}
+	assert.Equal(t, src, finisher.FinishSources(src), "nothing resolved yet: the redirect stays")
 
 	cfg = load(t, "resolve_sources: false\n", map[string]string{"GEMINI_API_KEY": "k"})
 	b, err = OpenBackend(context.Background(), cfg, Plan{Kind: BackendGemini}, nil)

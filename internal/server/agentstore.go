@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 
 	"github.com/deepgraph/deepgraph/agentserver"
 	"github.com/deepgraph/deepgraph/internal/app"
+	"github.com/deepgraph/deepgraph/internal/keymu"
 	"github.com/deepgraph/deepgraph/internal/runstore"
 	"github.com/deepgraph/deepgraph/research"
 )
@@ -33,8 +33,9 @@ import (
 // run's timeline (progress), and kept when the API writes the run's record.
 type runStoreRecords struct {
 	runs runstore.Store
-	// mu orders the read-modify-writes of runs: PutRun and progress.
-	mu sync.Mutex
+	// locks order the read-modify-writes of each run (PutRun, report,
+	// progress); the writes of other runs do not wait for them.
+	locks keymu.Map
 }
 
 // apiRunSettings is the Settings of a run of the API.
@@ -141,8 +142,8 @@ func (s *runStoreRecords) PutRun(ctx context.Context, r agentserver.RunRecord) e
 	case runstore.StatusDone, runstore.StatusFailed, runstore.StatusInterrupted:
 		run.Ended = r.UpdatedAt
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	unlock := s.locks.Lock(r.ID)
+	defer unlock()
 	old, err := s.runs.Get(ctx, r.ID)
 	switch {
 	case errors.Is(err, runstore.ErrNotFound):
@@ -173,8 +174,8 @@ func (s *runStoreRecords) report(ctx context.Context, runID string, doc any) {
 	if err != nil {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	unlock := s.locks.Lock(runID)
+	defer unlock()
 	run, err := s.runs.Get(ctx, runID)
 	if err != nil {
 		return
@@ -189,8 +190,8 @@ func (s *runStoreRecords) report(ctx context.Context, runID string, doc any) {
 func (s *runStoreRecords) progress(runID string) func(tokens, calls int, cost *float64) {
 	return func(tokens, calls int, cost *float64) {
 		ctx := context.Background()
-		s.mu.Lock()
-		defer s.mu.Unlock()
+		unlock := s.locks.Lock(runID)
+		defer unlock()
 		run, err := s.runs.Get(ctx, runID)
 		if err != nil {
 			return

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -288,19 +289,22 @@ func TestLoad(t *testing.T) {
 
 // BenchmarkLoad: 200 runs submitted at once against fake models with
 // latency (50 ms a call, 20 ms a search, 2 ms a token), to a server that
-// runs 16 and queues 100. It reports the throughput and the time from a
-// model's token to the SSE client.
+// runs 16 and queues 100. It reports the throughput, the time from a
+// model's token to the SSE client, and the process's CPU time per run
+// (getrusage: the server's with its fake models' and clients').
 //
 //	go test -run '^$' -bench Load -benchtime 1x ./internal/server
 func BenchmarkLoad(b *testing.B) {
 	const runs, maxRunning, queueSize = 200, 16, 100
 	var latencies []time.Duration
-	var elapsed time.Duration
+	var elapsed, cpu time.Duration
 	var refused int64
 	for b.Loop() {
 		ts := newTestServer(b, world{callDelay: 50 * time.Millisecond, searchDelay: 20 * time.Millisecond, tokenDelay: 2 * time.Millisecond, stamp: true},
 			queueOf(maxRunning, queueSize))
+		before := processCPU()
 		res := load(b, ts, runs)
+		cpu += processCPU() - before
 		ts.stop()
 		if len(res.ends) != runs {
 			b.Fatalf("%d of %d runs streamed to their end", len(res.ends), runs)
@@ -317,6 +321,17 @@ func BenchmarkLoad(b *testing.B) {
 	b.ReportMetric(float64(percentile(latencies, 0.5).Microseconds())/1000, "p50-token-ms")
 	b.ReportMetric(float64(percentile(latencies, 0.99).Microseconds())/1000, "p99-token-ms")
 	b.ReportMetric(float64(refused)/float64(b.N), "429s/op")
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(runs*b.N), "cpu-ms/run")
+}
+
+// processCPU is the CPU time (user and system) the process has used: in a
+// benchmark, the server's, its fake models' and its clients' together.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func countQuery(s *worldSearch, q string) int {
