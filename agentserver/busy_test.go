@@ -34,7 +34,7 @@ func TestMaxRunningAndQueued(t *testing.T) {
 		return r.Status
 	}
 	a := start()
-	require.Eventually(t, func() bool { return status(a) == "running" }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return status(a) == "running" }, 30*time.Second, 5*time.Millisecond)
 	b := start()
 	assert.Equal(t, "pending", status(b), "the second run waits for the one slot")
 

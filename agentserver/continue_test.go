@@ -194,7 +194,7 @@ func TestContinueRefusedWhileAnInterruptWaits(t *testing.T) {
 // waitFor polls cond until it holds (a state reached in the background).
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	for range 2000 {
+	for range 12000 { // up to a minute on a loaded machine; as soon as it holds otherwise
 		if cond() {
 			return
 		}

@@ -189,7 +189,7 @@ func (b *scripted) Research(ctx context.Context, model llm.Model, q research.Que
 	if b.wait > 0 {
 		select {
 		case <-b.release:
-		case <-time.After(2 * time.Second):
+		case <-time.After(30 * time.Second):
 			return research.Finding{}, fmt.Errorf("only %d of %d searches were in flight at once", b.peak.Load(), b.wait)
 		case <-ctx.Done():
 			return research.Finding{}, ctx.Err()

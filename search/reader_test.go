@@ -534,7 +534,7 @@ func TestReaderSharesConcurrentFetches(t *testing.T) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return hits.Load() == 1 && len(r.inflight) == 1
-	}, 5*time.Second, time.Millisecond)
+	}, 30*time.Second, time.Millisecond)
 	time.Sleep(20 * time.Millisecond) // let the followers queue up on the flight
 	unblock()
 	wg.Wait()
@@ -599,7 +599,7 @@ func TestReaderWaitingCallerCanGiveUp(t *testing.T) {
 	defer close(release)
 	r := newTestReader(t, ReaderConfig{})
 	go func() { _, _ = r.Read(context.Background(), srv.URL) }()
-	require.Eventually(t, func() bool { r.mu.Lock(); defer r.mu.Unlock(); return len(r.inflight) == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { r.mu.Lock(); defer r.mu.Unlock(); return len(r.inflight) == 1 }, 30*time.Second, time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	_, err := r.Read(ctx, srv.URL)
@@ -632,7 +632,7 @@ func TestReaderConcurrencyBound(t *testing.T) {
 			}
 		})
 	}
-	require.Eventually(t, func() bool { return inFlight.Load() == limit }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return inFlight.Load() == limit }, 30*time.Second, time.Millisecond)
 	time.Sleep(30 * time.Millisecond)
 	assert.Equal(t, int32(limit), inFlight.Load(), "no more than the bound reach the network")
 	unblock()
@@ -837,7 +837,7 @@ func TestReaderUnboundedByDefault(t *testing.T) {
 			assert.NoError(t, err)
 		})
 	}
-	require.Eventually(t, func() bool { return inFlight.Load() == total }, 5*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return inFlight.Load() == total }, 30*time.Second, time.Millisecond,
 		"all %d reads reach the server before any is answered", total)
 	unblock()
 	wg.Wait()

@@ -66,7 +66,7 @@ func cancelPendingAsk(t *testing.T, in io.Reader) (*TerminalAsker, *askedWriter)
 	select {
 	case err := <-errc:
 		require.ErrorIs(t, err, context.Canceled)
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("Ask did not honour cancellation")
 	}
 	return a, w
@@ -118,7 +118,7 @@ func TestTerminalAskerCancelWithoutDeadlines(t *testing.T) {
 	select {
 	case ans := <-ansc:
 		assert.Equal(t, "yes", ans)
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("no answer")
 	}
 }
@@ -129,7 +129,7 @@ func TestTerminalAskerDropsAnswerTypedBetweenQuestions(t *testing.T) {
 	a, w := cancelPendingAsk(t, pr)
 	_, err := pw.Write([]byte("late answer\n")) // completes the pending read
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return len(a.pending) == 1 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(a.pending) == 1 }, 30*time.Second, time.Millisecond)
 
 	ansc := make(chan string, 1)
 	go func() {
@@ -143,7 +143,7 @@ func TestTerminalAskerDropsAnswerTypedBetweenQuestions(t *testing.T) {
 	select {
 	case ans := <-ansc:
 		assert.Equal(t, "fresh answer", ans)
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("no answer")
 	}
 }

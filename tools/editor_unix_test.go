@@ -80,7 +80,7 @@ func TestEditorHonoursCancellation(t *testing.T) {
 	select {
 	case err := <-done:
 		assert.ErrorIs(t, err, context.Canceled)
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the command did not return when its context was cancelled")
 	}
 }

@@ -60,7 +60,7 @@ func marked(mark string) []int {
 func noSurvivors(t *testing.T, mark string) {
 	t.Helper()
 	var left []int
-	ok := assert.Eventually(t, func() bool { left = marked(mark); return len(left) == 0 }, 5*time.Second, 10*time.Millisecond)
+	ok := assert.Eventually(t, func() bool { left = marked(mark); return len(left) == 0 }, 30*time.Second, 10*time.Millisecond)
 	if !ok {
 		t.Errorf("processes %v outlived the call", left)
 	}
@@ -98,7 +98,7 @@ func TestExecTimeoutKillsSetsidChildren(t *testing.T) {
 			select {
 			case res := <-done:
 				assert.Contains(t, res.Error, "timed out")
-			case <-time.After(10 * time.Second):
+			case <-time.After(30 * time.Second):
 				t.Fatal("Run did not return after the timeout")
 			}
 			noSurvivors(t, mark)
@@ -127,7 +127,7 @@ func TestExecCancellationKillsSetsidChildren(t *testing.T) {
 			select {
 			case err := <-done:
 				assert.ErrorIs(t, err, context.Canceled)
-			case <-time.After(10 * time.Second):
+			case <-time.After(30 * time.Second):
 				t.Fatal("Run did not return after cancellation")
 			}
 			noSurvivors(t, mark)
@@ -253,7 +253,7 @@ func TestExecAgentEndsLeaveNoProcess(t *testing.T) {
 				sh := waitForPIDs(t, ws, "sh")["sh"]
 				// The escapees start in the background: started.txt may come
 				// before the last of them has exec'd sleep.
-				require.Eventually(t, func() bool { return len(sleeping(t, tag)) == 9 }, 8*time.Second, 10*time.Millisecond,
+				require.Eventually(t, func() bool { return len(sleeping(t, tag)) == 9 }, 30*time.Second, 10*time.Millisecond,
 					"the command runs eight escapees and its own sleep")
 				// The end comes now that all nine run: a signal, or SIGUSR1,
 				// which fires the tool's timeout or the run's deadline.
@@ -271,7 +271,7 @@ func TestExecAgentEndsLeaveNoProcess(t *testing.T) {
 					<-waited
 					t.Fatalf("the agent did not end:\n%s", out.String())
 				}
-				assert.Eventually(t, func() bool { return gone(sh) }, 10*time.Second, 10*time.Millisecond, "the command outlived the call")
+				assert.Eventually(t, func() bool { return gone(sh) }, 30*time.Second, 10*time.Millisecond, "the command outlived the call")
 				if c == procgroup.Group && sc.signal == syscall.SIGKILL {
 					// The fallback's limit (see procgroup's documentation):
 					// what the command orphaned outlives a killed agent.

@@ -130,7 +130,7 @@ func waitForPIDs(t *testing.T, ws string, names ...string) map[string]int {
 			host, ok := hostPID(ws, pid)
 			pids[name] = host
 			return ok
-		}, 10*time.Second, 5*time.Millisecond, "the command did not write %s.pid, or that process is not found", name)
+		}, 30*time.Second, 5*time.Millisecond, "the command did not write %s.pid, or that process is not found", name)
 	}
 	killLeftovers(t, pids)
 	return pids
@@ -270,11 +270,11 @@ func TestExecTimeoutKillsTheProcessGroup(t *testing.T) {
 			case o := <-done:
 				require.NoError(t, o.err)
 				assert.Contains(t, o.res.Error, "timed out after 1h0m0s; the command and its child processes were killed")
-			case <-time.After(10 * time.Second):
+			case <-time.After(30 * time.Second):
 				t.Fatal("Run did not return after the timeout")
 			}
 			for name, pid := range pids {
-				assert.Eventually(t, func() bool { return gone(pid) }, 5*time.Second, 10*time.Millisecond, "%s (pid %d) survived", name, pid)
+				assert.Eventually(t, func() bool { return gone(pid) }, 30*time.Second, 10*time.Millisecond, "%s (pid %d) survived", name, pid)
 			}
 		})
 	}
@@ -297,11 +297,11 @@ func TestExecTimeoutEscalatesToSIGKILL(t *testing.T) {
 			select {
 			case res := <-done:
 				assert.Contains(t, res.Error, "timed out")
-			case <-time.After(10 * time.Second):
+			case <-time.After(30 * time.Second):
 				t.Fatal("Run did not return after the timeout")
 			}
 			for name, pid := range pids {
-				assert.Eventually(t, func() bool { return gone(pid) }, 5*time.Second, 10*time.Millisecond, "%s (pid %d) survived", name, pid)
+				assert.Eventually(t, func() bool { return gone(pid) }, 30*time.Second, 10*time.Millisecond, "%s (pid %d) survived", name, pid)
 			}
 		})
 	}
@@ -325,7 +325,7 @@ func TestExecBackgroundProcessesDieWithTheCommand(t *testing.T) {
 			pids := pidsIn(t, ws, res.Output)
 			killLeftovers(t, pids)
 			require.Len(t, pids, 1, res.Output)
-			assert.Eventually(t, func() bool { return gone(pids["bg"]) }, 2*time.Second, 10*time.Millisecond)
+			assert.Eventually(t, func() bool { return gone(pids["bg"]) }, 30*time.Second, 10*time.Millisecond)
 		})
 	}
 }
@@ -352,11 +352,11 @@ func TestExecCancellationKillsTheCommandAndItsChildren(t *testing.T) {
 			select {
 			case o := <-done:
 				assert.ErrorIs(t, o.err, context.Canceled)
-			case <-time.After(5 * time.Second):
+			case <-time.After(30 * time.Second):
 				t.Fatal("Run did not return after cancellation")
 			}
 			for _, pid := range []int{bg, sh} {
-				assert.Eventually(t, func() bool { return gone(pid) }, 2*time.Second, 10*time.Millisecond, "pid %d survived", pid)
+				assert.Eventually(t, func() bool { return gone(pid) }, 30*time.Second, 10*time.Millisecond, "pid %d survived", pid)
 			}
 		})
 	}
@@ -393,7 +393,7 @@ func TestExecEscapedProcessDoesNotHangTheCall(t *testing.T) {
 			require.NoError(t, err, res.Output)
 			if host, ok := hostPID(ws, pid); ok {
 				killLeftovers(t, map[string]int{"esc": host})
-				assert.Eventually(t, func() bool { return gone(host) }, 2*time.Second, 10*time.Millisecond, "the escapee survived")
+				assert.Eventually(t, func() bool { return gone(host) }, 30*time.Second, 10*time.Millisecond, "the escapee survived")
 			}
 		})
 	}

@@ -42,7 +42,7 @@ func TestE2EServe(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(httpDo(t, "POST", base+"/threads/"+thread.ID+"/runs",
 		`{"assistant_id":"research","input":{"messages":[{"type":"human","content":"Wer gewann die Euro 2024 und wer schoss die meisten Tore?"}]},`+
 			`"config":{"configurable":{"effort":"medium"}}}`)), &run))
-	require.Eventually(t, func() bool { return g.count() >= 3 }, 20*time.Second, 10*time.Millisecond, "the queries and the first search ran")
+	require.Eventually(t, func() bool { return g.count() >= 3 }, 30*time.Second, 10*time.Millisecond, "the queries and the first search ran")
 	time.Sleep(300 * time.Millisecond)
 
 	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))

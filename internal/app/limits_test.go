@@ -68,7 +68,7 @@ func TestModelCallsUnboundedByDefault(t *testing.T) {
 			assert.NoError(t, err)
 		})
 	}
-	require.Eventually(t, func() bool { return inFlight.Load() == calls }, 5*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return inFlight.Load() == calls }, 30*time.Second, time.Millisecond,
 		"all %d calls reach the provider before any is answered", calls)
 	unblock()
 	wg.Wait()

@@ -118,7 +118,7 @@ func TestIdleConnectionsMakeRoom(t *testing.T) {
 	for range 4 {
 		idle = append(idle, dial(t, addr, ""))
 	}
-	require.Eventually(t, func() bool { return s.Stats().Open == 4 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return s.Stats().Open == 4 }, 30*time.Second, 5*time.Millisecond)
 	status, _ := get(t, dial(t, addr, ""), "/healthz")
 	assert.Equal(t, "HTTP/1.1 200 OK", status)
 	assert.True(t, closedByServer(t, idle[0]), "the oldest idle connection was closed")
@@ -163,7 +163,7 @@ func TestTotalLimitTakesFromTheBusiestClient(t *testing.T) {
 		flood = append(flood, dial(t, addr, "127.0.0.1"))
 	}
 	other := dial(t, addr, "127.0.0.2")
-	require.Eventually(t, func() bool { return s.Stats().Open == 6 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return s.Stats().Open == 6 }, 30*time.Second, 5*time.Millisecond)
 	status, _ := get(t, dial(t, addr, "127.0.0.2"), "/healthz")
 	assert.Equal(t, "HTTP/1.1 200 OK", status)
 	assert.True(t, closedByServer(t, flood[0]), "the busiest client's oldest connection made room")
@@ -197,14 +197,14 @@ func TestSlowBodyIsCut(t *testing.T) {
 		assert.Equal(t, "HTTP/1.1 408 Request Timeout", strings.TrimSpace(line))
 	}
 	assert.True(t, closedByServer(t, c))
-	assert.Eventually(t, func() bool { return s.Stats().Open == 0 }, 10*time.Second, 5*time.Millisecond)
+	assert.Eventually(t, func() bool { return s.Stats().Open == 0 }, 30*time.Second, 5*time.Millisecond)
 
 	// A body still being sent makes way for a request sent whole.
 	s2, addr2 := serve(t, testHandler(nil), Options{BodyTimeout: time.Hour, MaxConns: 8, MaxConnsPerAddr: 2})
 	slow := dial(t, addr2, "")
 	_, err = io.WriteString(slow, "POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return inPhase(s2, phaseBody) == 1 }, 10*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return inPhase(s2, phaseBody) == 1 }, 30*time.Second, 5*time.Millisecond,
 		"the handler reads the body")
 	status, _ := get(t, dial(t, addr2, ""), "/healthz") // a kept-alive connection, idle after this
 	require.Equal(t, "HTTP/1.1 200 OK", status)

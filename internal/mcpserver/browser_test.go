@@ -72,7 +72,7 @@ func closedWithin(t *testing.T, b *fakeBrowser, what string) {
 	t.Helper()
 	select {
 	case <-b.closed:
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatalf("browser %d was not closed when %s", b.id, what)
 	}
 }

@@ -92,7 +92,7 @@ func TestHTTP(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Contains(msgs, `Queries: "raft leader election"`) && slices.Contains(msgs, "Reflection 1: sufficient") && len(msgs) == 6
-	}, 5*time.Second, 5*time.Millisecond, "the progress notifications arrive")
+	}, 30*time.Second, 5*time.Millisecond, "the progress notifications arrive")
 
 	s.block = "raft leader election" // no race: no search runs now
 	ctx, cancel := context.WithCancel(context.Background())
@@ -106,7 +106,7 @@ func TestHTTP(t *testing.T) {
 	select {
 	case err := <-s.ended:
 		assert.ErrorIs(t, err, context.Canceled)
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the research did not stop after the client cancelled")
 	}
 	assert.Error(t, <-errc)

@@ -84,7 +84,7 @@ func (c *rawClient) next() rawMessage {
 				continue
 			}
 			return m
-		case <-time.After(20 * time.Second):
+		case <-time.After(30 * time.Second):
 			c.t.Fatal("no answer from the server")
 		}
 	}
@@ -173,7 +173,7 @@ func TestStdioMalformedMessages(t *testing.T) {
 	select {
 	case err := <-s.ended:
 		assert.ErrorIs(t, err, context.Canceled)
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("cancelling the call did not reach its search")
 	}
 }
@@ -192,7 +192,7 @@ func TestStdioEndOfInput(t *testing.T) {
 		select {
 		case err := <-done:
 			assert.True(t, err == nil || strings.Contains(err.Error(), "EOF") || strings.Contains(err.Error(), "closed"), "%v", err)
-		case <-time.After(10 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatal("the session did not end with its input")
 		}
 	}

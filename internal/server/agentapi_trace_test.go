@@ -34,7 +34,7 @@ func waitSpan(t *testing.T, exp *tracetest.InMemoryExporter, name string) tracet
 	require.Eventually(t, func() bool {
 		s = find(exp.GetSpans(), name)
 		return s.Name != ""
-	}, 10*time.Second, 10*time.Millisecond, "span %s ends", name)
+	}, 30*time.Second, 10*time.Millisecond, "span %s ends", name)
 	return s
 }
 
@@ -125,7 +125,7 @@ func TestAgentAPIRunsAreMetered(t *testing.T) {
 	lgCall[json.RawMessage](ts, "POST", "/threads/"+th.ThreadID+"/runs/wait", map[string]any{"assistant_id": "research",
 		"input": map[string]any{"messages": []map[string]string{{"type": "human", "content": "How do checkpoints work?"}}}}, 200)
 
-	require.Eventually(t, func() bool { return metered(t, reader, "research", "done") }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return metered(t, reader, "research", "done") }, 30*time.Second, 10*time.Millisecond,
 		"deepgraph.runs counts the run as research, done")
 }
 

@@ -306,7 +306,7 @@ func (b *browser) proveDetectors(t *testing.T) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		return slices.ContainsFunc(b.problems, func(p string) bool { return strings.Contains(p, "csp-probe.invalid") })
-	}, 10*time.Second, 10*time.Millisecond, "the console never reported the probe's CSP violation")
+	}, 30*time.Second, 10*time.Millisecond, "the console never reported the probe's CSP violation")
 	evalJS[chromedp.Void](t, b.ctx, `window.__cspViolations.length = 0`)
 	b.mu.Lock()
 	b.problems = b.problems[:0]

@@ -147,8 +147,8 @@ func TestRestart(t *testing.T) {
 	eng := newEngine(world{queries: 2, block: "query 2"})
 	ts := startTestServer(t, path, eng, queueOf(1, 4))
 	inFlight := ts.ask("medium", "in flight")
-	require.Eventually(t, func() bool { return countQuery(eng.search, "query 2") == 1 }, 10*time.Second, 5*time.Millisecond)
-	require.Eventually(t, func() bool { return countQuery(eng.search, "query 1") == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return countQuery(eng.search, "query 2") == 1 }, 30*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return countQuery(eng.search, "query 1") == 1 }, 30*time.Second, 5*time.Millisecond)
 	time.Sleep(50 * time.Millisecond) // query 1's research is stored
 	queryCalls := eng.model.script.Calls()
 	ts.stop()

@@ -66,7 +66,7 @@ func TestStdioServer(t *testing.T) {
 	require.NoError(t, c.Close())
 	assert.True(t, gone(second), "no zombie")
 	// The grandchild was killed with the group; init reaps it.
-	assert.Eventually(t, func() bool { return gone(child) }, 10*time.Second, 10*time.Millisecond, "the server's child outlived it")
+	assert.Eventually(t, func() bool { return gone(child) }, 30*time.Second, 10*time.Millisecond, "the server's child outlived it")
 }
 
 func TestStdioTimeout(t *testing.T) {
