@@ -129,7 +129,7 @@ func serveHTTP(t testing.TB, srv *agentserver.Server, h http.Handler) *httptest.
 	ts := httptest.NewServer(h)
 	t.Cleanup(func() {
 		ts.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		require.NoError(t, srv.Shutdown(ctx))
 	})

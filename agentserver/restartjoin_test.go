@@ -43,7 +43,7 @@ func TestJoinRunOfAnEarlierServer(t *testing.T) {
 	liveValues := ofType(live, "values")
 	require.NotEmpty(t, liveValues)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, srv.Shutdown(ctx))
 	_, _, c2 := serveStepsOn(t, cp, store)

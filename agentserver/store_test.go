@@ -91,7 +91,7 @@ func TestRestartKeepsThreadsAndRuns(t *testing.T) {
 		return r.Status == "running"
 	})
 	store.frozen.Store(true)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, srv.Shutdown(ctx))
 	store.frozen.Store(false)
@@ -154,7 +154,7 @@ func TestResumeRuns(t *testing.T) {
 			c.json("POST", path+"/runs", map[string]any{"assistant_id": "steps", "input": map[string]any{"done": []string{"first"}}}, 200, &first)
 			<-sg.started
 			c.json("POST", path+"/runs", map[string]any{"assistant_id": "steps", "input": map[string]any{"done": []string{"second"}}, "multitask_strategy": "enqueue"}, 200, &second)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			require.NoError(t, srv.Shutdown(ctx))
 

@@ -302,7 +302,7 @@ func TestShutdownWaitsForRefusals(t *testing.T) {
 	status, _ = get(t, dial(t, ln.Addr().String(), ""), "/healthz")
 	require.Equal(t, "HTTP/1.1 503 Service Unavailable", status)
 	close(release)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, s.Shutdown(ctx))
 	assert.ErrorIs(t, <-done, http.ErrServerClosed)

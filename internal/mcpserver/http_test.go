@@ -56,7 +56,7 @@ func httpClient(t *testing.T, endpoint, token string, onProgress func(*mcp.Progr
 			}
 		},
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, MaxRetries: -1}, nil)
 	if err == nil {
