@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -252,7 +253,7 @@ func answerQuestion(pi graph.PendingInterrupt, raw json.RawMessage) (any, error)
 	if d.EditedAction != nil {
 		edited = d.EditedAction.Args
 	}
-	if _, ok := toolApproval(pi); ok {
+	if ap, ok := toolApproval(pi); ok {
 		switch d.Type {
 		case "approve":
 			return string(nodes.ToolApprove), nil
@@ -262,7 +263,7 @@ func answerQuestion(pi graph.PendingInterrupt, raw json.RawMessage) (any, error)
 			if len(edited) == 0 || edited[0] != '{' {
 				return nil, errors.New("an edit decision needs edited_action.args: the tool call's arguments as a JSON object")
 			}
-			return string(nodes.ToolEdit) + ": " + string(edited), nil
+			return string(nodes.ToolEdit) + ": " + string(restoreArgKinds(ap.Args, edited)), nil
 		}
 		return nil, fmt.Errorf("decision %q: use approve, edit or reject", d.Type)
 	}
@@ -276,6 +277,57 @@ func answerQuestion(pi graph.PendingInterrupt, raw json.RawMessage) (any, error)
 		return answer.Answer, nil
 	}
 	return nil, errors.New("the answer to an agent's question is text: a decision's message, or an edit's args.answer")
+}
+
+// restoreArgKinds undoes what Agent Chat UI's edit form does to a tool
+// call's arguments: it holds each one as text, so an argument the model
+// gave as a number, a boolean, a list or an object comes back as a string
+// ("5", "true", "[\"a\"]"). Such a string becomes the JSON it spells when
+// that is of the original argument's kind; anything else (an argument
+// that was text, a new one, a string that spells nothing of that kind)
+// stays as it was sent, for the tool to judge.
+func restoreArgKinds(original, edited json.RawMessage) json.RawMessage {
+	var was, now map[string]json.RawMessage
+	if json.Unmarshal(original, &was) != nil || json.Unmarshal(edited, &now) != nil {
+		return edited
+	}
+	changed := false
+	for k, v := range now {
+		kind := jsonKind(was[k])
+		var text string
+		if kind == 0 || kind == '"' || jsonKind(v) != '"' || json.Unmarshal(v, &text) != nil {
+			continue
+		}
+		spelled := json.RawMessage(strings.TrimSpace(text))
+		if json.Valid(spelled) && jsonKind(spelled) == kind {
+			now[k], changed = spelled, true
+		}
+	}
+	if !changed {
+		return edited
+	}
+	out, err := json.Marshal(now)
+	if err != nil {
+		return edited
+	}
+	return out
+}
+
+// jsonKind is a JSON value's kind by its first byte: '"', '{', '[', 't'
+// (booleans), 'n' (null) or '0' (numbers); 0 for nothing.
+func jsonKind(v json.RawMessage) byte {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return 0
+	}
+	switch c := v[0]; {
+	case c == 'f':
+		return 't'
+	case c == '-' || (c >= '0' && c <= '9'):
+		return '0'
+	default:
+		return c
+	}
 }
 
 // serveAgent adds the agent to api when the server allows agent runs.

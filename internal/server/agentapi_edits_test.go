@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -65,4 +66,40 @@ func TestEditDecisionsAsAgentChatUISendsThem(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+// An edited tool call comes back from Agent Chat UI with every argument as
+// text; the arguments the model gave as numbers, booleans, lists or objects
+// get their kind back, and the rest stays as sent.
+func TestToolCallEditAsAgentChatUISendsIt(t *testing.T) {
+	approval := graph.PendingInterrupt{ID: "i", Payload: json.RawMessage(`{"question":"Run fetch_page?","tool":"fetch_page",` +
+		`"args":{"url":"https://go.dev/","max_chars":5000,"raw":false,"tags":["a"],"opts":{"x":1},"note":"7"},"call_id":"c1"}`)}
+	_, ok := toolApproval(approval)
+	require.True(t, ok, "the test's approval payload")
+	decision := func(args map[string]any) json.RawMessage {
+		data, err := json.Marshal(map[string]any{"decisions": []map[string]any{{"type": "edit",
+			"edited_action": map[string]any{"name": "fetch_page", "args": args}}}})
+		require.NoError(t, err)
+		return data
+	}
+	got, err := answerQuestion(approval, decision(map[string]any{
+		"url": "https://go.dev/doc/", "max_chars": "8000", "raw": "true", "tags": `["a", "b"]`, "opts": `{"x": 2}`,
+		"note": "8", "new": "9"}))
+	require.NoError(t, err)
+	answer, ok := got.(string)
+	require.True(t, ok, "%T", got)
+	args, found := strings.CutPrefix(answer, string(nodes.ToolEdit)+": ")
+	require.True(t, found, answer)
+	assert.JSONEq(t, `{"url":"https://go.dev/doc/","max_chars":8000,"raw":true,"tags":["a","b"],"opts":{"x":2},"note":"8","new":"9"}`, args,
+		"numbers, booleans, lists and objects as the model gave them; text (note) and new arguments as sent")
+
+	got, err = answerQuestion(approval, decision(map[string]any{"max_chars": "a lot", "tags": "b"}))
+	require.NoError(t, err)
+	args, _ = strings.CutPrefix(got.(string), string(nodes.ToolEdit)+": ")
+	assert.JSONEq(t, `{"max_chars":"a lot","tags":"b"}`, args, "a string that spells no value of the argument's kind is left for the tool to refuse")
+
+	got, err = answerQuestion(approval, decision(map[string]any{"max_chars": 3000}))
+	require.NoError(t, err)
+	args, _ = strings.CutPrefix(got.(string), string(nodes.ToolEdit)+": ")
+	assert.JSONEq(t, `{"max_chars":3000}`, args, "other clients' typed arguments go through as they are")
 }
