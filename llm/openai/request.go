@@ -252,7 +252,7 @@ func toolChoice(c llm.ToolChoice, names map[string]bool, wire llm.ToolNames) (op
 // responseFormat is the json_schema response_format with the full schema,
 // byte for byte, strict when the schema allows it.
 func responseFormat(name string, s *jsonschema.Schema) (*shared.ResponseFormatJSONSchemaParam, error) {
-	schema, err := json.Marshal(s)
+	schema, err := llm.SchemaJSON(s)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the response schema: %w", err)
 	}
