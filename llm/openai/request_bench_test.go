@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/deepgraph/deepgraph/llm"
 	"github.com/deepgraph/deepgraph/schemas"
 )
@@ -39,6 +41,33 @@ func BenchmarkPrepareStructured(b *testing.B) {
 		}
 		if _, err := json.Marshal(p.params); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestIsFalseSchemaAgreesWithEncoding checks isFalseSchema's shortcut
+// against what the schema encodes as.
+func TestIsFalseSchemaAgreesWithEncoding(t *testing.T) {
+	for _, s := range []*jsonschema.Schema{
+		nil,
+		{},
+		{Not: &jsonschema.Schema{}},
+		{Not: &jsonschema.Schema{Type: "string"}},
+		{Not: &jsonschema.Schema{}, Type: "object"},
+		{Not: &jsonschema.Schema{}, Description: "x"},
+		{Not: &jsonschema.Schema{Properties: map[string]*jsonschema.Schema{}}},
+		{Type: "object"},
+	} {
+		want := false
+		if s != nil {
+			b, err := json.Marshal(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = string(b) == "false"
+		}
+		if got := isFalseSchema(s); got != want {
+			t.Errorf("isFalseSchema(%+v) = %v, its encoding says %v", s, got, want)
 		}
 	}
 }
