@@ -70,7 +70,9 @@ func (e *StructuredError) Is(target error) bool { return target == ErrInvalidRep
 // allowed. It is sent as Request.Schema with SchemaName set to T's Go name
 // ("SearchQueryList"), so providers use their native structured-output mode;
 // providers without one fall back to instructions (SchemaInstructions). Any
-// ResponseSchema among opts is replaced.
+// ResponseSchema among opts is replaced. The schema, its encoding
+// (SchemaJSON) and its resolved form are built once per type and shared
+// by every call.
 //
 // The reply is read leniently (see ExtractJSON: code fences, prose,
 // <think> blocks, trailing commas, …) and then must validate against the
