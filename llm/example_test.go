@@ -222,3 +222,21 @@ func ExampleIsTransient() {
 	// false openai: OPENAI_API_KEY was rejected (401): bad key
 	// false context canceled
 }
+
+// SchemaJSON is how a provider encodes Request.Schema: for the schemas
+// Structured sends, the bytes are encoded once per Go type and reused.
+func ExampleSchemaJSON() {
+	model := schemaModel{got: make(chan *llm.Request, 1)} // records each call's request
+	if _, err := llm.Structured[schemas.SearchQueryList](context.Background(), model, []schemas.Message{schemas.UserMessage("Go iterators?")}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	sent := <-model.got
+	data, err := llm.SchemaJSON(sent.Schema)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(sent.SchemaName, strings.Contains(string(data), `"required":["query","rationale"]`))
+	// Output: SearchQueryList true
+}

@@ -30,7 +30,9 @@ type Request struct {
 	ToolChoice ToolChoice
 
 	// Schema asks for a reply that is a JSON document matching it (structured
-	// output). SchemaName names it where the provider wants a name.
+	// output). SchemaName names it where the provider wants a name. Models
+	// must not modify it: Structured shares one schema per Go type among
+	// concurrent calls.
 	Schema     *jsonschema.Schema
 	SchemaName string
 

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -69,7 +70,9 @@ func (e *StructuredError) Is(target error) bool { return target == ErrInvalidRep
 // allowed. It is sent as Request.Schema with SchemaName set to T's Go name
 // ("SearchQueryList"), so providers use their native structured-output mode;
 // providers without one fall back to instructions (SchemaInstructions). Any
-// ResponseSchema among opts is replaced.
+// ResponseSchema among opts is replaced. The schema, its encoding
+// (SchemaJSON) and its resolved form are built once per type and shared
+// by every call.
 //
 // The reply is read leniently (see ExtractJSON: code fences, prose,
 // <think> blocks, trailing commas, …) and then must validate against the
@@ -92,14 +95,11 @@ func Structured[T any](ctx context.Context, model Model, msgs []schemas.Message,
 	if model == nil {
 		return zero, fmt.Errorf("llm: structured %s: %w", name, ErrNoModel)
 	}
-	schema, err := jsonschema.For[T](nil)
-	if err != nil {
-		return zero, fmt.Errorf("llm: structured %s: cannot derive a JSON Schema from the Go type (use plain structs, slices, maps with string keys and basic types): %w", name, err)
+	sc := structuredSchemaFor[T]()
+	if sc.err != nil {
+		return zero, fmt.Errorf("llm: structured %s: %w", name, sc.err)
 	}
-	resolved, err := relaxAdditional(schema.CloneSchemas()).Resolve(nil)
-	if err != nil {
-		return zero, fmt.Errorf("llm: structured %s: the derived JSON Schema does not resolve: %w", name, err)
-	}
+	schema, resolved, prefer := sc.schema, sc.resolved, sc.prefer
 
 	req := NewRequest(opts...)
 	reasks := DefaultReasks
@@ -107,7 +107,6 @@ func Structured[T any](ctx context.Context, model Model, msgs []schemas.Message,
 		reasks = max(*req.Reasks, 0)
 	}
 	callOpts := append(slices.Clip(opts), ResponseSchema(name, schema))
-	prefer := schemaKind(schema)
 
 	conv := slices.Clip(msgs)
 	var replies []string
@@ -136,6 +135,68 @@ func Structured[T any](ctx context.Context, model Model, msgs []schemas.Message,
 		}
 		conv = append(conv, schemas.AssistantMessage(text), schemas.UserMessage(reaskPrompt(name, cause, resp.FinishReason)))
 	}
+}
+
+// structuredSchema is what Structured derives from a Go type: the schema
+// sent to the provider, the relaxed schema replies are validated against,
+// and which JSON value to look for first.
+type structuredSchema struct {
+	schema   *jsonschema.Schema
+	resolved *jsonschema.Resolved
+	prefer   byte
+	err      error
+}
+
+// structuredSchemas caches structuredSchema per Go type (reflect.Type →
+// *structuredSchema): deriving, cloning and resolving a schema was a good
+// part of a structured call's CPU and allocations, and the result depends
+// on the type alone. Entries are never modified once stored, so the cached
+// schema is shared by concurrent calls (Request.Schema is read-only for
+// models). Its size is bounded by the number of types the program asks for.
+var structuredSchemas sync.Map
+
+// structuredSchemaFor returns T's cached structuredSchema, deriving it on
+// first use.
+func structuredSchemaFor[T any]() *structuredSchema {
+	t := reflect.TypeFor[T]()
+	if v, ok := structuredSchemas.Load(t); ok {
+		return v.(*structuredSchema)
+	}
+	v, _ := structuredSchemas.LoadOrStore(t, deriveStructuredSchema[T]())
+	return v.(*structuredSchema)
+}
+
+func deriveStructuredSchema[T any]() *structuredSchema {
+	schema, err := jsonschema.For[T](nil)
+	if err != nil {
+		return &structuredSchema{err: fmt.Errorf("cannot derive a JSON Schema from the Go type (use plain structs, slices, maps with string keys and basic types): %w", err)}
+	}
+	resolved, err := relaxAdditional(schema.CloneSchemas()).Resolve(nil)
+	if err != nil {
+		return &structuredSchema{err: fmt.Errorf("the derived JSON Schema does not resolve: %w", err)}
+	}
+	data, err := json.Marshal(schema)
+	if err != nil {
+		return &structuredSchema{err: fmt.Errorf("the derived JSON Schema does not encode: %w", err)}
+	}
+	schemaJSON.Store(schema, json.RawMessage(slices.Clip(data)))
+	return &structuredSchema{schema: schema, resolved: resolved, prefer: schemaKind(schema)}
+}
+
+// schemaJSON holds the encoding of each schema Structured derived and
+// cached (*jsonschema.Schema → json.RawMessage); like structuredSchemas,
+// it grows only with the number of types asked for.
+var schemaJSON sync.Map
+
+// SchemaJSON is s encoded as JSON, as json.Marshal would encode it. The
+// schemas Structured sends are encoded once per Go type and the same bytes
+// returned on every call, so providers encoding Request.Schema on each
+// request should use it; the result must not be modified.
+func SchemaJSON(s *jsonschema.Schema) (json.RawMessage, error) {
+	if v, ok := schemaJSON.Load(s); ok {
+		return v.(json.RawMessage), nil
+	}
+	return json.Marshal(s)
 }
 
 // decodeStructured finds the first JSON candidate in text that validates and

@@ -115,7 +115,7 @@ func (r *Report) SnippetsOnly() bool {
 
 // countURLs counts the pages among srcs, each once whatever its spelling.
 func countURLs(srcs []citation.Source) int {
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(srcs))
 	for _, s := range srcs {
 		seen[search.PageKey(s.URL)] = true
 	}

@@ -390,7 +390,7 @@ var ErrSearchesFailed = errors.New("research: every search failed")
 // nothing. Failed searches among successful ones are warnings only.
 func (r *Researcher) withSearches(node graph.NodeFunc[State]) graph.NodeFunc[State] {
 	return func(ctx context.Context, s State) (graph.Update[State], error) {
-		if len(s.Gathered()) == 0 {
+		if !s.gatheredAny() {
 			var failed []string
 			for _, f := range s.Findings {
 				for _, w := range f.Warnings {

@@ -63,11 +63,29 @@ type Finding struct {
 
 // Gathered returns every source gathered in this turn, in finding order.
 func (s State) Gathered() []citation.Source {
-	var out []citation.Source
+	n := 0
+	for _, f := range s.Findings {
+		n += len(f.Sources)
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]citation.Source, 0, n)
 	for _, f := range s.Findings {
 		out = append(out, f.Sources...)
 	}
 	return out
+}
+
+// gatheredAny reports whether any finding has a source (len(Gathered()) > 0,
+// without building the list).
+func (s State) gatheredAny() bool {
+	for _, f := range s.Findings {
+		if len(f.Sources) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Task is the input of one web_research task.

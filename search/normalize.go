@@ -34,7 +34,16 @@ func isTrackingParam(name string) bool {
 func NormalizeURL(raw string) string {
 	raw = strings.TrimSpace(raw)
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" || u.Opaque != "" {
+	if err != nil {
+		return raw
+	}
+	return normalizeParsed(u, raw)
+}
+
+// normalizeParsed is NormalizeURL of raw (trimmed), which parsed as u; it
+// modifies u.
+func normalizeParsed(u *url.URL, raw string) string {
+	if u.Scheme == "" || u.Opaque != "" {
 		return raw
 	}
 	u.Scheme = strings.ToLower(u.Scheme)
@@ -85,7 +94,7 @@ func PageKey(raw string) string {
 	default:
 		return raw
 	}
-	key := NormalizeURL(raw)
+	key := normalizeParsed(u, raw)
 	if rest, ok := strings.CutPrefix(key, "http://"); ok {
 		key = "https://" + rest // NormalizeURL has dropped http's default port
 	}
@@ -135,15 +144,24 @@ func unescapeQuery(s string) string {
 // occurrence lacks (snippet, content, publication date, title) are filled
 // from later ones, and the best score is kept. Results without a URL are
 // kept as they are. The input is not modified.
-func Dedup(results []Result) []Result {
+func Dedup(results []Result) []Result { return dedupKeyed(results, nil) }
+
+// dedupKeyed is Dedup with each result's NormalizeURL key given (keys[i]
+// for results[i]) or, with keys nil, computed.
+func dedupKeyed(results []Result, keys []string) []Result {
 	out := make([]Result, 0, len(results))
 	seen := make(map[string]int, len(results))
-	for _, r := range results {
+	for j, r := range results {
 		if strings.TrimSpace(r.URL) == "" {
 			out = append(out, r)
 			continue
 		}
-		key := NormalizeURL(r.URL)
+		var key string
+		if keys != nil {
+			key = keys[j]
+		} else {
+			key = NormalizeURL(r.URL)
+		}
 		i, dup := seen[key]
 		if !dup {
 			seen[key] = len(out)
@@ -168,23 +186,26 @@ func Dedup(results []Result) []Result {
 	return out
 }
 
-// isWebURL reports whether raw is an absolute http or https URL with a host.
-func isWebURL(raw string) bool {
-	u, err := url.Parse(strings.TrimSpace(raw))
+// parseWebURL parses raw and reports whether it is an absolute http or
+// https URL with a host.
+func parseWebURL(raw string) (*url.URL, bool) {
+	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return false
+		return nil, false
 	}
 	s := strings.ToLower(u.Scheme)
-	return s == "http" || s == "https"
+	return u, s == "http" || s == "https"
 }
 
 // finish is what every provider does with its raw results: drop hits that
 // are not web pages, stamp the provider, deduplicate, and cut to max.
 func finish(results []Result, provider string, max int) []Result {
 	kept := make([]Result, 0, len(results))
+	keys := make([]string, 0, len(results))
 	for _, r := range results {
 		r.URL = strings.TrimSpace(r.URL)
-		if !isWebURL(r.URL) {
+		u, ok := parseWebURL(r.URL)
+		if !ok {
 			continue
 		}
 		r.Title = strings.TrimSpace(r.Title)
@@ -192,8 +213,9 @@ func finish(results []Result, provider string, max int) []Result {
 		r.Content = strings.TrimSpace(r.Content)
 		r.Provider = provider
 		kept = append(kept, r)
+		keys = append(keys, normalizeParsed(u, r.URL))
 	}
-	kept = Dedup(kept)
+	kept = dedupKeyed(kept, keys)
 	if len(kept) > max {
 		kept = kept[:max]
 	}

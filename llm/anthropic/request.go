@@ -266,7 +266,7 @@ func schemaTool(name string, s *jsonschema.Schema, taken map[string]bool) (anthr
 	for taken[toolName] {
 		toolName = strings.TrimSuffix(toolName[:min(len(toolName), 56)], "_") + "_answer"
 	}
-	schema, err := json.Marshal(s)
+	schema, err := llm.SchemaJSON(s)
 	if err != nil {
 		return anthropic.ToolUnionParam{}, false, fmt.Errorf("encoding the response schema: %w", err)
 	}

@@ -105,8 +105,12 @@ func (m *Model) buildCall(msgs []schemas.Message, req llm.Request) (*call, error
 			m.log.Debug("gemini: response schema sent as instructions: this model rejects JSON mode together with tools",
 				"model", m.model, "schema", req.SchemaName)
 		} else {
+			schema, err := llm.SchemaJSON(req.Schema)
+			if err != nil {
+				return nil, fmt.Errorf("gemini: encoding the response's JSON Schema: %w: %v", llm.ErrBadRequest, err)
+			}
 			cfg.ResponseMIMEType = "application/json"
-			cfg.ResponseJSONSchema = req.Schema
+			cfg.ResponseJSONSchema = schema
 			combined = withTools
 		}
 	}

@@ -107,7 +107,7 @@ type wireGenerationConf struct {
 	MaxOutputTokens    int                 `json:"maxOutputTokens,omitempty"`
 	StopSequences      []string            `json:"stopSequences,omitempty"`
 	ResponseMIMEType   string              `json:"responseMimeType,omitempty"`
-	ResponseJSONSchema *jsonschema.Schema  `json:"responseJsonSchema,omitempty"`
+	ResponseJSONSchema json.RawMessage     `json:"responseJsonSchema,omitempty"` // llm.SchemaJSON of the request's schema
 	ThinkingConfig     *wireThinkingConfig `json:"thinkingConfig,omitempty"`
 }
 

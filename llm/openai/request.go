@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -252,7 +253,7 @@ func toolChoice(c llm.ToolChoice, names map[string]bool, wire llm.ToolNames) (op
 // responseFormat is the json_schema response_format with the full schema,
 // byte for byte, strict when the schema allows it.
 func responseFormat(name string, s *jsonschema.Schema) (*shared.ResponseFormatJSONSchemaParam, error) {
-	schema, err := json.Marshal(s)
+	schema, err := llm.SchemaJSON(s)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the response schema: %w", err)
 	}
@@ -345,9 +346,17 @@ func hasType(s *jsonschema.Schema, t string) bool {
 	return false
 }
 
+// isFalseSchema reports whether s encodes as false ({"not": {}}).
 func isFalseSchema(s *jsonschema.Schema) bool {
-	if s == nil {
+	if s == nil || s.Not == nil {
 		return false
+	}
+	// The form jsonschema.For writes, checked without encoding (this runs
+	// for every object of every structured call); anything else is encoded.
+	only := *s
+	only.Not = nil
+	if reflect.ValueOf(&only).Elem().IsZero() && reflect.ValueOf(s.Not).Elem().IsZero() {
+		return true
 	}
 	b, err := json.Marshal(s)
 	return err == nil && string(b) == "false"

@@ -65,3 +65,18 @@ func BenchmarkGround(b *testing.B) {
 		Ground(resp, 0, Options{})
 	}
 }
+
+// BenchmarkFinalizeShort is a short answer with two citations: what
+// finalizing costs when the answer is small and the fixed cost per call
+// (building the Markdown readers) dominates.
+func BenchmarkFinalizeShort(b *testing.B) {
+	s1 := ForResult("Go blog", "https://go.dev/blog/range-functions", 0, 0)
+	s2 := ForResult("Spec", "https://go.dev/ref/spec", 0, 1)
+	answer := "Range over func arrived in Go 1.23 [" + s1.Label + "](" + s1.ShortURL + "). " +
+		"The spec defines it [" + s2.Label + "](" + s2.ShortURL + ").\n"
+	b.SetBytes(int64(len(answer)))
+	b.ReportAllocs()
+	for b.Loop() {
+		Finalize(answer, []Source{s1, s2})
+	}
+}

@@ -199,7 +199,9 @@ type index struct {
 }
 
 func newIndex(gathered []Source) *index {
-	ix := &index{byShort: map[string]int{}, byURL: map[string]int{}}
+	n := len(gathered)
+	ix := &index{byShort: make(map[string]int, n), byURL: make(map[string]int, n),
+		sources: make([]Source, 0, n), links: make([]string, 0, n), labels: make([][]string, 0, n)}
 	for _, s := range gathered {
 		if !restorable(s.URL) {
 			continue

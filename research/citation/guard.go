@@ -5,6 +5,7 @@ import (
 	"html"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -68,6 +69,23 @@ func newMDReader() *mdReader {
 	)
 	r.md = goldmark.New(goldmark.WithParser(p), goldmark.WithExtensions(extension.GFM))
 	return r
+}
+
+// mdReaders pools mdReaders: building one (goldmark with GFM, and the
+// parser's first-use setup) cost more than parsing a short answer, and
+// every Finalize needs one or two. A reader's parser is stateless between
+// parses but its position maps are not, so a reader serves one goroutine
+// at a time: take it with getMDReader, give it back with put.
+var mdReaders = sync.Pool{New: func() any { return newMDReader() }}
+
+func getMDReader() *mdReader { return mdReaders.Get().(*mdReader) }
+
+// put clears what the last parse recorded (so the pool holds no AST) and
+// returns r to the pool; r must not be used afterwards.
+func (r *mdReader) put() {
+	clear(r.ends)
+	clear(r.closes)
+	mdReaders.Put(r)
 }
 
 // parse reads src; the positions it records are for this src.
@@ -351,7 +369,8 @@ func apply(src []byte, edits []edit) (string, int) {
 // would show and that resolves to no gathered source. It returns the text
 // and how many links it made inert.
 func (ix *index) guard(text string) (string, int) {
-	r := newMDReader()
+	r := getMDReader()
+	defer r.put()
 	made := 0
 	text, n := budget(text, ix)
 	made += n
@@ -376,7 +395,8 @@ func (ix *index) guard(text string) (string, int) {
 // would link in text and that resolve to no gathered source: empty for
 // any output of Finalize.
 func checkRendered(text string, ix *index) []string {
-	r := newMDReader()
+	r := getMDReader()
+	defer r.put()
 	src := []byte(text)
 	var out []string
 	for _, e := range ix.foreign(r, src) {
