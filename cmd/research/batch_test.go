@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -271,11 +272,18 @@ func TestTemporalBatchRun(t *testing.T) {
 	desc(qs[2], "run-3", enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING)
 	c.On("GetWorkflow", mock.Anything, qs[2].ID, "run-3").Return(workflowRun(t, qs[2].ID, "run-3", report(qs[2].Request.Question), nil)).Once()
 
-	var started []client.StartWorkflowOptions
+	var (
+		mu      sync.Mutex // the batch starts its runs at once
+		started []client.StartWorkflowOptions
+	)
 	start := func(q batchQuestion, runID string, rep *research.Report, err error) {
 		c.On("ExecuteWorkflow", mock.Anything, mock.MatchedBy(func(o client.StartWorkflowOptions) bool { return o.ID == q.ID }),
 			temporalresearch.WorkflowName, q.Request).
-			Run(func(args mock.Arguments) { started = append(started, args.Get(1).(client.StartWorkflowOptions)) }).
+			Run(func(args mock.Arguments) {
+				mu.Lock()
+				defer mu.Unlock()
+				started = append(started, args.Get(1).(client.StartWorkflowOptions))
+			}).
 			Return(workflowRun(t, q.ID, runID, nil, nil), nil).Once()
 		c.On("GetWorkflow", mock.Anything, q.ID, runID).Return(workflowRun(t, q.ID, runID, rep, err)).Once()
 		c.On("DescribeWorkflowExecution", mock.Anything, q.ID, runID).Return(describe(q.ID, runID, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED,
