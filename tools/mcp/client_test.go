@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -41,34 +42,39 @@ func testLogger() (*slog.Logger, *logBuffer) {
 	return slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})), &buf
 }
 
-// memServer serves ts over in-memory transports: each connection of a
-// client gets a new pair.
+// memServer serves ts over in-memory pipes: each connection of a client
+// gets a new pair.
 type memServer struct {
 	ts       *testServer
 	mu       sync.Mutex
 	sessions []*sdk.ServerSession
+	pipes    []net.Conn // the server's ends
 }
 
 func (m *memServer) transport(ctx context.Context) (sdk.Transport, error) {
-	ct, st := sdk.NewInMemoryTransports()
-	ss, err := m.ts.Connect(ctx, st, nil)
+	client, server := net.Pipe()
+	ss, err := m.ts.Connect(ctx, &sdk.IOTransport{Reader: server, Writer: server}, nil)
 	if err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
 	m.sessions = append(m.sessions, ss)
+	m.pipes = append(m.pipes, server)
 	m.mu.Unlock()
-	return ct, nil
+	return &sdk.IOTransport{Reader: client, Writer: client}, nil
 }
 
-// crash closes the server's side of every connection.
+// crash cuts every connection at the server's end, as a server that dies
+// does. (ServerSession.Close would be a clean end, which waits for the
+// calls in flight: a sleeping call would hold it until the client's
+// timeout.)
 func (m *memServer) crash() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, ss := range m.sessions {
-		_ = ss.Close()
+	for _, p := range m.pipes {
+		_ = p.Close()
 	}
-	m.sessions = nil
+	m.sessions, m.pipes = nil, nil
 }
 
 func connectMem(t *testing.T, srv Server) (*Client, *memServer, *logBuffer) {
