@@ -90,7 +90,7 @@ func finishSources(b Backend, gathered []citation.Source) []citation.Source {
 // found. Close stops them. With the cache disabled nothing is remembered,
 // and Prefetch does nothing.
 func (r *SourceResolver) Prefetch(urls []string) <-chan struct{} {
-	var todo []string
+	var unresolved []string
 	var waits []chan struct{}
 	own := make(chan struct{})
 	r.mu.Lock()
@@ -109,10 +109,10 @@ func (r *SourceResolver) Prefetch(urls []string) <-chan struct{} {
 				continue
 			}
 			r.prefetching[u] = own
-			todo = append(todo, u)
+			unresolved = append(unresolved, u)
 		}
 	}
-	if len(todo) == 0 && len(waits) == 0 {
+	if len(unresolved) == 0 && len(waits) == 0 {
 		r.mu.Unlock()
 		close(own)
 		return own
@@ -125,11 +125,11 @@ func (r *SourceResolver) Prefetch(urls []string) <-chan struct{} {
 	}
 	go func() {
 		defer r.bg.Done()
-		if len(todo) > 0 {
-			r.Resolve(r.bgCtx, todo)
+		if len(unresolved) > 0 {
+			r.Resolve(r.bgCtx, unresolved)
 		}
 		r.mu.Lock()
-		for _, u := range todo {
+		for _, u := range unresolved {
 			delete(r.prefetching, u)
 		}
 		r.mu.Unlock()
