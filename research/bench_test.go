@@ -386,8 +386,11 @@ func BenchmarkCriticalPath(b *testing.B) {
 // after. On 2 cores, N runs fit in one run's time only while N × cpu-ms/run
 // stays well under 2 × the critical path.
 func BenchmarkConcurrentRuns(b *testing.B) {
-	lat := fullScale.scaled(benchScale(1))
-	for _, n := range []int{1, 10, 100, 1000} {
+	lat, sizes := fullScale.scaled(benchScale(1)), []int{1, 10, 100, 1000}
+	if testing.Short() { // CI's short form (docs/testing.md): a tenth of the latencies, up to 100 runs
+		lat, sizes = fullScale.scaled(benchScale(0.1)), []int{1, 10, 100}
+	}
+	for _, n := range sizes {
 		b.Run(fmt.Sprintf("runs=%d", n), func(b *testing.B) {
 			f := newFakeServices(b, lat)
 			r := openResearch(b, f, nil)

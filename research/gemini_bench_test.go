@@ -28,6 +28,9 @@ import (
 //	go test -run '^$' -bench GeminiConcurrentRuns -benchtime 1x ./research
 func BenchmarkGeminiConcurrentRuns(b *testing.B) {
 	scale := benchScale(1)
+	if testing.Short() { // CI's short form (docs/testing.md): a tenth of the latencies
+		scale = benchScale(0.1)
+	}
 	modelDelay := time.Duration(float64(500*time.Millisecond) * scale)
 	w := newRedirectWorld(b)
 	w.delay = time.Duration(float64(300*time.Millisecond) * scale)

@@ -295,7 +295,11 @@ func TestLoad(t *testing.T) {
 //
 //	go test -run '^$' -bench Load -benchtime 1x ./internal/server
 func BenchmarkLoad(b *testing.B) {
-	const runs, maxRunning, queueSize = 200, 16, 100
+	const maxRunning, queueSize = 16, 100
+	runs := 200
+	if testing.Short() { // CI's short form (docs/testing.md)
+		runs = 50
+	}
 	var latencies []time.Duration
 	var elapsed, cpu time.Duration
 	var refused int64
@@ -308,6 +312,11 @@ func BenchmarkLoad(b *testing.B) {
 		ts.stop()
 		if len(res.ends) != runs {
 			b.Fatalf("%d of %d runs streamed to their end", len(res.ends), runs)
+		}
+		for id, status := range res.ends {
+			if status != "success" {
+				b.Fatalf("run %s ended %s", id, status)
+			}
 		}
 		latencies = append(latencies, res.latencies...)
 		elapsed += res.elapsed

@@ -168,8 +168,12 @@ func bigQueries(vocab []string) []benchQuery {
 //
 //	go test -run '^$' -bench Corpus20k -benchtime 3x ./search/local
 func BenchmarkCorpus20k(b *testing.B) {
+	files := 20_000
+	if testing.Short() { // CI's short form (docs/testing.md)
+		files = 2_000
+	}
 	root := b.TempDir()
-	bc := genBigCorpus(b, root, 20_000)
+	bc := genBigCorpus(b, root, files)
 	ctx := context.Background()
 
 	start := time.Now()
