@@ -36,11 +36,11 @@ func TestParseNMAndSizes(t *testing.T) {
   401400          0 T github.com/a/b.empty
   500000         50 R type:*github.com/a/b.T
   600000         20 D github.com/a/b/c.v
-  700000       4000 B github.com/a/b.buf
+  700000       4000 D github.com/a/b.buf
 `)
 	syms := parseNM(nm)
 	require.Len(t, syms, 5, "U and empty symbols are left out")
-	ms := sizes(syms)
+	ms := sizes(syms, []section{{name: ".noptrbss", lo: 0x700000, hi: 0x800000, fileless: true}})
 	require.Len(t, ms, 2)
 	assert.Equal(t, moduleSize{module: "github.com/a/b", text: 300, rodata: 50, data: 20, bss: 4000, total: 370, functionsNum: 1}, ms[0])
 	assert.Equal(t, "std:runtime", ms[1].module)

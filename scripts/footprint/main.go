@@ -27,6 +27,7 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"debug/elf"
 	"errors"
 	"flag"
 	"fmt"
@@ -34,6 +35,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -55,7 +57,11 @@ func run(args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		writeSizes(out, sizes(syms))
+		secs, err := sections(args[1])
+		if err != nil {
+			return err
+		}
+		writeSizes(out, sizes(syms, secs))
 		return nil
 	case "init":
 		fs := flag.NewFlagSet("init", flag.ContinueOnError)
@@ -176,8 +182,10 @@ type moduleSize struct {
 	total, functionsNum int
 }
 
-// sizes sums symbols by module, largest in the file first.
-func sizes(syms []symbol) []moduleSize {
+// sizes sums symbols by module, largest in the file first; a symbol in a
+// section that is not in the file (go tool nm calls .noptrbss's symbols D)
+// counts as bss.
+func sizes(syms []symbol, secs []section) []moduleSize {
 	by := map[string]*moduleSize{}
 	for _, s := range syms {
 		m := by[s.module]
@@ -185,7 +193,11 @@ func sizes(syms []symbol) []moduleSize {
 			m = &moduleSize{module: s.module}
 			by[s.module] = m
 		}
-		switch s.kind {
+		kind := s.kind
+		if i := sort.Search(len(secs), func(i int) bool { return secs[i].hi > s.addr }); i < len(secs) && secs[i].lo <= s.addr && secs[i].fileless {
+			kind = 'B'
+		}
+		switch kind {
 		case 'T':
 			m.text += s.size
 			m.functionsNum++
@@ -314,4 +326,28 @@ func writeInits(w io.Writer, ts []initTime) {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
+}
+
+// section is an allocated ELF section: its name and address range.
+type section struct {
+	name     string
+	lo, hi   uint64
+	fileless bool // .bss, .noptrbss: not in the file
+}
+
+func sections(bin string) ([]section, error) {
+	f, err := elf.Open(bin)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []section
+	for _, s := range f.Sections {
+		if s.Flags&elf.SHF_ALLOC == 0 || s.Size == 0 {
+			continue
+		}
+		out = append(out, section{name: s.Name, lo: s.Addr, hi: s.Addr + s.Size, fileless: s.Type == elf.SHT_NOBITS})
+	}
+	slices.SortFunc(out, func(a, b section) int { return cmp.Compare(a.lo, b.lo) })
+	return out, nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"cmp"
-	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -44,30 +43,6 @@ func pages(args []string, out io.Writer) error {
 	}
 	writePages(out, attribute(present, secs, syms), anon)
 	return nil
-}
-
-// section is an allocated ELF section: its name and address range.
-type section struct {
-	name     string
-	lo, hi   uint64
-	fileless bool // .bss, .noptrbss: not in the file
-}
-
-func sections(bin string) ([]section, error) {
-	f, err := elf.Open(bin)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []section
-	for _, s := range f.Sections {
-		if s.Flags&elf.SHF_ALLOC == 0 || s.Size == 0 {
-			continue
-		}
-		out = append(out, section{name: s.Name, lo: s.Addr, hi: s.Addr + s.Size, fileless: s.Type == elf.SHT_NOBITS})
-	}
-	slices.SortFunc(out, func(a, b section) int { return cmp.Compare(a.lo, b.lo) })
-	return out, nil
 }
 
 // residentAtExit starts bin and returns the addresses of the resident
