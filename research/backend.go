@@ -203,6 +203,37 @@ func (b *SearchBackend) readPages(ctx context.Context, query string, results []s
 		mu                  sync.Mutex
 		refused, unreadable []string
 	)
+	read := func(r *search.Result) {
+		page, err := recorded(ctx, b.Logger, callKey("read", r.URL, strconv.Itoa(maxChars)), func() (*search.Page, error) {
+			if pr, ok := b.Reader.(prefixReader); ok {
+				return pr.ReadUpTo(ctx, r.URL, maxChars)
+			}
+			return b.Reader.Read(ctx, r.URL)
+		})
+		if err != nil {
+			if b.Logger != nil {
+				b.Logger.DebugContext(ctx, "reading a search result failed; using its snippet", "url", r.URL, "err", err)
+			}
+			if ctx.Err() != nil {
+				return // the run stops: no page failed
+			}
+			mu.Lock()
+			if errors.Is(err, netguard.ErrBlocked) {
+				refused = append(refused, r.URL)
+			} else {
+				unreadable = append(unreadable, r.URL)
+			}
+			mu.Unlock()
+			return
+		}
+		r.Content = page.Content
+		if r.Title == "" {
+			r.Title = page.Title
+		}
+	}
+	// The pages are read at once; the last on this goroutine, which has
+	// the stack for it already (a new goroutine's grows as it reads).
+	var last *search.Result
 	for i := range results {
 		if n == 0 {
 			break
@@ -211,36 +242,13 @@ func (b *SearchBackend) readPages(ctx context.Context, query string, results []s
 			continue
 		}
 		n--
-		wg.Add(1)
-		go func(r *search.Result) {
-			defer wg.Done()
-			page, err := recorded(ctx, b.Logger, callKey("read", r.URL, strconv.Itoa(maxChars)), func() (*search.Page, error) {
-				if pr, ok := b.Reader.(prefixReader); ok {
-					return pr.ReadUpTo(ctx, r.URL, maxChars)
-				}
-				return b.Reader.Read(ctx, r.URL)
-			})
-			if err != nil {
-				if b.Logger != nil {
-					b.Logger.DebugContext(ctx, "reading a search result failed; using its snippet", "url", r.URL, "err", err)
-				}
-				if ctx.Err() != nil {
-					return // the run stops: no page failed
-				}
-				mu.Lock()
-				if errors.Is(err, netguard.ErrBlocked) {
-					refused = append(refused, r.URL)
-				} else {
-					unreadable = append(unreadable, r.URL)
-				}
-				mu.Unlock()
-				return
-			}
-			r.Content = page.Content
-			if r.Title == "" {
-				r.Title = page.Title
-			}
-		}(&results[i])
+		if r := last; r != nil {
+			wg.Go(func() { read(r) })
+		}
+		last = &results[i]
+	}
+	if last != nil {
+		read(last)
 	}
 	wg.Wait()
 	var out []Warning
