@@ -119,12 +119,19 @@ func newSQLiteDB(db *sql.DB) sqliteDB {
 // inTx runs fn in a transaction (tx), whose lock serializes the creation
 // of tables.
 func (d sqliteDB) inTx(ctx context.Context, fn func(sqlConn) error) error {
-	return d.tx(ctx, fn)
+	return d.begin(ctx, fn, false)
 }
 
 // tx runs fn in a transaction: with _txlock=immediate it takes the
 // database's write lock at once.
 func (d sqliteDB) tx(ctx context.Context, fn func(sqlConn) error) error {
+	return d.begin(ctx, fn, true)
+}
+
+// begin runs fn in a transaction whose statements are prepared (prepare)
+// or, in the one that may create the tables they name, run as they are
+// unless they were prepared before.
+func (d sqliteDB) begin(ctx context.Context, fn func(sqlConn) error, prepare bool) error {
 	release, err := acquire(ctx, d.conns)
 	if err != nil {
 		return err
@@ -135,7 +142,7 @@ func (d sqliteDB) tx(ctx context.Context, fn func(sqlConn) error) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	if err := fn(stdConn{r: tx, tx: tx, stmts: d.stmts}); err != nil {
+	if err := fn(stdConn{r: tx, tx: tx, stmts: d.stmts, prepare: prepare}); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -170,6 +177,9 @@ type stdConn struct {
 	}
 	tx    *sql.Tx // r, when it is a transaction
 	stmts *stmtCache
+	// prepare says a transaction prepares the statements it runs (not
+	// the one that creates the tables).
+	prepare bool
 	// conns bounds the statements run at once outside a transaction
 	// (sqliteDB).
 	conns chan struct{}
@@ -225,13 +235,17 @@ func (c stdConn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	case c.stmts == nil:
 		return nil, nil
 	case c.tx != nil:
-		// A transaction runs the statements prepared before (the one
-		// prepared on its connection, or prepared there now), and the
-		// others as they are: it may create the tables they name.
-		if st := c.stmts.prepared(query); st != nil {
-			return c.tx.StmtContext(ctx, st), nil
+		// A transaction runs the statement as prepared on its connection
+		// (prepared there now, the first time); the one that creates the
+		// tables runs those it names as they are, unless prepared before.
+		st := c.stmts.prepared(query)
+		if st == nil && c.prepare {
+			st = c.stmts.get(ctx, query)
 		}
-		return nil, nil
+		if st == nil {
+			return nil, nil
+		}
+		return c.tx.StmtContext(ctx, st), nil
 	}
 	return c.stmts.get(ctx, query), nil
 }
