@@ -20,9 +20,13 @@ import (
 // The server reads every record once, in New, and writes through on every
 // change (a thread created, patched, run or deleted; a run queued, started,
 // ended or deleted): one write at a time per thread (its record and its
-// runs'), the threads' writes at once — a Store is called concurrently. Threads of stateless runs
-// (/runs/stream, /runs/wait, /runs) are not kept. MemoryStore keeps them
-// in memory; research serve keeps them in its run store.
+// runs'), in order, the threads' writes at once — a Store is called
+// concurrently. A request whose thread's records are being written does not
+// wait for them: its own write follows them, and the request goes on (a
+// run's end is written before the run is done, and Shutdown waits for the
+// writes asked for). Threads of stateless runs (/runs/stream, /runs/wait,
+// /runs) are not kept. MemoryStore keeps them in memory; research serve
+// keeps them in its run store.
 type Store interface {
 	// Threads returns every thread kept, in any order.
 	Threads(ctx context.Context) ([]ThreadRecord, error)
