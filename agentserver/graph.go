@@ -413,6 +413,12 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 	}
 	out := emitter{emit: emit}
 	var last S
+	// The events of the modes the run records are built, the others not:
+	// a step's values (and its checkpoint's), a task's update and input.
+	wantValues := req.wants(modeValues, modeCheckpoints, modeDebug)
+	wantCheckpoints := req.wants(modeCheckpoints, modeDebug)
+	wantTasks := req.wants(modeTasks, modeDebug)
+	wantUpdates := wantTasks || req.wants(modeUpdates)
 	for ev, err := range events {
 		if err != nil {
 			end.err = err
@@ -428,14 +434,20 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 		send := func(mode string, data any) { emit(streamEvent{mode: mode, ns: ns, data: data, step: ev.Step}) }
 		switch ev.Kind {
 		case graph.EventStep:
+			if ns == "" {
+				last = ev.State
+			}
+			if !wantValues {
+				break
+			}
 			values := g.stateJSON(ev)
 			send(modeValues, values)
 			switch {
+			case !wantCheckpoints:
 			case ns == "":
 				// The run's own is read from the thread (with its tasks'
 				// records); described, for when the thread's newest is not
 				// it yet (durability async or exit).
-				last = ev.State
 				ce := streamEvent{mode: modeCheckpoints, step: ev.Step}
 				if ev.Checkpoint != nil {
 					ce.data = ownCheckpoint{describeCheckpoint(values, ev.Checkpoint)}
@@ -447,8 +459,13 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 				emit(streamEvent{mode: modeCheckpoints, ns: ns, step: ev.Step, data: describeCheckpoint(values, ev.Checkpoint)})
 			}
 		case graph.EventTaskStart:
-			send(modeTasks, taskStart{ID: taskID(ev.Step, ev.Task), Name: node, Input: argOf(ev.Arg), Triggers: []string{}})
+			if wantTasks {
+				send(modeTasks, taskStart{ID: taskID(ev.Step, ev.Task), Name: node, Input: argOf(ev.Arg), Triggers: []string{}})
+			}
 		case graph.EventTaskEnd:
+			if !wantUpdates {
+				break
+			}
 			var errText *string
 			var result json.RawMessage
 			if ev.Err != nil {
@@ -457,6 +474,9 @@ func (g *served[S]) run(ctx context.Context, req runSpec, emit func(streamEvent)
 			} else {
 				result = updateOf(ev)
 				send(modeUpdates, map[string]json.RawMessage{node: result})
+			}
+			if !wantTasks {
+				break
 			}
 			send(modeTasks, taskEnd{ID: taskID(ev.Step, ev.Task), Name: node, Result: result, Error: errText, Interrupts: []interruptOut{}})
 		case graph.EventCustom:

@@ -251,7 +251,7 @@ func (s *Server) newRun(r *http.Request, threadID string) (*run, error) {
 	}
 	ru := &run{id: graphUUID(), thread: t, asst: asst, created: now, updated: now, metadata: cloneMetadata(md), strategy: strategy,
 		kwargs: kwargs, spec: spec, modes: modes, log: newEventLog(), done: make(chan struct{}), status: runPending, completed: req.OnCompletion}
-	ru.spec.thread, ru.spec.runID = t.id, ru.id
+	ru.spec.thread, ru.spec.runID, ru.spec.modes = t.id, ru.id, modes
 	ru.spec.config.ThreadID, ru.spec.config.RunID = t.id, ru.id
 	// The run's context ends with the server's; it carries the values of
 	// the request that created it (its trace span, say), not its end.
@@ -307,7 +307,7 @@ func (s *Server) newRun(r *http.Request, threadID string) (*run, error) {
 		}
 	}
 	ru.log.add("metadata", map[string]any{"run_id": ru.id, "thread_id": t.id, "attempt": 1})
-	s.saveRun(ru)
+	s.saveRun(ru, false)
 	admitted = true
 	go s.execute(ru)
 	return ru, nil
@@ -406,7 +406,7 @@ func (s *Server) execute(ru *run) {
 		}
 		s.saveThread(t)
 	} else {
-		s.saveRun(ru)
+		s.saveRun(ru, true) // its end is kept when done closes
 	}
 	if deleteThread {
 		s.runsWG.Add(1)
@@ -448,7 +448,7 @@ func (s *Server) setStatus(ru *run, status string) {
 	s.mu.Lock()
 	ru.status, ru.updated = status, time.Now().UTC()
 	s.mu.Unlock()
-	s.saveRun(ru)
+	s.saveRun(ru, false)
 }
 
 // busy reports whether a thread has a run pending or running.

@@ -17,7 +17,6 @@ import (
 
 	"github.com/deepgraph/deepgraph/graph"
 	"github.com/deepgraph/deepgraph/internal/drain"
-	"github.com/deepgraph/deepgraph/internal/keymu"
 )
 
 // Options configure a Server.
@@ -79,12 +78,12 @@ type Server struct {
 	opts  Options
 	cp    graph.Checkpointer
 	store Store
-	// records orders the writes of each thread's records (its own and
-	// its runs'): the last one written is the newest. One thread's writes
-	// never wait for another's.
-	records keymu.Map
-	log     *slog.Logger
-	mux     *http.ServeMux
+	// queues write each thread's records (its own and its runs') in
+	// order, the newest last (records.go); wmu guards them.
+	wmu    sync.Mutex
+	queues map[string]*recordQueue
+	log    *slog.Logger
+	mux    *http.ServeMux
 
 	ctx    context.Context // ends at Shutdown: runs run under it
 	cancel context.CancelCauseFunc
@@ -137,7 +136,8 @@ func New(opts Options) (*Server, error) {
 	if opts.Store == nil {
 		opts.Store = NewMemoryStore()
 	}
-	s := &Server{opts: opts, cp: opts.Checkpointer, store: opts.Store, log: opts.Logger, threads: map[string]*thread{}, runs: map[string]*run{}, drained: drain.New(nil)}
+	s := &Server{opts: opts, cp: opts.Checkpointer, store: opts.Store, log: opts.Logger, threads: map[string]*thread{}, runs: map[string]*run{}, drained: drain.New(nil),
+		queues: map[string]*recordQueue{}}
 	if opts.MaxRunning > 0 {
 		s.slots = make(chan struct{}, opts.MaxRunning)
 	}
@@ -201,7 +201,7 @@ func (s *Server) assistantFor(id string) (*assistant, error) {
 }
 
 // Shutdown cancels the runs in progress and waits for them to record
-// their end (or ctx).
+// their end, and for the records asked for to be written (or ctx).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
@@ -211,10 +211,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	go func() { s.runsWG.Wait(); close(done) }()
 	select {
 	case <-done:
-		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("agentserver: runs still running at shutdown: %w", ctx.Err())
 	}
+	if err := s.writesDone(ctx); err != nil {
+		return fmt.Errorf("agentserver: records still being written at shutdown: %w", err)
+	}
+	return nil
 }
 
 // Errors the handlers answer with.

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -21,9 +20,13 @@ import (
 // The server reads every record once, in New, and writes through on every
 // change (a thread created, patched, run or deleted; a run queued, started,
 // ended or deleted): one write at a time per thread (its record and its
-// runs'), the threads' writes at once — a Store is called concurrently. Threads of stateless runs
-// (/runs/stream, /runs/wait, /runs) are not kept. MemoryStore keeps them
-// in memory; research serve keeps them in its run store.
+// runs'), in order, the threads' writes at once — a Store is called
+// concurrently. A request whose thread's records are being written does not
+// wait for them: its own write follows them, and the request goes on (a
+// run's end is written before the run is done, and Shutdown waits for the
+// writes asked for). Threads of stateless runs (/runs/stream, /runs/wait,
+// /runs) are not kept. MemoryStore keeps them in memory; research serve
+// keeps them in its run store.
 type Store interface {
 	// Threads returns every thread kept, in any order.
 	Threads(ctx context.Context) ([]ThreadRecord, error)
@@ -224,69 +227,6 @@ func (s *Server) load(ctx context.Context) error {
 		s.threads[t.id] = t
 	}
 	return nil
-}
-
-// saveThread writes a thread's record (not a stateless one, nor one
-// deleted meanwhile); a failure is logged: the server goes on from memory.
-func (s *Server) saveThread(t *thread) {
-	if t.stateless { // set at its creation, never changed
-		return
-	}
-	unlock := s.records.Lock(t.id)
-	defer unlock()
-	s.putThread(t)
-}
-
-// putThread writes a thread's record, its records' lock held: the record
-// is read after the lock is taken, so that a write that waited for
-// another writes a state as new as it, or newer.
-func (s *Server) putThread(t *thread) {
-	s.mu.Lock()
-	kept := s.threads[t.id] == t
-	rec := ThreadRecord{ID: t.id, CreatedAt: t.created, UpdatedAt: t.updated, StateUpdatedAt: t.stateUpdated,
-		Metadata: cloneMetadata(t.metadata), GraphID: t.graphID, Status: t.status}
-	s.mu.Unlock()
-	if !kept || (t.saved != nil && reflect.DeepEqual(*t.saved, rec)) {
-		return // a run's start changes its record, not its thread's
-	}
-	if err := s.store.PutThread(context.Background(), rec); err != nil {
-		t.saved = nil
-		s.log.Warn("could not keep a thread's record", "thread", t.id, "err", err)
-		return
-	}
-	t.saved = &rec
-}
-
-// saveRun writes a run's record and its thread's (none for a stateless
-// run): under its thread's lock, so that the writes of other threads' runs
-// — other submissions — do not wait for them.
-func (s *Server) saveRun(ru *run) {
-	t := ru.thread
-	if t.stateless {
-		return
-	}
-	unlock := s.records.Lock(t.id)
-	defer unlock()
-	s.putThread(t)
-	s.mu.Lock()
-	kept := s.runs[ru.id] == ru
-	s.mu.Unlock()
-	rec := s.runOf(ru)
-	if !kept {
-		return
-	}
-	if err := s.store.PutRun(context.Background(), rec); err != nil {
-		s.log.Warn("could not keep a run's record", "run", ru.id, "err", err)
-	}
-}
-
-// unstore removes records of thread threadID from the store: del is its
-// DeleteThread or DeleteRun, called (with id) after the thread or run left
-// the server's maps, under the thread's records' lock.
-func (s *Server) unstore(ctx context.Context, threadID string, del func(context.Context, string) error, id string) error {
-	unlock := s.records.Lock(threadID)
-	defer unlock()
-	return del(ctx, id)
 }
 
 // stoppedByShutdown is the Error of a run a server's Shutdown interrupted.

@@ -25,8 +25,8 @@ type thread struct {
 	runs             []*run // oldest first
 	status           string // after its last run ended
 	stateless        bool   // made for a /runs run: deleted after it
-	// saved is the record last written to the store, under its records'
-	// lock (Server.records): a write of the same record is skipped.
+	// saved is the record last written to the store, by its records'
+	// queue (records.go): a write of the same record is skipped.
 	saved *ThreadRecord
 }
 

@@ -2,6 +2,7 @@ package agentserver
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/deepgraph/deepgraph/graph"
@@ -173,6 +174,19 @@ type runSpec struct {
 	durability      graph.DurabilityMode
 	config          RunConfig
 	subgraphs       bool // stream_subgraphs
+	// modes are the stream modes the run records: run builds the events
+	// of the others not at all (a state's values for each step, say).
+	modes []string
+}
+
+// wants reports whether the run records any of modes.
+func (r runSpec) wants(modes ...string) bool {
+	for _, m := range modes {
+		if slices.Contains(r.modes, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // durabilities are the run's durability modes by name ("": the default,

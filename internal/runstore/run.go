@@ -255,6 +255,22 @@ type Store interface {
 	// except Started, Kind and Thread, which stay as created. It fails with
 	// ErrNotFound when there is no such run.
 	Update(ctx context.Context, r *Run) error
+	// Put stores r without reading the stored run first: a new ID as
+	// Create stores it; a stored one as Update overwrites it, but for
+	// Tokens, Calls, Cost and Report, which stay as stored — a run's own
+	// progress writes them, with SetSpending and SetReport, so that the
+	// writes of its status and those of its spending need no order between
+	// them. It fails as Create and Update do.
+	Put(ctx context.Context, r *Run) error
+	// SetSpending writes what the run with exactly the id has spent so far
+	// (Tokens, Calls and Cost, nil when unknown), and nothing else. It fails
+	// with ErrNotFound when there is no such run.
+	SetSpending(ctx context.Context, id string, tokens int64, calls int, cost *float64) error
+	// SetReport writes the run's Report (nil removes it), and nothing
+	// else. It fails with ErrNotFound when there is no such run, and with
+	// ErrInvalid or ErrTooLarge when report is not a JSON document of at
+	// most MaxDocumentBytes.
+	SetReport(ctx context.Context, id string, report json.RawMessage) error
 	// Get returns the whole run with the id, or with the one id that
 	// starts with it when it has at least MinPrefix characters. Ids are
 	// case-sensitive. It fails with ErrNotFound, or ErrAmbiguous listing
@@ -294,6 +310,11 @@ type Store interface {
 	// thread, and with ErrInvalid or ErrTooLarge when data is not a JSON
 	// document of at most MaxDocumentBytes.
 	SetThreadData(ctx context.Context, id string, data json.RawMessage) error
+	// PutThreadData stores t's Data in one statement, reading nothing: a
+	// new thread as CreateThread stores it; a stored one gets t's Data,
+	// the rest as stored. It fails as CreateThread and SetThreadData do,
+	// but never with ErrExists or ErrNotFound.
+	PutThreadData(ctx context.Context, t *Thread) error
 	// DeleteThread removes the thread with exactly the id, all its runs and
 	// their calls. It fails with ErrNotFound when there is neither a
 	// thread nor a run of the thread.

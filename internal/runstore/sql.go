@@ -261,6 +261,69 @@ func (s *sqlStore) Update(ctx context.Context, r *Run) error {
 	return nil
 }
 
+// Put updates the run's record in one statement and, when no run has its
+// ID, creates it; a Create that finds it made meanwhile (by another Put)
+// gives way to the update. A queued run, most often new, is created first.
+func (s *sqlStore) Put(ctx context.Context, r *Run) error {
+	if err := checkCreate(r); err != nil {
+		return err
+	}
+	if r.Status == StatusQueued {
+		if err := s.Create(ctx, r); !errors.Is(err, ErrExists) {
+			return err
+		}
+	}
+	for range 2 {
+		n := normalized(r)
+		changed, err := s.db.exec(ctx, `UPDATE research_runs SET question = $2, status = $3, updated = $4, ended = $5,
+			error = $6, host = $7, pid = $8, settings = $9 WHERE id = $1`,
+			n.ID, n.Question, string(n.Status), s.time(n.Updated), s.time(n.Ended), n.Error, n.Host, n.PID, document(n.Settings))
+		switch {
+		case err != nil:
+			return fmt.Errorf("runstore: updating run %q in %s: %w", r.ID, s.d.name, err)
+		case changed > 0:
+			return nil
+		}
+		if err := s.Create(ctx, r); !errors.Is(err, ErrExists) {
+			return err
+		}
+	}
+	return fmt.Errorf("runstore: storing run %q in %s: it is created and deleted as it is written", r.ID, s.d.name)
+}
+
+func (s *sqlStore) SetSpending(ctx context.Context, id string, tokens int64, calls int, usd *float64) error {
+	r := &Run{ID: id, Status: StatusRunning, Tokens: tokens, Calls: calls, Cost: usd}
+	if err := checkUpdate(r); err != nil {
+		return err
+	}
+	changed, err := s.db.exec(ctx, `UPDATE research_runs SET tokens = $2, calls = $3, cost_usd = $4 WHERE id = $1`,
+		id, tokens, calls, cost(usd))
+	switch {
+	case err != nil:
+		return fmt.Errorf("runstore: writing the spending of run %q in %s: %w", id, s.d.name, err)
+	case changed == 0:
+		return notFound(id)
+	}
+	return nil
+}
+
+func (s *sqlStore) SetReport(ctx context.Context, id string, report json.RawMessage) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	if err := checkDocument(id, "report", report, int64(len(report)), ErrInvalid, ""); err != nil {
+		return err
+	}
+	changed, err := s.db.exec(ctx, `UPDATE research_runs SET report = $2 WHERE id = $1`, id, document(report))
+	switch {
+	case err != nil:
+		return fmt.Errorf("runstore: writing the report of run %q in %s: %w", id, s.d.name, err)
+	case changed == 0:
+		return notFound(id)
+	}
+	return nil
+}
+
 // Get returns the run with exactly id, or else with the one id that starts
 // with it.
 func (s *sqlStore) Get(ctx context.Context, id string) (*Run, error) {
@@ -543,6 +606,23 @@ func (s *sqlStore) SetThreadData(ctx context.Context, id string, data json.RawMe
 			return nil // written by an attempt whose reply was lost
 		}
 		return threadNotFound(id)
+	}
+	return nil
+}
+
+func (s *sqlStore) PutThreadData(ctx context.Context, t *Thread) error {
+	if err := checkThread(t); err != nil {
+		return err
+	}
+	created, updated := normalTime(t.Created), normalTime(t.Updated)
+	if updated.IsZero() {
+		updated = created
+	}
+	_, err := s.db.exec(ctx, `INSERT INTO research_threads (id, kind, title, created, updated, data)
+		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET data = excluded.data`,
+		t.ID, string(t.Kind), text(t.Title), s.time(created), s.time(updated), document(t.Data))
+	if err != nil {
+		return fmt.Errorf("runstore: writing thread %q in %s: %w", t.ID, s.d.name, err)
 	}
 	return nil
 }

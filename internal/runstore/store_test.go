@@ -35,6 +35,8 @@ func testStore(t *testing.T, open func(t *testing.T) Store) {
 		{"CreateDuplicate", testCreateDuplicate},
 		{"CreateInvalid", testCreateInvalid},
 		{"Update", testUpdate},
+		{"PutAndProgress", testPutAndProgress},
+		{"PutThreadData", testPutThreadData},
 		{"Cost", testCost},
 		{"UpdateMissing", testUpdateMissing},
 		{"GetByPrefix", testGetByPrefix},
@@ -548,4 +550,81 @@ func testConcurrent(t *testing.T, s Store) {
 		assert.Equal(t, int64(updates*100), r.Tokens, r.ID)
 		assert.Equal(t, updates, r.Calls, r.ID)
 	}
+}
+
+// testPutAndProgress: Put creates a run (with its thread) or overwrites
+// its record without reading it, leaving the spending and the report that
+// SetSpending and SetReport write — each only those — as they are.
+func testPutAndProgress(t *testing.T, s Store) {
+	ctx := t.Context()
+	r := newRun("put00001", base())
+	r.Status, r.Ended = StatusQueued, time.Time{}
+	require.NoError(t, s.Put(ctx, r), "a new run is created")
+	got, err := s.Get(ctx, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, StatusQueued, got.Status)
+	th, err := s.GetThread(ctx, r.Thread)
+	require.NoError(t, err, "with its thread")
+	assert.Equal(t, 1, th.Runs)
+	q := *r
+	q.Question = "queued again?"
+	require.NoError(t, s.Put(ctx, &q), "a queued run stored already is overwritten")
+	got, err = s.Get(ctx, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "queued again?", got.Question)
+
+	usd := 0.25
+	require.NoError(t, s.SetSpending(ctx, r.ID, 1200, 4, &usd))
+	require.NoError(t, s.SetReport(ctx, r.ID, json.RawMessage(`{"answer":"yes"}`)))
+	u := *r
+	u.Status, u.Updated, u.Ended, u.Error = StatusDone, base().Add(time.Hour), base().Add(time.Hour), "none"
+	u.Settings = json.RawMessage(`{"loops":2}`)
+	u.Tokens, u.Calls, u.Cost, u.Report = 1, 1, nil, nil // not written by Put
+	require.NoError(t, s.Put(ctx, &u))
+	got, err = s.Get(ctx, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, StatusDone, got.Status)
+	assert.Equal(t, "none", got.Error)
+	assert.JSONEq(t, `{"loops":2}`, string(got.Settings))
+	assert.Equal(t, int64(1200), got.Tokens, "the spending stays")
+	assert.Equal(t, 4, got.Calls)
+	require.NotNil(t, got.Cost)
+	assert.InDelta(t, 0.25, *got.Cost, 1e-9)
+	assert.JSONEq(t, `{"answer":"yes"}`, string(got.Report), "the report stays")
+
+	require.NoError(t, s.SetSpending(ctx, r.ID, 1300, 5, nil))
+	got, err = s.Get(ctx, r.ID)
+	require.NoError(t, err)
+	assert.Equal(t, StatusDone, got.Status, "SetSpending writes the spending only")
+	assert.Equal(t, int64(1300), got.Tokens)
+	assert.Nil(t, got.Cost)
+	assert.JSONEq(t, `{"answer":"yes"}`, string(got.Report))
+
+	assert.ErrorIs(t, s.SetSpending(ctx, "missing1", 1, 1, nil), ErrNotFound)
+	assert.ErrorIs(t, s.SetReport(ctx, "missing1", nil), ErrNotFound)
+	assert.ErrorIs(t, s.SetReport(ctx, r.ID, json.RawMessage(`{`)), ErrInvalid)
+	bad := -1.0
+	assert.ErrorIs(t, s.SetSpending(ctx, r.ID, 1, 1, &bad), ErrInvalid)
+	u.Status = "unknown"
+	assert.ErrorIs(t, s.Put(ctx, &u), ErrInvalid)
+}
+
+// testPutThreadData: PutThreadData creates a thread, then replaces only its
+// Data.
+func testPutThreadData(t *testing.T, s Store) {
+	ctx := t.Context()
+	th := &Thread{ID: "thread-ptd", Created: base(), Data: json.RawMessage(`{"v":1}`)}
+	require.NoError(t, s.PutThreadData(ctx, th))
+	got, err := s.GetThread(ctx, th.ID)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"v":1}`, string(got.Data))
+	assert.True(t, got.Created.Equal(base()))
+
+	again := &Thread{ID: th.ID, Created: base().Add(time.Hour), Data: json.RawMessage(`{"v":2}`)}
+	require.NoError(t, s.PutThreadData(ctx, again))
+	got, err = s.GetThread(ctx, th.ID)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"v":2}`, string(got.Data))
+	assert.True(t, got.Created.Equal(base()), "the rest stays as stored")
+	assert.ErrorIs(t, s.PutThreadData(ctx, &Thread{ID: th.ID, Created: base(), Data: json.RawMessage(`[`)}), ErrInvalid)
 }

@@ -306,6 +306,7 @@ func (a *researchAPI) build(ctx context.Context, cfg agentserver.RunConfig) (age
 	ctx = research.ContextWithJournal(ctx, a.records.journal(ctx, cfg))
 	return agentserver.RunSetup[research.State]{Graph: r.Researcher.Graph(), Observe: tl.observe, Close: r.Close, Context: ctx,
 		End: func(status string, err error) {
+			tl.progress.flush()
 			tl.mu.Lock()
 			usage := tl.usage
 			tl.mu.Unlock()
@@ -318,7 +319,7 @@ type researchTimeline struct {
 	start    time.Time
 	models   map[string]string
 	prices   llm.Prices
-	progress func(tokens, calls int, cost *float64)
+	progress *spendingWriter
 
 	mu       sync.Mutex
 	messages int // the messages of the state so far: the answer's index
@@ -326,6 +327,14 @@ type researchTimeline struct {
 }
 
 func (t *researchTimeline) observe(ev graph.Event[research.State], out agentserver.Emitter) {
+	if sp, ok := t.show(ev, out); ok {
+		t.progress.record(sp) // not under mu: it writes to the run store
+	}
+}
+
+// show adds what ev shows to the timeline, and says what the run has spent
+// when ev changed it.
+func (t *researchTimeline) show(ev graph.Event[research.State], out agentserver.Emitter) (spending, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch ev.Kind {
@@ -334,30 +343,37 @@ func (t *researchTimeline) observe(ev graph.Event[research.State], out agentserv
 	}
 	a, ok := research.Describe(ev)
 	if !ok {
-		return
+		return spending{}, false
 	}
 	if a.Kind == research.ActivityToken {
 		out.Message(ev.Node, agentserver.MessageChunk{ID: messageID(t.messages), Content: a.Token, Restart: a.Restart})
-		return
+		return spending{}, false
 	}
 	t.usage = t.usage.Merge(a.Usage)
 	act := researchActivity(a)
 	act.ElapsedMS = time.Since(t.start).Milliseconds()
 	act.Tokens = app.Tokens(t.usage.Total().Usage)
 	out.Custom(customEvent{Type: "activity", Activity: &act})
-	if a.Usage != nil {
-		spent(out, t.progress, t.usage, t.models, t.prices)
+	if a.Usage == nil {
+		return spending{}, false
 	}
+	return spent(out, t.usage, t.models, t.prices), true
 }
 
-// spent tells what a run has spent so far, usage at prices: a custom event
-// {type: "cost", tokens, calls, cost_usd} for the timeline, and progress
+// spending is what a run has spent so far.
+type spending struct {
+	tokens, calls int
+	cost          *float64 // US dollars; nil when unknown
+}
+
+// spent tells the timeline what a run has spent so far, usage at prices —
+// a custom event {type: "cost", tokens, calls, cost_usd} — and returns it,
 // for the run's record.
-func spent(out agentserver.Emitter, progress func(tokens, calls int, cost *float64), usage llm.UsageByRole, models map[string]string, prices llm.Prices) {
+func spent(out agentserver.Emitter, usage llm.UsageByRole, models map[string]string, prices llm.Prices) spending {
 	tot := usage.Total()
 	tokens, cost := app.Tokens(tot.Usage), app.CostUSD(usage, models, prices)
 	out.Custom(customEvent{Type: "cost", Tokens: tokens, Calls: tot.Calls, CostUSD: cost})
-	progress(tokens, tot.Calls, cost)
+	return spending{tokens: tokens, calls: tot.Calls, cost: cost}
 }
 
 // hitlRequest is LangChain's HITLRequest, the interrupt value Agent Chat

@@ -91,6 +91,7 @@ func (a *agentAPI) build(ctx context.Context, cfg agentserver.RunConfig) (agents
 	var final *nodes.AgentState // the state the run ended in, when it did
 	return agentserver.RunSetup[nodes.AgentState]{Graph: ar.Agent.Graph(), Observe: tl.observe, Close: ar.Close, Context: ctx,
 		End: func(status string, err error) {
+			tl.progress.flush()
 			end(status, err, tl.usage(), tl.models, tl.prices)
 			if final != nil {
 				// Its answer, for research show, as research agent stores it.
@@ -134,7 +135,7 @@ type agentTimeline struct {
 	meter    *llm.Meter
 	models   map[string]string
 	prices   llm.Prices
-	progress func(tokens, calls int, cost *float64)
+	progress *spendingWriter
 	mu       sync.Mutex
 	// base is the task's usage before this run (its state's at the run's
 	// first event); based says it is read.
@@ -143,17 +144,25 @@ type agentTimeline struct {
 }
 
 func (t *agentTimeline) observe(ev graph.Event[nodes.AgentState], out agentserver.Emitter) {
+	if sp, ok := t.show(ev, out); ok {
+		t.progress.record(sp) // not under mu: it writes to the run store
+	}
+}
+
+// show adds what ev shows to the timeline, and says what the run has spent
+// when ev changed it.
+func (t *agentTimeline) show(ev graph.Event[nodes.AgentState], out agentserver.Emitter) (spending, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.based {
 		t.base, t.based = ev.State.Usage, true
 	}
 	if ev.Kind != graph.EventCustom {
-		return
+		return spending{}, false
 	}
 	ae, ok := ev.Value.(nodes.AgentEvent)
 	if !ok {
-		return
+		return spending{}, false
 	}
 	act := agentActivity(ae)
 	act.ElapsedMS = time.Since(t.start).Milliseconds()
@@ -161,10 +170,10 @@ func (t *agentTimeline) observe(ev graph.Event[nodes.AgentState], out agentserve
 		usage := t.usageLocked()
 		act.Tokens = app.Tokens(usage.Total().Usage)
 		out.Custom(customEvent{Type: "activity", Activity: &act})
-		spent(out, t.progress, usage, t.models, t.prices)
-		return
+		return spent(out, usage, t.models, t.prices), true
 	}
 	out.Custom(customEvent{Type: "activity", Activity: &act})
+	return spending{}, false
 }
 
 func showQuestion(pi graph.PendingInterrupt) any {

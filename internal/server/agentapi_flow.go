@@ -132,6 +132,7 @@ func (a *flowAPI) build(ctx context.Context, cfg agentserver.RunConfig) (agentse
 	var final *nodes.FlowState
 	return agentserver.RunSetup[nodes.FlowState]{Graph: fr.Flow.Graph(), Observe: tl.observe, Close: fr.Close, Context: ctx,
 		End: func(status string, err error) {
+			tl.progress.flush()
 			end(status, err, tl.spent(), fr.Models, fr.Prices)
 			if final != nil {
 				a.records.report(context.WithoutCancel(ctx), cfg.RunID, final.Result())
@@ -154,7 +155,7 @@ type flowTimeline struct {
 	start    time.Time
 	models   map[string]string
 	prices   llm.Prices
-	progress func(tokens, calls int, cost *float64)
+	progress *spendingWriter
 	mu       sync.Mutex
 	usage    llm.UsageByRole // the state's, as of the last step
 }
@@ -167,27 +168,35 @@ func (t *flowTimeline) spent() llm.UsageByRole {
 }
 
 func (t *flowTimeline) observe(ev graph.Event[nodes.FlowState], out agentserver.Emitter) {
+	if sp, ok := t.show(ev, out); ok {
+		t.progress.record(sp) // not under mu: it writes to the run store
+	}
+}
+
+// show adds what ev shows to the timeline, and says what the run has spent
+// when ev changed it.
+func (t *flowTimeline) show(ev graph.Event[nodes.FlowState], out agentserver.Emitter) (spending, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if ev.Kind == graph.EventStep {
 		t.usage = ev.State.Usage
-		spent(out, t.progress, t.usage, t.models, t.prices)
-		return
+		return spent(out, t.usage, t.models, t.prices), true
 	}
 	if ev.Kind != graph.EventCustom {
-		return
+		return spending{}, false
 	}
 	fe, ok := ev.Value.(nodes.FlowEvent)
 	if !ok {
-		return
+		return spending{}, false
 	}
 	act, ok := flowActivity(fe)
 	if !ok {
-		return
+		return spending{}, false
 	}
 	act.ElapsedMS = time.Since(t.start).Milliseconds()
 	act.Tokens = app.Tokens(t.usage.Total().Usage)
 	out.Custom(customEvent{Type: "activity", Activity: &act})
+	return spending{}, false
 }
 
 // flowActivity is a flow event as a timeline entry (flow_plan,

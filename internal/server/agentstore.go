@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
+	"time"
 
 	"github.com/deepgraph/deepgraph/agentserver"
 	"github.com/deepgraph/deepgraph/internal/app"
-	"github.com/deepgraph/deepgraph/internal/keymu"
 	"github.com/deepgraph/deepgraph/internal/runstore"
 	"github.com/deepgraph/deepgraph/research"
 )
@@ -30,12 +31,17 @@ import (
 // checkpointer holds states, not records.
 //
 // A run's spending (tokens, calls, cost) is written as it goes by the
-// run's timeline (progress), and kept when the API writes the run's record.
+// run's timeline (progress), and its report when it has one: each in a
+// statement of its own that writes only those columns, and the API's
+// writes of the run's record (runstore.Store.Put) leave them alone — so
+// that none of these writes reads the run first, and none waits for
+// another under a lock.
 type runStoreRecords struct {
 	runs runstore.Store
-	// locks order the read-modify-writes of each run (PutRun, report,
-	// progress); the writes of other runs do not wait for them.
-	locks keymu.Map
+	// live holds the ids of the runs whose record was put and has not
+	// ended: those that have a journal (journal), read without a store
+	// round trip.
+	live sync.Map
 }
 
 // apiRunSettings is the Settings of a run of the API.
@@ -104,11 +110,7 @@ func (s *runStoreRecords) PutThread(ctx context.Context, t agentserver.ThreadRec
 	if err != nil {
 		return err
 	}
-	err = s.runs.SetThreadData(ctx, t.ID, data)
-	if errors.Is(err, runstore.ErrNotFound) {
-		err = s.runs.CreateThread(ctx, &runstore.Thread{ID: t.ID, Created: t.CreatedAt, Updated: t.UpdatedAt, Data: data})
-	}
-	return err
+	return s.runs.PutThreadData(ctx, &runstore.Thread{ID: t.ID, Created: t.CreatedAt, Updated: t.UpdatedAt, Data: data})
 }
 
 func (s *runStoreRecords) DeleteThread(ctx context.Context, id string) error {
@@ -142,25 +144,23 @@ func (s *runStoreRecords) PutRun(ctx context.Context, r agentserver.RunRecord) e
 	case runstore.StatusDone, runstore.StatusFailed, runstore.StatusInterrupted:
 		run.Ended = r.UpdatedAt
 	}
-	unlock := s.locks.Lock(r.ID)
-	defer unlock()
-	old, err := s.runs.Get(ctx, r.ID)
-	switch {
-	case errors.Is(err, runstore.ErrNotFound):
-		return s.runs.Create(ctx, run)
-	case err != nil:
+	if err := s.runs.Put(ctx, run); err != nil {
 		return err
 	}
-	run.Tokens, run.Calls, run.Cost, run.Report = old.Tokens, old.Calls, old.Cost, old.Report
-	return s.runs.Update(ctx, run)
+	if run.Ended.IsZero() {
+		s.live.Store(r.ID, struct{}{})
+	} else {
+		s.live.Delete(r.ID)
+	}
+	return nil
 }
 
 // journal is the record of the external calls the run pays for
 // (app.ThreadJournal): recorded under the run, recalled from its thread's
 // runs; nil for a run without a record (a stateless run's), which keeps
 // them in memory while it runs.
-func (s *runStoreRecords) journal(ctx context.Context, cfg agentserver.RunConfig) research.CallJournal {
-	if _, err := s.runs.Get(ctx, cfg.RunID); err != nil {
+func (s *runStoreRecords) journal(_ context.Context, cfg agentserver.RunConfig) research.CallJournal {
+	if _, ok := s.live.Load(cfg.RunID); !ok {
 		return nil
 	}
 	return app.ThreadJournal(s.runs, cfg.ThreadID, cfg.RunID)
@@ -170,38 +170,72 @@ func (s *runStoreRecords) journal(ctx context.Context, cfg agentserver.RunConfig
 // it cannot be stored, research show says the run has no answer stored;
 // the thread's state keeps it all the same.
 func (s *runStoreRecords) report(ctx context.Context, runID string, doc any) {
+	if _, ok := s.live.Load(runID); !ok {
+		return
+	}
 	data, err := json.Marshal(doc)
 	if err != nil {
 		return
 	}
-	unlock := s.locks.Lock(runID)
-	defer unlock()
-	run, err := s.runs.Get(ctx, runID)
-	if err != nil {
-		return
-	}
-	run.Report = data
-	_ = s.runs.Update(ctx, run)
+	_ = s.runs.SetReport(ctx, runID, data)
 }
 
-// progress returns what records a run's spending so far (tokens, model
-// calls, cost in US dollars or nil when unknown) in its record: nothing
-// for a run without one (a stateless run's).
-func (s *runStoreRecords) progress(runID string) func(tokens, calls int, cost *float64) {
-	return func(tokens, calls int, cost *float64) {
-		ctx := context.Background()
-		unlock := s.locks.Lock(runID)
-		defer unlock()
-		run, err := s.runs.Get(ctx, runID)
-		if err != nil {
-			return
-		}
-		run.Tokens, run.Calls, run.Cost = int64(tokens), calls, cost
-		_ = s.runs.Update(ctx, run) // the next progress, or the run's end, tries again
+// progressEvery is how often at most a run's spending is written to its
+// record while it runs; its end writes what it spent last.
+const progressEvery = time.Second
+
+// progress returns what records a run's spending so far in its record:
+// nothing for a run without one (a stateless run's).
+func (s *runStoreRecords) progress(runID string) *spendingWriter {
+	return &spendingWriter{records: s, runID: runID}
+}
+
+// spendingWriter writes a run's spending to its record: at once, then at
+// most once every progressEvery while the run goes on (a model call's
+// spending is not worth a write of its own), and at its end (flush) what
+// it had not written.
+type spendingWriter struct {
+	records *runStoreRecords
+	runID   string
+	mu      sync.Mutex
+	written time.Time
+	pending *spending
+}
+
+// record takes what the run has spent so far.
+func (w *spendingWriter) record(sp spending) {
+	w.mu.Lock()
+	if time.Since(w.written) < progressEvery {
+		w.pending = &sp
+		w.mu.Unlock()
+		return
 	}
+	w.written, w.pending = time.Now(), nil
+	w.mu.Unlock()
+	w.write(sp) // not under mu: it writes to the run store
+}
+
+// flush writes what was recorded and not written yet.
+func (w *spendingWriter) flush() {
+	w.mu.Lock()
+	sp := w.pending
+	w.pending = nil
+	w.mu.Unlock()
+	if sp != nil {
+		w.write(*sp)
+	}
+}
+
+func (w *spendingWriter) write(sp spending) {
+	if _, ok := w.records.live.Load(w.runID); !ok {
+		return
+	}
+	// The next write, or the run's end, tries again.
+	_ = w.records.runs.SetSpending(context.Background(), w.runID, int64(sp.tokens), sp.calls, sp.cost)
 }
 
 func (s *runStoreRecords) DeleteRun(ctx context.Context, id string) error {
+	s.live.Delete(id)
 	if err := s.runs.Delete(ctx, id); err != nil && !errors.Is(err, runstore.ErrNotFound) {
 		return err
 	}

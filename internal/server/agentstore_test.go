@@ -1,7 +1,11 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -9,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/deepgraph/deepgraph/agentserver"
+	"github.com/deepgraph/deepgraph/config"
 	"github.com/deepgraph/deepgraph/internal/app"
 	"github.com/deepgraph/deepgraph/internal/runstore"
 	"github.com/deepgraph/deepgraph/llm"
@@ -213,4 +218,108 @@ func TestAgentAPIContinuedRunDoesNotPayTwice(t *testing.T) {
 	require.Len(t, runs, 2)
 	assert.Equal(t, "success", runs[0].Status)
 	assert.Equal(t, 1, searched("query 1"), "the continuing run searched query 1 again")
+}
+
+// stuckWrites is a run store whose next write of a run's record, once
+// armed, waits until released (a store stuck in I/O), and which counts
+// the reads of runs.
+type stuckWrites struct {
+	runstore.Store
+	mu      sync.Mutex
+	armed   bool
+	blocked chan struct{}
+	release chan struct{}
+	gets    atomic.Int64
+}
+
+// stick makes the next write wait; the others go through.
+func (s *stuckWrites) stick() bool {
+	s.mu.Lock()
+	armed := s.armed
+	s.armed = false
+	s.mu.Unlock()
+	if armed {
+		close(s.blocked)
+		<-s.release
+	}
+	return armed
+}
+
+func (s *stuckWrites) Get(ctx context.Context, id string) (*runstore.Run, error) {
+	s.gets.Add(1)
+	return s.Store.Get(ctx, id)
+}
+
+func (s *stuckWrites) Update(ctx context.Context, r *runstore.Run) error {
+	s.stick()
+	return s.Store.Update(ctx, r)
+}
+
+func (s *stuckWrites) Put(ctx context.Context, r *runstore.Run) error {
+	s.stick()
+	return s.Store.Put(ctx, r)
+}
+
+func (s *stuckWrites) SetSpending(ctx context.Context, id string, tokens int64, calls int, cost *float64) error {
+	s.stick()
+	return s.Store.SetSpending(ctx, id, tokens, calls, cost)
+}
+
+// The writes of a run's record read nothing first and wait for no other
+// write: while the write of its spending (its timeline's progress) is
+// stuck in the store, the API's write of its status goes through; each
+// writes its own columns, so neither undoes the other. (With a lock per
+// run held across a read and a write, the status waited for the spending.)
+func TestRunRecordWritesDoNotWait(t *testing.T) {
+	ctx := context.Background()
+	st, err := app.OpenStore(ctx, &config.Config{Store: config.Store(filepath.Join(t.TempDir(), "runs.db"))})
+	require.NoError(t, err)
+	defer st.Close()
+	runs := &stuckWrites{Store: st.Runs, blocked: make(chan struct{}), release: make(chan struct{})}
+	defer func() {
+		select {
+		case <-runs.release:
+		default:
+			close(runs.release)
+		}
+	}()
+	records := &runStoreRecords{runs: runs}
+	now := time.Now().UTC()
+	thread := agentserver.ThreadRecord{ID: "0193a5c2-7f00-7000-8000-000000000001", CreatedAt: now, UpdatedAt: now, Status: "idle"}
+	require.NoError(t, records.PutThread(ctx, thread))
+	rec := agentserver.RunRecord{ID: "0193a5c2-7f00-7000-8000-000000000002", ThreadID: thread.ID, AssistantID: agentserver.AssistantID(graphResearch),
+		CreatedAt: now, UpdatedAt: now, Status: "pending", Kwargs: json.RawMessage(`{"input":{"messages":[{"type":"human","content":"q"}]}}`)}
+	require.NoError(t, records.PutRun(ctx, rec))
+
+	runs.mu.Lock()
+	runs.armed = true
+	runs.mu.Unlock()
+	progressed := make(chan struct{})
+	go func() {
+		defer close(progressed)
+		records.progress(rec.ID).record(spending{tokens: 42, calls: 3})
+	}()
+	select {
+	case <-runs.blocked:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the spending was never written")
+	}
+	rec.Status, rec.UpdatedAt = "running", now.Add(time.Second)
+	put := make(chan error, 1)
+	go func() { put <- records.PutRun(ctx, rec) }()
+	select {
+	case err := <-put:
+		require.NoError(t, err, "the status is written while the spending's write is stuck")
+	case <-time.After(60 * time.Second):
+		t.Fatal("the status's write waited for the spending's")
+	}
+	close(runs.release)
+	<-progressed
+
+	got, err := st.Runs.Get(ctx, rec.ID)
+	require.NoError(t, err)
+	assert.Equal(t, runstore.StatusRunning, got.Status)
+	assert.Equal(t, int64(42), got.Tokens, "the spending stands beside the status")
+	assert.Equal(t, 3, got.Calls)
+	assert.Zero(t, runs.gets.Load(), "no write read the run first")
 }

@@ -4,18 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
-	"regexp"
-	"runtime"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -194,153 +187,6 @@ func TestRestartWithoutResume(t *testing.T) {
 	assert.Equal(t, "interrupted", again.waitRun(run, "interrupted").Status)
 	lgCall[json.RawMessage](again, "POST", "/threads/"+run.ThreadID+"/runs/wait", map[string]any{"assistant_id": "research", "input": nil}, 200)
 	assert.Equal(t, "success", lgCall[[]lgRun](again, "GET", "/threads/"+run.ThreadID+"/runs", nil, 200)[0].Status)
-}
-
-var stampRe = regexp.MustCompile(`\{(\d+)\}`)
-
-// loadResult is what a load of runs showed.
-type loadResult struct {
-	ends      map[string]string // each run's status
-	refused   int64             // 429s, each retried
-	elapsed   time.Duration
-	latencies []time.Duration // a model's token to the SSE client, sorted
-}
-
-// load submits runs at once against ts, each client retrying a 429 after
-// a pause, and follows every run's stream to its end.
-func load(tb testing.TB, ts *testServer, runs int) loadResult {
-	var (
-		mu  sync.Mutex
-		res = loadResult{ends: map[string]string{}}
-	)
-	var refused atomic.Int64
-	start := time.Now()
-	var wg sync.WaitGroup
-	for i := range runs {
-		wg.Go(func() {
-			th := ts.newThread()
-			var run lgRun
-			for {
-				status, data, _ := ts.do("POST", "/threads/"+th.ThreadID+"/runs", map[string]any{"assistant_id": "research",
-					"stream_mode": "messages-tuple", "input": map[string]any{"messages": []map[string]string{{"type": "human", "content": fmt.Sprintf("question %d", i)}}}})
-				if status == http.StatusTooManyRequests {
-					refused.Add(1)
-					time.Sleep(20 * time.Millisecond) // a client's back-off
-					continue
-				}
-				require.Equal(tb, 200, status, "%s", data)
-				require.NoError(tb, json.Unmarshal(data, &run))
-				break
-			}
-			resp := ts.join(context.Background(), run, 0)
-			defer resp.Body.Close()
-			readSSE(tb, resp.Body, func(ev sseEvent) bool {
-				if ev.Type == "messages" {
-					if m := stampRe.FindStringSubmatch(ev.Data); m != nil {
-						ns, _ := strconv.ParseInt(m[1], 10, 64)
-						d := time.Since(time.Unix(0, ns))
-						mu.Lock()
-						res.latencies = append(res.latencies, d)
-						mu.Unlock()
-					}
-				}
-				return false
-			})
-			got := lgCall[lgRun](ts, "GET", "/threads/"+run.ThreadID+"/runs/"+run.RunID, nil, 200)
-			mu.Lock()
-			res.ends[run.RunID] = got.Status
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	res.elapsed = time.Since(start)
-	res.refused = refused.Load()
-	sort.Slice(res.latencies, func(i, j int) bool { return res.latencies[i] < res.latencies[j] })
-	return res
-}
-
-// percentile is the q-quantile of sorted durations.
-func percentile(sorted []time.Duration, q float64) time.Duration {
-	return sorted[int(q*float64(len(sorted)-1))]
-}
-
-// 24 runs submitted at once, against fake models with latency, to a server
-// that runs 2 and queues 4: every one finishes, none is lost, the bound
-// holds (more than it takes get 429 and come back), and no goroutine is
-// left behind. Throughput and latency are BenchmarkLoad's.
-func TestLoad(t *testing.T) {
-	const runs, maxRunning, queueSize = 24, 2, 4
-	before := runtime.NumGoroutine()
-	ts := newTestServer(t, world{callDelay: 5 * time.Millisecond, searchDelay: 2 * time.Millisecond, tokenDelay: time.Millisecond, stamp: true},
-		queueOf(maxRunning, queueSize))
-	res := load(t, ts, runs)
-
-	require.Len(t, res.ends, runs, "every run was streamed to its end")
-	for id, status := range res.ends {
-		assert.Equal(t, "success", status, "run %s", id)
-	}
-	assert.Positive(t, res.refused, "more runs came than the server takes: some got 429 and came back")
-	assert.NotEmpty(t, res.latencies, "tokens reached the clients")
-
-	ts.stop()
-	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= before+2 }, 30*time.Second, 20*time.Millisecond,
-		"goroutines: %d before, %d after", before, runtime.NumGoroutine())
-}
-
-// BenchmarkLoad: 200 runs submitted at once against fake models with
-// latency (50 ms a call, 20 ms a search, 2 ms a token), to a server that
-// runs 16 and queues 100. It reports the throughput, the time from a
-// model's token to the SSE client, and the process's CPU time per run
-// (getrusage: the server's with its fake models' and clients').
-//
-//	go test -run '^$' -bench Load -benchtime 1x ./internal/server
-func BenchmarkLoad(b *testing.B) {
-	const maxRunning, queueSize = 16, 100
-	runs := 200
-	if testing.Short() { // CI's short form (docs/testing.md)
-		runs = 50
-	}
-	var latencies []time.Duration
-	var elapsed, cpu time.Duration
-	var refused int64
-	for b.Loop() {
-		ts := newTestServer(b, world{callDelay: 50 * time.Millisecond, searchDelay: 20 * time.Millisecond, tokenDelay: 2 * time.Millisecond, stamp: true},
-			queueOf(maxRunning, queueSize))
-		before := processCPU()
-		res := load(b, ts, runs)
-		cpu += processCPU() - before
-		ts.stop()
-		if len(res.ends) != runs {
-			b.Fatalf("%d of %d runs streamed to their end", len(res.ends), runs)
-		}
-		for id, status := range res.ends {
-			if status != "success" {
-				b.Fatalf("run %s ended %s", id, status)
-			}
-		}
-		latencies = append(latencies, res.latencies...)
-		elapsed += res.elapsed
-		refused += res.refused
-	}
-	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
-	if len(latencies) == 0 {
-		b.Fatal("no token reached a client")
-	}
-	b.ReportMetric(float64(runs*b.N)/elapsed.Seconds(), "runs/s")
-	b.ReportMetric(float64(percentile(latencies, 0.5).Microseconds())/1000, "p50-token-ms")
-	b.ReportMetric(float64(percentile(latencies, 0.99).Microseconds())/1000, "p99-token-ms")
-	b.ReportMetric(float64(refused)/float64(b.N), "429s/op")
-	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(runs*b.N), "cpu-ms/run")
-}
-
-// processCPU is the CPU time (user and system) the process has used: in a
-// benchmark, the server's, its fake models' and its clients' together.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func countQuery(s *worldSearch, q string) int {
