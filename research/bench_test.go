@@ -306,6 +306,13 @@ func benchJSON(v any) string {
 // configuration the variables vars set on top of the defaults.
 func openResearch(b *testing.B, f *fakeServices, vars map[string]string) *app.Research {
 	b.Helper()
+	return openResearchAt(b, f.model.URL, f.search.URL, vars)
+}
+
+// openResearchAt is openResearch against the fake model and search
+// engine at these URLs.
+func openResearchAt(b *testing.B, modelURL, searchURL string, vars map[string]string) *app.Research {
+	b.Helper()
 	for _, k := range config.Keys() {
 		for _, v := range k.Env {
 			b.Setenv(v, "")
@@ -314,9 +321,9 @@ func openResearch(b *testing.B, f *fakeServices, vars map[string]string) *app.Re
 	b.Setenv(config.EnvConfigFile, "")
 	env := map[string]string{
 		"OPENAI_API_KEY":               "k",
-		"OPENAI_BASE_URL":              f.model.URL + "/v1",
+		"OPENAI_BASE_URL":              modelURL + "/v1",
 		"DEEPGRAPH_MODEL":              "openai:fake",
-		"SEARXNG_URL":                  f.search.URL,
+		"SEARXNG_URL":                  searchURL,
 		"DEEPGRAPH_ALLOW_PRIVATE_URLS": "true",
 	}
 	for k, v := range vars {
@@ -387,8 +394,11 @@ func BenchmarkCriticalPath(b *testing.B) {
 // BenchmarkConcurrentRuns starts N runs of one researcher at once (default
 // settings: 3 queries, 2 loops, every loop used; the full-scale
 // latencies) and reports runs/s, the slowdown against one run's critical
-// path, the CPU time per run (getrusage: the process's, the fake
-// services' included), the peak RSS (VmHWM, reset before each case where
+// path, the CPU time per run (getrusage: cpu-ms/run is this process's, the
+// runs'; fakes-cpu-ms/run is that of the fake services, which run in a
+// process of their own on the same cores — in this one, their ends of the
+// connections took more open files than a machine allows at 1,000 runs),
+// the peak RSS (VmHWM, reset before each case where
 // the kernel allows; it is the whole process's) and the goroutines left
 // after. On 2 cores, N runs fit in one run's time only while N × cpu-ms/run
 // stays well under 2 × the critical path.
@@ -399,8 +409,9 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 	}
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("runs=%d", n), func(b *testing.B) {
-			f := newFakeServices(b, lat)
-			r := openResearch(b, f, nil)
+			openFilesFor(b, n)
+			f := startFakesProcess(b, lat)
+			r := openResearchAt(b, f.Model, f.Search, nil)
 			resetPeakRSS()
 			cpu0 := processCPU()
 			for b.Loop() {
@@ -422,17 +433,15 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 			cpu := processCPU() - cpu0
 			perBatch := b.Elapsed() / time.Duration(b.N)
 			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(n*b.N), "cpu-ms/run")
+			// The fakes' process ends here: its connections close, and
+			// the runs' idle ones with them.
+			r.Backend.Close()
+			b.ReportMetric(float64(f.stop(b).Microseconds())/1000/float64(n*b.N), "fakes-cpu-ms/run")
 			b.ReportMetric(float64(n)/perBatch.Seconds(), "runs/s")
 			b.ReportMetric(float64(perBatch)/float64(lat.criticalPath(research.DefaultMaxLoops)), "wall/critical")
 			if kb, ok := peakRSS(); ok {
 				b.ReportMetric(float64(kb)/1024, "peak-RSS-MiB")
 			}
-			// Idle keep-alive connections are not leaks: drop them before
-			// counting what is left.
-			r.Backend.Close()
-			f.model.CloseClientConnections()
-			f.search.CloseClientConnections()
-			f.pages.CloseClientConnections()
 			// The clients' ends of thousands of idle connections take a
 			// while to see theirs closed: give them up to 5 s to settle.
 			for i := 0; i < 50 && runtime.NumGoroutine() > 100; i++ {
@@ -442,6 +451,30 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 			b.ReportMetric(float64(runtime.NumGoroutine()), "goroutines-after")
 		})
 	}
+}
+
+// filesPerRun is what a run of BenchmarkConcurrentRuns holds open at its
+// widest step, with margin: a connection to the model and to the search
+// engine per query and to each page it reads, 3 queries of 3 pages (the
+// fakes' ends are in their own process).
+const filesPerRun = 16
+
+// openFilesFor makes room for n runs' open files: it raises the process's
+// limit (RLIMIT_NOFILE; Go raised the soft limit to the hard one at start)
+// where it is lower, and skips, saying how, where it cannot be raised. At
+// 1,000 runs the in-process fakes need ~25,000 descriptors, more than
+// the 20,000 some machines allow.
+func openFilesFor(b *testing.B, n int) {
+	need := uint64(n*filesPerRun + 1024)
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur >= need {
+		return
+	}
+	raised := syscall.Rlimit{Cur: need, Max: max(lim.Max, need)}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised); err != nil {
+		b.Skipf("%d runs with in-process fakes need %d open files; the limit is %d and could not be raised (%v): run with ulimit -n %d or more", n, need, lim.Cur, err, need)
+	}
+	b.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim) })
 }
 
 // processCPU is the CPU time (user and system) the process has used.
