@@ -16,43 +16,6 @@ import (
 	"github.com/deepgraph/deepgraph/graph"
 )
 
-// blockingStore is a MemoryStore whose writes of one thread's records,
-// once it is armed, wait until it is released: a store stuck in I/O.
-type blockingStore struct {
-	*agentserver.MemoryStore
-	mu      sync.Mutex
-	thread  string        // the thread whose writes wait; "": none
-	blocked chan struct{} // closed when a write first waits
-	release chan struct{}
-	once    sync.Once
-}
-
-func (b *blockingStore) arm(thread string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.thread = thread
-}
-
-func (b *blockingStore) wait(thread string) {
-	b.mu.Lock()
-	armed := b.thread != "" && b.thread == thread
-	b.mu.Unlock()
-	if armed {
-		b.once.Do(func() { close(b.blocked) })
-		<-b.release
-	}
-}
-
-func (b *blockingStore) PutThread(ctx context.Context, t agentserver.ThreadRecord) error {
-	b.wait(t.ID)
-	return b.MemoryStore.PutThread(ctx, t)
-}
-
-func (b *blockingStore) PutRun(ctx context.Context, r agentserver.RunRecord) error {
-	b.wait(r.ThreadID)
-	return b.MemoryStore.PutRun(ctx, r)
-}
-
 // within waits for ch, or fails the test after a liveness timeout.
 func within[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
@@ -88,25 +51,20 @@ func submit(base, path string, body any) <-chan int {
 // records are written, the newest last. (With a lock per thread held
 // across the write, the second submission waited for the first's.)
 func TestSubmissionsDoNotWaitForRecordWrites(t *testing.T) {
-	store := &blockingStore{MemoryStore: agentserver.NewMemoryStore(), blocked: make(chan struct{}), release: make(chan struct{})}
+	store := &gateStore{MemoryStore: agentserver.NewMemoryStore(), entered: make(chan struct{}), open: make(chan struct{})}
+	store.thread.Store("")
 	cp := graph.NewMemorySaver()
 	srv, err := agentserver.New(agentserver.Options{Checkpointer: cp, Store: store, Heartbeat: time.Hour})
 	require.NoError(t, err)
 	require.NoError(t, srv.Serve("chat", agentserver.Compiled(chatGraph(t, cp, nil))))
 	c := client{t: t, base: newHTTPServer(t, srv).URL}
 	a, b := newThread(c), newThread(c)
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(store.release)
-		}
-	}
+	release := sync.OnceFunc(func() { close(store.open) })
 	t.Cleanup(release)
 
-	store.arm(a)
+	store.thread.Store(a)
 	first := submit(c.base, "/threads/"+a+"/runs", map[string]any{"assistant_id": "chat", "input": human("first")})
-	within(t, store.blocked, "the first run's record write")
+	within(t, store.entered, "the first run's record write")
 
 	second := submit(c.base, "/threads/"+a+"/runs", map[string]any{"assistant_id": "chat", "input": human("second"), "multitask_strategy": "enqueue"})
 	assert.Equal(t, 200, within(t, second, "the second submission on the thread whose write is stuck"))
